@@ -1,0 +1,48 @@
+//! Errors that end pace before or instead of a report, and the exit code of
+//! each. Errors *during* a run are not here: they are counted in
+//! [`crate::stats::Errors`] and the run goes on, as in wrk.
+//!
+//! Exit codes (also in README.md):
+//! - 0: the run completed and the report was printed.
+//! - 1: the command line is wrong (unknown option, bad number, bad URL...).
+//! - 2: the target cannot be used (host does not resolve, nothing listens,
+//!   TLS set-up failed) or a file cannot be read or written.
+//! - 3: the Lua script failed (load error, or runtime error during the run;
+//!   the report of what was measured is still printed).
+//! - 130 / 143: the run was stopped by SIGINT / SIGTERM; the report of what
+//!   was measured was printed.
+
+use std::fmt;
+
+/// An error that stops pace, with the exit code it maps to.
+#[derive(Debug)]
+pub enum Error {
+    /// Wrong command line; the message says what is wrong.
+    Usage(String),
+    /// The target or a local resource cannot be used.
+    Setup(String),
+    /// The Lua script failed.
+    Script(String),
+}
+
+impl Error {
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => 1,
+            Error::Setup(_) => 2,
+            Error::Script(_) => 3,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Setup(m) | Error::Script(m) => f.write_str(m),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+pub type Result<T> = std::result::Result<T, Error>;

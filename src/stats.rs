@@ -1,0 +1,188 @@
+//! What one engine thread measures, and how threads' measurements add up.
+//!
+//! Every thread records into its own [`Stats`] (no locks, no sharing); the
+//! coordinator adds them with [`Stats::merge`], which is exact because
+//! HdrHistograms with the same geometry add count by count.
+
+use std::collections::BTreeMap;
+
+use hdrhistogram::Histogram;
+
+/// Highest latency a histogram tracks: one day in microseconds, as wrk2.
+pub const MAX_LATENCY_US: u64 = 24 * 60 * 60 * 1_000_000;
+
+/// A latency histogram in microseconds, 1 us .. 1 day, `digits` significant
+/// figures (wrk2's `hdr_init(1, MAX_LATENCY, 3)`).
+pub fn latency_histogram(digits: u8) -> Histogram<u64> {
+    Histogram::new_with_bounds(1, MAX_LATENCY_US, digits).expect("digits is validated to 1..=5")
+}
+
+/// Socket and HTTP errors, counted as wrk counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Errors {
+    /// The connection could not be opened (refused, TLS handshake failed...).
+    pub connect: u64,
+    /// Reading failed, the response was malformed, or the peer closed the
+    /// connection in the middle of a response.
+    pub read: u64,
+    /// Writing the request failed.
+    pub write: u64,
+    /// Responses with status > 399 (still counted as completed requests).
+    pub status: u64,
+    /// Requests with no complete response within `--timeout`.
+    pub timeout: u64,
+}
+
+impl Errors {
+    /// The errors wrk prints on its `Socket errors:` line.
+    pub fn socket_total(&self) -> u64 {
+        self.connect + self.read + self.write + self.timeout
+    }
+
+    fn add(&mut self, other: &Errors) {
+        self.connect += other.connect;
+        self.read += other.read;
+        self.write += other.write;
+        self.status += other.status;
+        self.timeout += other.timeout;
+    }
+}
+
+/// The kinds of error a connection can run into.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ErrorKind {
+    Connect,
+    Read,
+    Write,
+    Timeout,
+}
+
+/// Everything one thread (or, after merging, the whole run) measured.
+#[derive(Clone, Debug)]
+pub struct Stats {
+    /// Latency from the intended send time (wrk2's corrected latency), us.
+    /// In closed-loop mode the intended time is the actual send time.
+    pub corrected: Histogram<u64>,
+    /// Latency from the actual send time, us.
+    pub uncorrected: Histogram<u64>,
+    /// Schedule lag: actual send time minus intended send time, us. Only
+    /// recorded in paced mode; it measures the generator, not the server.
+    pub lag: Histogram<u64>,
+    /// Completed responses.
+    pub requests: u64,
+    /// Bytes read from the sockets (after TLS decryption), as wrk counts.
+    pub bytes: u64,
+    pub errors: Errors,
+    /// Responses by status code.
+    pub statuses: BTreeMap<u16, u64>,
+    /// Error counts by cause, e.g. `connect: Connection refused`.
+    pub error_causes: BTreeMap<String, u64>,
+    /// Per-thread Req/Sec samples (requests per second over each sampling
+    /// interval), for the Thread Stats table.
+    pub rate_samples: Vec<f64>,
+}
+
+impl Stats {
+    pub fn new(digits: u8) -> Stats {
+        Stats {
+            corrected: latency_histogram(digits),
+            uncorrected: latency_histogram(digits),
+            lag: latency_histogram(digits),
+            requests: 0,
+            bytes: 0,
+            errors: Errors::default(),
+            statuses: BTreeMap::new(),
+            error_causes: BTreeMap::new(),
+            rate_samples: Vec::new(),
+        }
+    }
+
+    /// Records one error and its cause.
+    pub fn error(&mut self, kind: ErrorKind, cause: &str) {
+        let (counter, label) = match kind {
+            ErrorKind::Connect => (&mut self.errors.connect, "connect"),
+            ErrorKind::Read => (&mut self.errors.read, "read"),
+            ErrorKind::Write => (&mut self.errors.write, "write"),
+            ErrorKind::Timeout => (&mut self.errors.timeout, "timeout"),
+        };
+        *counter += 1;
+        let key = format!("{label}: {cause}");
+        *self.error_causes.entry(key).or_insert(0) += 1;
+    }
+
+    /// Records a completed response.
+    #[inline]
+    pub fn response(&mut self, status: u16) {
+        self.requests += 1;
+        if status > 399 {
+            self.errors.status += 1;
+        }
+        *self.statuses.entry(status).or_insert(0) += 1;
+    }
+
+    /// Adds another thread's measurements to these.
+    pub fn merge(&mut self, other: &Stats) {
+        // Same geometry by construction, so adding cannot fail.
+        self.corrected.add(&other.corrected).expect("same histogram geometry");
+        self.uncorrected.add(&other.uncorrected).expect("same histogram geometry");
+        self.lag.add(&other.lag).expect("same histogram geometry");
+        self.requests += other.requests;
+        self.bytes += other.bytes;
+        self.errors.add(&other.errors);
+        for (status, n) in &other.statuses {
+            *self.statuses.entry(*status).or_insert(0) += n;
+        }
+        for (cause, n) in &other.error_causes {
+            *self.error_causes.entry(cause.clone()).or_insert(0) += n;
+        }
+        self.rate_samples.extend_from_slice(&other.rate_samples);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_adds_everything() {
+        let mut a = Stats::new(3);
+        let mut b = Stats::new(3);
+        a.corrected.record(100).unwrap();
+        b.corrected.record(200).unwrap();
+        a.response(200);
+        b.response(404);
+        b.error(ErrorKind::Connect, "Connection refused");
+        b.rate_samples.push(10.0);
+        a.merge(&b);
+        assert_eq!(a.corrected.len(), 2);
+        assert_eq!(a.requests, 2);
+        assert_eq!(a.errors.status, 1);
+        assert_eq!(a.errors.connect, 1);
+        assert_eq!(a.statuses[&404], 1);
+        assert_eq!(a.error_causes["connect: Connection refused"], 1);
+        assert_eq!(a.rate_samples, vec![10.0]);
+    }
+
+    #[test]
+    fn geometry_matches_wrk2() {
+        let h = latency_histogram(3);
+        assert_eq!(h.buckets(), 27);
+    }
+}
+
+/// What a whole run produced: the merged measurements plus what the
+/// reports need to put them in context.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// All threads' measurements added together.
+    pub total: Stats,
+    /// Each thread's own measurements, in thread order.
+    pub threads: Vec<Stats>,
+    /// From the start of the plan until the last response was collected.
+    pub runtime: std::time::Duration,
+    /// Paced mode: requests the plan wanted sent before the end of the run
+    /// that were never sent because no connection was free.
+    pub unsent: u64,
+    /// Set when SIGINT/SIGTERM ended the run early (the signal number).
+    pub interrupted: Option<i32>,
+}
