@@ -49,7 +49,8 @@ impl Target {
     /// Parses `scheme://host[:port][/path][?query][#fragment]`.
     pub fn parse(url: &str) -> Result<Target, UrlError> {
         let bad = |why: &str| UrlError(format!("invalid URL: {url} ({why})"));
-        let (scheme_name, rest) = url.split_once("://").ok_or_else(|| bad("expected scheme://host"))?;
+        let (scheme_name, rest) =
+            url.split_once("://").ok_or_else(|| bad("expected scheme://host"))?;
         if scheme_name.is_empty()
             || !scheme_name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
             || !scheme_name.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
@@ -119,7 +120,8 @@ impl Target {
     /// The default `Host` header value, as wrk's `wrk.init` builds it: the
     /// host (IPv6 re-bracketed) plus `:port` only if the URL named one.
     pub fn host_header(&self) -> String {
-        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        let host =
+            if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
         if self.explicit_port {
             format!("{host}:{}", self.port)
         } else {
@@ -212,7 +214,15 @@ mod tests {
 
     #[test]
     fn rejects_bad_urls() {
-        for u in ["localhost:8080/", "http://", "http://:80/", "http://h:0/", "http://h:99999/", "ftp://h/", "://h/"] {
+        for u in [
+            "localhost:8080/",
+            "http://",
+            "http://:80/",
+            "http://h:0/",
+            "http://h:99999/",
+            "ftp://h/",
+            "://h/",
+        ] {
             assert!(Target::parse(u).is_err(), "{u}");
         }
     }

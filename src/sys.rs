@@ -61,10 +61,8 @@ pub struct Poller {
 impl Poller {
     pub fn new(capacity: usize) -> io::Result<Poller> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
-        let empty = epoll::Event {
-            flags: epoll::EventFlags::empty(),
-            data: epoll::EventData::new_u64(0),
-        };
+        let empty =
+            epoll::Event { flags: epoll::EventFlags::empty(), data: epoll::EventData::new_u64(0) };
         Ok(Poller { epoll, events: vec![empty; capacity.clamp(16, 1024)] })
     }
 
@@ -94,11 +92,12 @@ impl Poller {
 
     /// Waits for events, at most `timeout` (None = forever), and returns
     /// them. Interrupted waits return no events.
-    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<impl Iterator<Item = Ready> + '_> {
-        let spec = timeout.map(|t| Timespec {
-            tv_sec: t.as_secs() as i64,
-            tv_nsec: t.subsec_nanos() as _,
-        });
+    pub fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> io::Result<impl Iterator<Item = Ready> + '_> {
+        let spec = timeout
+            .map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: t.subsec_nanos() as _ });
         let n = match epoll::wait(&self.epoll, &mut self.events[..], spec.as_ref()) {
             Ok(n) => n,
             Err(rustix::io::Errno::INTR) => 0,
