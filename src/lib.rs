@@ -13,6 +13,8 @@ pub mod error;
 pub mod http;
 pub mod plan;
 pub mod report;
+pub mod resolve;
+pub mod run;
 pub mod serve;
 pub mod stats;
 pub mod sys;

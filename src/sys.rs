@@ -58,6 +58,12 @@ pub struct Poller {
     events: Vec<epoll::Event>,
 }
 
+// SAFETY: the event buffer holds plain data; pace only ever registers u64
+// tokens, never pointers, so moving a Poller to another thread moves no
+// thread-bound pointer (rustix's EventData is a union that *could* hold one,
+// which is why it is not Send by itself).
+unsafe impl Send for Poller {}
+
 impl Poller {
     pub fn new(capacity: usize) -> io::Result<Poller> {
         let epoll = epoll::create(epoll::CreateFlags::CLOEXEC)?;
@@ -91,29 +97,38 @@ impl Poller {
     }
 
     /// Waits for events, at most `timeout` (None = forever), and returns
-    /// them. Interrupted waits return no events.
-    pub fn wait(
-        &mut self,
-        timeout: Option<Duration>,
-    ) -> io::Result<impl Iterator<Item = Ready> + '_> {
-        let spec = timeout
-            .map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: t.subsec_nanos() as _ });
-        let n = match epoll::wait(&self.epoll, &mut self.events[..], spec.as_ref()) {
-            Ok(n) => n,
-            Err(rustix::io::Errno::INTR) => 0,
-            Err(e) => return Err(e.into()),
-        };
-        Ok(self.events[..n].iter().map(|e| {
-            let flags = e.flags;
-            Ready {
-                token: e.data.u64(),
-                readable: flags.intersects(epoll::EventFlags::IN | epoll::EventFlags::PRI),
-                writable: flags.contains(epoll::EventFlags::OUT),
-                closed: flags.intersects(
-                    epoll::EventFlags::ERR | epoll::EventFlags::HUP | epoll::EventFlags::RDHUP,
-                ),
-            }
-        }))
+    /// how many arrived; read them with [`Poller::ready`]. An interrupted
+    /// wait returns 0.
+    pub fn poll(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
+        let spec = timeout.map(|t| Timespec {
+            tv_sec: t.as_secs() as i64,
+            tv_nsec: t.subsec_nanos() as _,
+        });
+        match epoll::wait(&self.epoll, &mut self.events[..], spec.as_ref()) {
+            Ok(n) => Ok(n),
+            Err(rustix::io::Errno::INTR) => Ok(0),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// The `k`-th event of the last [`Poller::poll`].
+    pub fn ready(&self, k: usize) -> Ready {
+        let event = self.events[k];
+        let flags = event.flags;
+        Ready {
+            token: event.data.u64(),
+            readable: flags.intersects(epoll::EventFlags::IN | epoll::EventFlags::PRI),
+            writable: flags.contains(epoll::EventFlags::OUT),
+            closed: flags.intersects(
+                epoll::EventFlags::ERR | epoll::EventFlags::HUP | epoll::EventFlags::RDHUP,
+            ),
+        }
+    }
+
+    /// Waits like [`Poller::poll`] and iterates over the events.
+    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<impl Iterator<Item = Ready> + '_> {
+        let n = self.poll(timeout)?;
+        Ok((0..n).map(move |k| self.ready(k)))
     }
 }
 

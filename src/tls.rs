@@ -1,1 +1,104 @@
-//! TODO
+//! TLS client configuration (rustls with the ring provider).
+//!
+//! Unlike wrk, which never verifies certificates, pace verifies the server
+//! certificate against the system's trust store by default; `-k/--insecure`
+//! accepts any certificate (handshake signatures are still checked, so the
+//! connection is still real TLS). SNI is the URL host when it is a name;
+//! rustls sends none for IP-address hosts.
+
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::crypto::{self, CryptoProvider};
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+use crate::error::Error;
+
+/// Everything a connection needs to start a TLS session with the target.
+#[derive(Clone)]
+pub struct TlsClient {
+    config: Arc<ClientConfig>,
+    server_name: ServerName<'static>,
+}
+
+impl TlsClient {
+    /// Builds the client configuration for `host` (the URL host).
+    pub fn new(host: &str, insecure: bool) -> Result<TlsClient, Error> {
+        let provider = Arc::new(crypto::ring::default_provider());
+        let builder = ClientConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| Error::Setup(format!("unable to initialize TLS: {e}")))?;
+        let mut config = if insecure {
+            builder
+                .dangerous()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
+                .with_no_client_auth()
+        } else {
+            builder.with_root_certificates(system_roots()?).with_no_client_auth()
+        };
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let server_name = ServerName::try_from(host.to_string())
+            .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?;
+        Ok(TlsClient { config: Arc::new(config), server_name })
+    }
+
+    /// A new client session (one per TCP connection; rustls resumes
+    /// sessions from its in-memory cache, as wrk's OpenSSL session cache).
+    pub fn session(&self) -> Result<ClientConnection, rustls::Error> {
+        ClientConnection::new(self.config.clone(), self.server_name.clone())
+    }
+}
+
+fn system_roots() -> Result<RootCertStore, Error> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(found.certs);
+    if added == 0 {
+        return Err(Error::Setup(
+            "no trusted CA certificates found on this system (install ca-certificates, \
+             or use -k/--insecure to skip verification)"
+                .to_string(),
+        ));
+    }
+    Ok(roots)
+}
+
+/// `-k`: trust any certificate, but still check handshake signatures.
+#[derive(Debug)]
+struct AcceptAnyCertificate(Arc<CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnyCertificate {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp_response: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}

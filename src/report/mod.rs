@@ -1,1 +1,29 @@
-//! TODO
+//! Reports of a finished run. [`text`] is the wrk/wrk2 text report;
+//! [`spectrum`] is HdrHistogram_c's statistics and "Detailed Percentile
+//! spectrum", which the text report prints and other outputs reuse.
+
+pub mod spectrum;
+pub mod text;
+
+use crate::units::c_float;
+
+/// C's `%<width>.<decimals>f`: right-aligned, never truncated, with glibc's
+/// `-nan` and `inf` spellings.
+pub(crate) fn c_fixed(value: f64, width: usize, decimals: usize) -> String {
+    format!("{:>width$}", c_float(value, decimals))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_like_printf() {
+        assert_eq!(c_fixed(93.6912, 8, 2), "   93.69");
+        assert_eq!(c_fixed(f64::NAN, 8, 2), "    -nan");
+        assert_eq!(c_fixed(f64::INFINITY, 12, 2), "         inf");
+        assert_eq!(c_fixed(12345.678, 4, 1), "12345.7");
+        // glibc rounds exact ties to even, and so does Rust.
+        assert_eq!(c_fixed(0.125, 4, 2), "0.12");
+    }
+}

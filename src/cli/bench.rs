@@ -1,0 +1,600 @@
+//! The wrk/wrk2 command line: `pace <options> <url> [script args...]`.
+//!
+//! Reproduces wrk's `src/wrk.c: parse_args` (option names, abbreviations,
+//! units, last one wins, options after the URL, `--`) and fixes its bugs
+//! (`reference/wrk-family.md` sections 1 and 9): `-H Name:value` is kept
+//! instead of silently dropped (wg/wrk#404), durations may be sub-second
+//! (`500ms`, `1.5s`), `-R` may be fractional and is optional (absent = wrk's
+//! closed loop), and every error says what is wrong in one line instead of
+//! printing the usage text.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use super::options::{bad_value, word_text, Item, Options, Spec};
+use super::{usage, version_line, Command};
+use crate::config::{BenchConfig, Mode, Target};
+use crate::error::Error;
+use crate::units::{parse_count, parse_metric, parse_time};
+
+#[derive(Clone, Copy)]
+pub(super) enum Flag {
+    Connections,
+    Duration,
+    Threads,
+    Script,
+    Header,
+    Latency,
+    ULatency,
+    BatchLatency,
+    Timeout,
+    Rate,
+    Digits,
+    Insecure,
+    Version,
+    Help,
+}
+
+/// wrk2's options (`t:c:d:s:H:T:R:LUBv`), yicwang's `-D`, and pace's `-k`.
+/// `--u_latency` and `--batch_latency` keep wrk2's underscores.
+pub(super) const SPECS: &[Spec<Flag>] = &[
+    Spec { short: Some('c'), long: "connections", flag: Flag::Connections },
+    Spec { short: Some('d'), long: "duration", flag: Flag::Duration },
+    Spec { short: Some('t'), long: "threads", flag: Flag::Threads },
+    Spec { short: Some('s'), long: "script", flag: Flag::Script },
+    Spec { short: Some('H'), long: "header", flag: Flag::Header },
+    Spec { short: Some('L'), long: "latency", flag: Flag::Latency },
+    Spec { short: Some('U'), long: "u_latency", flag: Flag::ULatency },
+    Spec { short: Some('B'), long: "batch_latency", flag: Flag::BatchLatency },
+    Spec { short: Some('T'), long: "timeout", flag: Flag::Timeout },
+    Spec { short: Some('R'), long: "rate", flag: Flag::Rate },
+    Spec { short: Some('D'), long: "digits", flag: Flag::Digits },
+    Spec { short: Some('k'), long: "insecure", flag: Flag::Insecure },
+    Spec { short: Some('v'), long: "version", flag: Flag::Version },
+    Spec { short: Some('h'), long: "help", flag: Flag::Help },
+];
+
+/// Longest accepted `-d` or `--timeout`: far beyond any real run, and it
+/// keeps `Instant + duration` from overflowing anywhere downstream.
+const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// HdrHistogram accepts 1 to 5 significant digits.
+const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
+
+/// The options as typed, before the checks that need all of them.
+struct BenchArgs {
+    connections: usize,
+    duration: Duration,
+    threads: usize,
+    script: Option<PathBuf>,
+    headers: Vec<(String, String)>,
+    latency: bool,
+    u_latency: bool,
+    batch_latency: bool,
+    timeout: Duration,
+    rate: Option<f64>,
+    digits: usize,
+    insecure: bool,
+    print_version: bool,
+    /// Every non-option word in order: the URL, then the script arguments.
+    words: Vec<String>,
+}
+
+impl Default for BenchArgs {
+    /// wrk's defaults.
+    fn default() -> Self {
+        BenchArgs {
+            connections: 10,
+            duration: Duration::from_secs(10),
+            threads: 2,
+            script: None,
+            headers: Vec::new(),
+            latency: false,
+            u_latency: false,
+            batch_latency: false,
+            timeout: Duration::from_secs(2),
+            rate: None,
+            digits: 3,
+            insecure: false,
+            print_version: false,
+            words: Vec::new(),
+        }
+    }
+}
+
+/// Parses a wrk/wrk2 command line (without the program name).
+pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, SPECS);
+    let mut typed = BenchArgs::default();
+    while let Some(item) = options.next()? {
+        let found = match item {
+            Item::Word(word) => {
+                typed.words.push(word_text(word)?);
+                continue;
+            }
+            Item::Option(found) => found,
+        };
+        let name = found.name.as_str();
+        match found.flag {
+            Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
+            Flag::Duration => typed.duration = time(name, &options.text(name)?)?,
+            Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
+            Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
+            Flag::Header => typed.headers.push(header(&options.text(name)?)?),
+            Flag::Latency => typed.latency = true,
+            Flag::ULatency => typed.u_latency = true,
+            Flag::BatchLatency => typed.batch_latency = true,
+            Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
+            Flag::Rate => typed.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
+            Flag::Insecure => typed.insecure = true,
+            Flag::Version => typed.print_version = true,
+            // Like ripgrep, help short-circuits whatever else is typed.
+            Flag::Help => return Ok(Command::Help(usage::main())),
+        }
+    }
+    // wrk prints the version and goes on, ending with the usage text and exit
+    // 1 when there is no URL (wg/wrk#55); pace treats a lone -v as a request.
+    if typed.print_version && typed.words.is_empty() {
+        return Ok(Command::Version(version_line()));
+    }
+    let print_version = typed.print_version;
+    let config = validate(typed)?;
+    Ok(Command::Bench { config: Box::new(config), print_version })
+}
+
+/// The checks that need the whole command line, done once it is all read
+/// so that the last of repeated options is the one checked (`-t0 -t2`).
+fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
+    let mut words = std::mem::take(&mut typed.words).into_iter();
+    let url = words.next().ok_or_else(|| Error::Usage("missing URL (try 'pace --help')".into()))?;
+    check_ranges(&typed)?;
+    let target = Target::parse(&url).map_err(|err| Error::Usage(err.to_string()))?;
+    let mode = match typed.rate {
+        None => Mode::ClosedLoop,
+        Some(rate) if rate > 0.0 => Mode::Paced { rate },
+        Some(_) => return Err(Error::Usage("-R/--rate must be greater than 0".into())),
+    };
+    Ok(BenchConfig {
+        target,
+        connections: typed.connections,
+        threads: typed.threads,
+        duration: typed.duration,
+        timeout: typed.timeout,
+        mode,
+        headers: typed.headers,
+        // wrk2: -U implies -L.
+        latency: typed.latency || typed.u_latency,
+        u_latency: typed.u_latency,
+        batch_latency: typed.batch_latency,
+        insecure: typed.insecure,
+        // In range: checked against DIGITS by check_ranges.
+        digits: typed.digits as u8,
+        script: typed.script,
+        script_args: words.collect(),
+        addrs: Vec::new(),
+    })
+}
+
+/// Counts and durations that must not be zero, and their relations, in
+/// wrk's order (threads and duration, then connections).
+fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
+    let fail = |message: String| Err(Error::Usage(message));
+    if typed.threads == 0 {
+        return fail("-t/--threads must be at least 1".into());
+    }
+    if typed.duration.is_zero() {
+        return fail("-d/--duration must be greater than 0".into());
+    }
+    if typed.connections == 0 {
+        return fail("-c/--connections must be at least 1".into());
+    }
+    if typed.connections < typed.threads {
+        return fail(format!(
+            "number of connections ({}) must be >= threads ({})",
+            typed.connections, typed.threads
+        ));
+    }
+    if typed.timeout.is_zero() {
+        return fail("-T/--timeout must be greater than 0".into());
+    }
+    if !DIGITS.contains(&typed.digits) {
+        return fail(format!(
+            "-D/--digits must be between {} and {} (got {})",
+            DIGITS.start(),
+            DIGITS.end(),
+            typed.digits
+        ));
+    }
+    Ok(())
+}
+
+/// A whole number with an optional SI suffix (`-c 1k`).
+fn count(option: &str, text: &str) -> Result<usize, Error> {
+    parse_count(text).map_err(|err| bad_value(option, err))
+}
+
+/// A number with an optional SI suffix, fractions allowed (`-R 0.5`).
+fn metric(option: &str, text: &str) -> Result<f64, Error> {
+    let value = parse_metric(text).map_err(|err| bad_value(option, err))?;
+    if !value.is_finite() {
+        return Err(bad_value(option, format!("'{text}' is too large")));
+    }
+    Ok(value)
+}
+
+/// A duration (`-d 30s`, `--timeout 1.5s`, `-d 500ms`), at most [`MAX_TIME`].
+pub(super) fn time(option: &str, text: &str) -> Result<Duration, Error> {
+    let duration = parse_time(text).map_err(|err| bad_value(option, err))?;
+    if duration > MAX_TIME {
+        return Err(bad_value(option, format!("'{text}' is longer than 365 days")));
+    }
+    Ok(duration)
+}
+
+/// `-H "Name: value"`, also without the space (`Name:value`, which wrk
+/// silently dropped: wg/wrk#404). Split at the first ':' so values may hold
+/// colons (`Host: x:8080`).
+fn header(text: &str) -> Result<(String, String), Error> {
+    let bad = |why: &str| Error::Usage(format!("invalid header '{text}': {why}"));
+    let (name, value) = text.split_once(':').ok_or_else(|| bad("expected 'Name: value'"))?;
+    if name.is_empty() {
+        return Err(bad("empty name"));
+    }
+    if !name.bytes().all(is_token_byte) {
+        return Err(bad("the name may not contain spaces or separators"));
+    }
+    // A CR or LF would end the header early and corrupt the request.
+    if value.contains(['\r', '\n']) {
+        return Err(bad("the value may not contain line breaks"));
+    }
+    Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
+}
+
+/// RFC 9110 `tchar`: the bytes allowed in a header name.
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse as parse_command;
+    use super::*;
+
+    fn args(line: &[&str]) -> Vec<OsString> {
+        line.iter().map(OsString::from).collect()
+    }
+
+    /// The configuration a command line yields; fails the test otherwise.
+    fn config(line: &[&str]) -> BenchConfig {
+        match parse_command(args(line)) {
+            Ok(Command::Bench { config, .. }) => *config,
+            Ok(_) => panic!("{line:?}: not a benchmark"),
+            Err(err) => panic!("{line:?}: {err}"),
+        }
+    }
+
+    /// The message of the usage error a command line yields.
+    fn error(line: &[&str]) -> String {
+        match parse_command(args(line)) {
+            Err(Error::Usage(message)) => message,
+            Err(other) => panic!("{line:?}: not a usage error: {other}"),
+            Ok(_) => panic!("{line:?}: accepted"),
+        }
+    }
+
+    const URL: &str = "http://127.0.0.1:8080/";
+
+    /// Every way getopt_long accepts a value, for one option.
+    fn value_forms(short: &str, long: &str, value: &str) -> Vec<Vec<String>> {
+        let abbreviated = &long[..long.len().min(5)];
+        vec![
+            vec![format!("{short}{value}"), URL.into()],
+            vec![short.into(), value.into(), URL.into()],
+            vec![format!("{long}={value}"), URL.into()],
+            vec![long.into(), value.into(), URL.into()],
+            vec![abbreviated.into(), value.into(), URL.into()],
+            vec![URL.into(), short.into(), value.into()],
+        ]
+    }
+
+    fn each_form(short: &str, long: &str, value: &str, check: impl Fn(&BenchConfig)) {
+        for line in value_forms(short, long, value) {
+            let line: Vec<&str> = line.iter().map(String::as_str).collect();
+            check(&config(&line));
+        }
+    }
+
+    #[test]
+    fn defaults_are_wrks() {
+        let cfg = config(&[URL]);
+        assert_eq!(cfg.connections, 10);
+        assert_eq!(cfg.threads, 2);
+        assert_eq!(cfg.duration, Duration::from_secs(10));
+        assert_eq!(cfg.timeout, Duration::from_secs(2));
+        assert_eq!(cfg.mode, Mode::ClosedLoop);
+        assert_eq!(cfg.digits, 3);
+        assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.insecure);
+        assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
+        assert!(cfg.addrs.is_empty());
+        assert_eq!(cfg.target.port, 8080);
+    }
+
+    #[test]
+    fn connections() {
+        each_form("-c", "--connections", "20", |cfg| assert_eq!(cfg.connections, 20));
+        assert_eq!(config(&["-c1k", URL]).connections, 1000);
+        assert_eq!(config(&["-c", "1.5K", URL]).connections, 1500);
+        assert_eq!(config(&["-c5", "-c20", URL]).connections, 20);
+    }
+
+    #[test]
+    fn threads() {
+        each_form("-t", "--threads", "4", |cfg| assert_eq!(cfg.threads, 4));
+        assert_eq!(config(&["-t2", "-t5", URL]).threads, 5);
+        assert_eq!(config(&["--thr", "3", URL]).threads, 3);
+    }
+
+    #[test]
+    fn duration() {
+        each_form("-d", "--duration", "30s", |cfg| {
+            assert_eq!(cfg.duration, Duration::from_secs(30))
+        });
+        assert_eq!(config(&["-d", "5", URL]).duration, Duration::from_secs(5));
+        assert_eq!(config(&["-d", "2m", URL]).duration, Duration::from_secs(120));
+        assert_eq!(config(&["-d", "1h", URL]).duration, Duration::from_secs(3600));
+        assert_eq!(config(&["-d", "500ms", URL]).duration, Duration::from_millis(500));
+        assert_eq!(config(&["--dur=1.5s", URL]).duration, Duration::from_millis(1500));
+        assert_eq!(config(&["-d1s", "-d2s", URL]).duration, Duration::from_secs(2));
+    }
+
+    #[test]
+    fn timeout() {
+        each_form("-T", "--timeout", "5s", |cfg| assert_eq!(cfg.timeout, Duration::from_secs(5)));
+        assert_eq!(config(&["--timeout", "1.5s", URL]).timeout, Duration::from_millis(1500));
+        assert_eq!(config(&["-T", "250ms", URL]).timeout, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn rate() {
+        each_form("-R", "--rate", "2k", |cfg| assert_eq!(cfg.mode, Mode::Paced { rate: 2000.0 }));
+        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced { rate: 0.5 });
+        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced { rate: 1e6 });
+        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced { rate: 10.0 });
+    }
+
+    #[test]
+    fn digits() {
+        each_form("-D", "--digits", "2", |cfg| assert_eq!(cfg.digits, 2));
+        assert_eq!(config(&["-D1", URL]).digits, 1);
+        assert_eq!(config(&["-D5", URL]).digits, 5);
+    }
+
+    #[test]
+    fn script() {
+        each_form("-s", "--script", "a.lua", |cfg| {
+            assert_eq!(cfg.script.as_deref(), Some("a.lua".as_ref()))
+        });
+    }
+
+    #[test]
+    fn flags() {
+        let cfg = config(&["-L", "-B", "-k", URL]);
+        assert!(cfg.latency && cfg.batch_latency && cfg.insecure && !cfg.u_latency);
+        let cfg = config(&["--latency", "--batch_latency", "--insecure", URL]);
+        assert!(cfg.latency && cfg.batch_latency && cfg.insecure);
+        let cfg = config(&["--lat", "--batch", "--ins", URL]);
+        assert!(cfg.latency && cfg.batch_latency && cfg.insecure);
+        assert!(config(&[URL, "-k"]).insecure);
+    }
+
+    #[test]
+    fn u_latency_implies_latency() {
+        for flag in ["-U", "--u_latency", "--u"] {
+            let cfg = config(&[flag, URL]);
+            assert!(cfg.u_latency && cfg.latency, "{flag}");
+        }
+    }
+
+    #[test]
+    fn clusters() {
+        let cfg = config(&["-Lt2", URL]);
+        assert!(cfg.latency);
+        assert_eq!(cfg.threads, 2);
+        let cfg = config(&["-LUkc100", "-t4", URL]);
+        assert!(cfg.latency && cfg.u_latency && cfg.insecure);
+        assert_eq!((cfg.connections, cfg.threads), (100, 4));
+    }
+
+    #[test]
+    fn headers_keep_their_order() {
+        let cfg = config(&[
+            "-H",
+            "Accept: text/plain",
+            URL,
+            "--header=X-Token:abc",
+            "-HHost:   example.com:8080",
+            "-H",
+            "X-Empty:",
+        ]);
+        let expected = [
+            ("Accept", "text/plain"),
+            ("X-Token", "abc"),
+            ("Host", "example.com:8080"),
+            ("X-Empty", ""),
+        ];
+        let got: Vec<(&str, &str)> =
+            cfg.headers.iter().map(|(n, v)| (n.as_str(), v.as_str())).collect();
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn bad_headers() {
+        assert!(error(&["-H", "NoColon", URL]).contains("expected 'Name: value'"));
+        assert!(error(&["-H", ": value", URL]).contains("empty name"));
+        assert!(error(&["-H", "Bad Name: x", URL]).contains("may not contain spaces"));
+        assert!(error(&["-H", "X: a\r\nY: b", URL]).contains("line breaks"));
+        assert_eq!(error(&["-H", "oops", URL]), "invalid header 'oops': expected 'Name: value'");
+    }
+
+    #[test]
+    fn options_after_the_url_and_script_args() {
+        let cfg = config(&[URL, "-t4", "a", "-c", "8", "b"]);
+        assert_eq!((cfg.threads, cfg.connections), (4, 8));
+        assert_eq!(cfg.script_args, ["a", "b"]);
+        assert_eq!(cfg.target.url, URL);
+    }
+
+    #[test]
+    fn double_dash_ends_options() {
+        let cfg = config(&[URL, "-t4", "a", "--", "-z", "--threads=9", "b"]);
+        assert_eq!(cfg.threads, 4);
+        assert_eq!(cfg.script_args, ["a", "-z", "--threads=9", "b"]);
+        // The first word after `--` is the URL when none came before.
+        let cfg = config(&["-t1", "--", URL, "-c5"]);
+        assert_eq!(cfg.target.url, URL);
+        assert_eq!(cfg.script_args, ["-c5"]);
+        assert_eq!(cfg.connections, 10);
+    }
+
+    #[test]
+    fn url_like_extra_words_are_script_args() {
+        let cfg = config(&[URL, "http://other/", "localhost:1/"]);
+        assert_eq!(cfg.script_args, ["http://other/", "localhost:1/"]);
+    }
+
+    #[test]
+    fn ambiguous_long_options() {
+        assert_eq!(
+            error(&["--t", "2", URL]),
+            "option '--t' is ambiguous; possibilities: '--threads' '--timeout'"
+        );
+        assert_eq!(
+            error(&["--d=1", URL]),
+            "option '--d' is ambiguous; possibilities: '--duration' '--digits'"
+        );
+        assert!(error(&["--he", URL]).contains("'--header' '--help'"));
+    }
+
+    #[test]
+    fn unknown_options() {
+        assert_eq!(error(&["--foo", URL]), "unknown option '--foo'");
+        assert_eq!(error(&["-x", URL]), "unknown option '-x'");
+        assert_eq!(error(&["-Lx", URL]), "unknown option '-x'");
+        assert_eq!(error(&["--threadsx=2", URL]), "unknown option '--threadsx'");
+        assert_eq!(error(&["--=2", URL]), "unknown option '--'");
+    }
+
+    #[test]
+    fn missing_values() {
+        assert_eq!(error(&[URL, "-c"]), "option '-c' needs a value");
+        assert_eq!(error(&[URL, "--conn"]), "option '--connections' needs a value");
+        assert_eq!(error(&[URL, "-H"]), "option '-H' needs a value");
+    }
+
+    #[test]
+    fn flags_take_no_value() {
+        assert_eq!(
+            error(&["--latency=yes", URL]),
+            "option '--latency' does not take a value (got 'yes')"
+        );
+    }
+
+    #[test]
+    fn bad_numbers_name_the_option_and_units() {
+        assert_eq!(
+            error(&["-c", "abc", URL]),
+            "invalid value for '-c': 'abc' is not a number (examples: 10, 1.5k, 2M)"
+        );
+        assert_eq!(
+            error(&["--duration", "5x", URL]),
+            "invalid value for '--duration': '5x' is not a duration \
+             (examples: 30s, 500ms, 1.5m, 2h)"
+        );
+        assert!(error(&["-t", "1.5", URL]).contains("'-t': '1.5' is not a whole number"));
+        assert!(error(&["-c", "-1", URL]).contains("'-c'"));
+        assert!(error(&["-R", "fast", URL]).contains("'-R'"));
+        assert!(error(&["-T", "2parsecs", URL]).contains("'-T'"));
+        assert!(error(&["-D", "x", URL]).contains("'-D'"));
+        assert!(error(&["-d", "1000000000h", URL]).contains("longer than 365 days"));
+    }
+
+    #[test]
+    fn range_checks() {
+        assert_eq!(error(&["-t", "0", URL]), "-t/--threads must be at least 1");
+        assert_eq!(error(&["-c", "0", "-t1", URL]), "-c/--connections must be at least 1");
+        assert_eq!(
+            error(&["-c", "2", "-t", "4", URL]),
+            "number of connections (2) must be >= threads (4)"
+        );
+        assert_eq!(error(&["-d", "0", URL]), "-d/--duration must be greater than 0");
+        assert_eq!(error(&["-d", "0ms", URL]), "-d/--duration must be greater than 0");
+        assert_eq!(error(&["-T", "0", URL]), "-T/--timeout must be greater than 0");
+        assert_eq!(error(&["-R", "0", URL]), "-R/--rate must be greater than 0");
+        assert_eq!(error(&["-R", "0.0", URL]), "-R/--rate must be greater than 0");
+        let huge = format!("1{}", "0".repeat(400));
+        assert!(error(&["-R", &huge, URL]).ends_with("is too large"));
+        assert_eq!(error(&["-D", "9", URL]), "-D/--digits must be between 1 and 5 (got 9)");
+        assert_eq!(error(&["-D", "0", URL]), "-D/--digits must be between 1 and 5 (got 0)");
+        // Last one wins, and only the final values are checked.
+        assert_eq!(config(&["-t0", "-t1", URL]).threads, 1);
+    }
+
+    #[test]
+    fn urls() {
+        assert_eq!(error(&[]), "missing URL (try 'pace --help')");
+        assert_eq!(error(&["-t2", "-c4"]), "missing URL (try 'pace --help')");
+        assert!(error(&["localhost:8080/"]).starts_with("invalid URL: localhost:8080/"));
+        assert!(error(&["http://"]).starts_with("invalid URL: http://"));
+        let cfg = config(&["http://[::1]:9000/x"]);
+        assert_eq!((cfg.target.host.as_str(), cfg.target.port), ("::1", 9000));
+    }
+
+    #[test]
+    fn non_utf8_arguments_are_errors_not_panics() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(vec![b'h', 0xff]);
+        for line in [
+            vec![bad.clone()],
+            vec![URL.into(), bad.clone()],
+            vec!["-c".into(), bad.clone(), URL.into()],
+            vec![OsString::from_vec(vec![b'-', 0xff]), URL.into()],
+            vec![OsString::from_vec(vec![b'-', b'-', 0xff]), URL.into()],
+        ] {
+            assert!(matches!(parse_command(line), Err(Error::Usage(_))));
+        }
+        // A script path needs no UTF-8.
+        let cfg = match parse_command(vec!["-s".into(), bad.clone(), URL.into()]) {
+            Ok(Command::Bench { config, .. }) => config,
+            _ => panic!("script path rejected"),
+        };
+        assert_eq!(cfg.script, Some(PathBuf::from(bad)));
+    }
+
+    #[test]
+    fn version() {
+        let version = version_line();
+        assert!(version.starts_with(&format!("pace {} [epoll]", env!("CARGO_PKG_VERSION"))));
+        for line in [&["-v"][..], &["--version"], &["--vers"], &["-v", "-t", "0"]] {
+            assert!(
+                matches!(parse_command(args(line)), Ok(Command::Version(ref v)) if *v == version)
+            );
+        }
+        match parse_command(args(&["-v", URL])) {
+            Ok(Command::Bench { print_version: true, .. }) => {}
+            _ => panic!("-v with a URL must run"),
+        }
+        match parse_command(args(&[URL])) {
+            Ok(Command::Bench { print_version: false, .. }) => {}
+            _ => panic!("no -v, no version line"),
+        }
+    }
+
+    #[test]
+    fn help_wins() {
+        for line in [&["-h"][..], &["--help"], &["--hel"], &[URL, "-h"], &["-t0", "-h"]] {
+            assert!(matches!(parse_command(args(line)), Ok(Command::Help(_))), "{line:?}");
+        }
+    }
+}

@@ -1,0 +1,112 @@
+//! The command line: which command to run, with which options.
+//!
+//! `pace serve ...`, `pace demo` and `pace help [serve|demo]` are
+//! subcommands, recognised by the first word only; anything else is a
+//! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
+//! [`Command`] (help and version texts included) or an [`Error::Usage`] with
+//! a one-line message, and `main` does the printing.
+
+mod bench;
+mod options;
+mod serve;
+mod usage;
+
+use std::ffi::OsString;
+
+use crate::config::BenchConfig;
+use crate::error::Error;
+use crate::serve::ServeOptions;
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    /// Benchmark a URL. `config.addrs` is left empty: resolving the target
+    /// is not the parser's job.
+    Bench {
+        /// Boxed: it is many times larger than the other variants.
+        config: Box<BenchConfig>,
+        /// `-v` came with a URL: print [`version_line`] first, then run
+        /// (wrk prints the version and goes on).
+        print_version: bool,
+    },
+    /// `pace serve`: run the built-in target server.
+    Serve(ServeOptions),
+    /// `pace demo`.
+    Demo,
+    /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
+    Help(String),
+    /// `-v` without a URL: print this line to stdout, exit 0.
+    Version(String),
+}
+
+/// Reads a command line; `args` excludes the program name.
+pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error> {
+    let mut args: Vec<OsString> = args.into_iter().collect();
+    let Some(first) = args.first().and_then(|word| word.to_str()) else {
+        return bench::parse(args);
+    };
+    let subcommand: fn(Vec<OsString>) -> Result<Command, Error> = match first {
+        "serve" => serve::parse_serve,
+        "demo" => serve::parse_demo,
+        "help" => help,
+        _ => return bench::parse(args),
+    };
+    args.remove(0);
+    subcommand(args)
+}
+
+/// The line `-v` prints, in wrk's form `wrk 4.2.0 [epoll] ...`.
+pub fn version_line() -> String {
+    format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
+}
+
+/// `pace help [serve|demo]`.
+fn help(topics: Vec<OsString>) -> Result<Command, Error> {
+    let text = match topics.first().map(|topic| topic.to_string_lossy()) {
+        None => usage::main(),
+        Some(topic) if topic == "serve" => usage::serve(),
+        Some(topic) if topic == "demo" => usage::demo(),
+        Some(topic) => {
+            return Err(Error::Usage(format!("unknown command '{topic}' (commands: serve, demo)")))
+        }
+    };
+    Ok(Command::Help(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(line: &[&str]) -> Result<Command, Error> {
+        parse(line.iter().map(OsString::from))
+    }
+
+    fn help_text(line: &[&str]) -> String {
+        match run(line) {
+            Ok(Command::Help(text)) => text,
+            _ => panic!("{line:?}: no help"),
+        }
+    }
+
+    #[test]
+    fn subcommands_by_first_word_only() {
+        assert!(matches!(run(&["serve"]), Ok(Command::Serve(_))));
+        assert!(matches!(run(&["demo"]), Ok(Command::Demo)));
+        // Elsewhere the words are URLs (and not valid ones).
+        assert!(
+            matches!(run(&["-t1", "serve"]), Err(Error::Usage(m)) if m.contains("invalid URL"))
+        );
+    }
+
+    #[test]
+    fn help_topics() {
+        assert_eq!(help_text(&["help"]), help_text(&["--help"]));
+        assert_eq!(help_text(&["help", "serve"]), help_text(&["serve", "-h"]));
+        assert_eq!(help_text(&["help", "demo"]), help_text(&["demo", "--help"]));
+        assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
+        assert!(matches!(
+            run(&["help", "bogus"]),
+            Err(Error::Usage(m)) if m == "unknown command 'bogus' (commands: serve, demo)"
+        ));
+    }
+}

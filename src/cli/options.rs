@@ -1,0 +1,149 @@
+//! The option grammar shared by every pace command: GNU `getopt_long` as wrk
+//! uses it, on top of lexopt.
+//!
+//! lexopt already gives the getopt mechanics (options anywhere, clusters
+//! `-Lt2`, attached values `-t2`, `--threads=2`, `--` ends options); this
+//! module adds what getopt has and lexopt leaves to the caller: a table of
+//! known options per command, long options abbreviated to any unambiguous
+//! prefix (`--conn`, `--lat`), and one-line error messages.
+
+use std::ffi::OsString;
+
+use crate::error::Error;
+
+/// One option a command accepts. `F` is the command's own enum of options, so
+/// the parsing loop can `match` exhaustively instead of on strings.
+pub(super) struct Spec<F> {
+    pub short: Option<char>,
+    pub long: &'static str,
+    pub flag: F,
+}
+
+/// An option found on the command line, with the name to use in messages:
+/// `-c` when typed short, `--connections` when typed long (even if the user
+/// typed an abbreviation such as `--conn`).
+pub(super) struct Found<F> {
+    pub flag: F,
+    pub name: String,
+}
+
+/// What the command line holds next.
+pub(super) enum Item<F> {
+    Option(Found<F>),
+    /// A word that is not an option (URL, script argument...).
+    Word(OsString),
+}
+
+/// A command line being read against one command's option table.
+pub(super) struct Options<F: 'static> {
+    parser: lexopt::Parser,
+    specs: &'static [Spec<F>],
+}
+
+impl<F: Copy> Options<F> {
+    /// `args` excludes the program name (and the subcommand word, if any).
+    pub fn new(args: impl IntoIterator<Item = OsString>, specs: &'static [Spec<F>]) -> Self {
+        Options { parser: lexopt::Parser::from_args(args), specs }
+    }
+
+    /// The next option or word, `None` at the end of the command line.
+    pub fn next(&mut self) -> Result<Option<Item<F>>, Error> {
+        let arg = match self.parser.next() {
+            Ok(Some(arg)) => arg,
+            Ok(None) => return Ok(None),
+            Err(err) => return Err(lexopt_error(err)),
+        };
+        let found = match arg {
+            lexopt::Arg::Short(c) => find_short(self.specs, c)?,
+            lexopt::Arg::Long(typed) => find_long(self.specs, typed)?,
+            lexopt::Arg::Value(word) => return Ok(Some(Item::Word(word))),
+        };
+        Ok(Some(Item::Option(found)))
+    }
+
+    /// The value of the option just returned by [`Options::next`]: attached
+    /// (`-t2`, `--threads=2`) or the next word, even one starting with `-`
+    /// (as getopt does: `-c -t` gives `-c` the value `-t`).
+    pub fn value(&mut self, option: &str) -> Result<OsString, Error> {
+        self.parser.value().map_err(|err| match err {
+            lexopt::Error::MissingValue { .. } => {
+                Error::Usage(format!("option '{option}' needs a value"))
+            }
+            other => lexopt_error(other),
+        })
+    }
+
+    /// Like [`Options::value`], for values that must be text.
+    pub fn text(&mut self, option: &str) -> Result<String, Error> {
+        let value = self.value(option)?;
+        value.into_string().map_err(|raw| {
+            Error::Usage(format!(
+                "value of option '{option}' is not valid UTF-8: '{}'",
+                raw.to_string_lossy()
+            ))
+        })
+    }
+}
+
+/// A positional word as text; URLs and script arguments must be UTF-8.
+pub(super) fn word_text(word: OsString) -> Result<String, Error> {
+    word.into_string().map_err(|raw| {
+        Error::Usage(format!("argument is not valid UTF-8: '{}'", raw.to_string_lossy()))
+    })
+}
+
+/// The message for a value that does not parse, naming the option.
+pub(super) fn bad_value(option: &str, why: impl std::fmt::Display) -> Error {
+    Error::Usage(format!("invalid value for '{option}': {why}"))
+}
+
+fn find_short<F: Copy>(specs: &[Spec<F>], typed: char) -> Result<Found<F>, Error> {
+    specs
+        .iter()
+        .find(|spec| spec.short == Some(typed))
+        .map(|spec| Found { flag: spec.flag, name: format!("-{typed}") })
+        .ok_or_else(|| unknown_option(&format!("-{typed}")))
+}
+
+/// getopt_long's rule: an exact name wins, otherwise the typed text must be
+/// the prefix of exactly one name.
+fn find_long<F: Copy>(specs: &[Spec<F>], typed: &str) -> Result<Found<F>, Error> {
+    let found = |spec: &Spec<F>| Found { flag: spec.flag, name: format!("--{}", spec.long) };
+    if let Some(exact) = specs.iter().find(|spec| spec.long == typed) {
+        return Ok(found(exact));
+    }
+    // `--=x` reaches here with an empty name, which every option starts with.
+    if typed.is_empty() {
+        return Err(unknown_option("--"));
+    }
+    let candidates: Vec<&Spec<F>> =
+        specs.iter().filter(|spec| spec.long.starts_with(typed)).collect();
+    match candidates.as_slice() {
+        [] => Err(unknown_option(&format!("--{typed}"))),
+        [only] => Ok(found(only)),
+        several => {
+            let names: Vec<String> =
+                several.iter().map(|spec| format!("'--{}'", spec.long)).collect();
+            Err(Error::Usage(format!(
+                "option '--{typed}' is ambiguous; possibilities: {}",
+                names.join(" ")
+            )))
+        }
+    }
+}
+
+fn unknown_option(shown: &str) -> Error {
+    Error::Usage(format!("unknown option '{shown}'"))
+}
+
+/// lexopt's own errors in pace's words. `UnexpectedValue` (`--latency=1`,
+/// `-L=1`) is the only one `next` returns; any other keeps lexopt's wording.
+fn lexopt_error(err: lexopt::Error) -> Error {
+    match err {
+        lexopt::Error::UnexpectedValue { option, value } => Error::Usage(format!(
+            "option '{option}' does not take a value (got '{}')",
+            value.to_string_lossy()
+        )),
+        other => Error::Usage(other.to_string()),
+    }
+}

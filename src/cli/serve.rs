@@ -1,0 +1,255 @@
+//! `pace serve <options>`: the built-in target server's command line, and
+//! `pace demo`, which has no options of its own.
+
+use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use super::bench::time;
+use super::options::{bad_value, Item, Options, Spec};
+use super::{usage, Command};
+use crate::error::Error;
+use crate::serve::{ServeOptions, Stall};
+use crate::units::parse_count;
+
+pub(super) const DEFAULT_PORT: u16 = 8080;
+pub(super) const DEFAULT_IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+pub(super) const DEFAULT_THREADS: usize = 1;
+
+/// Largest `--body-size`: the server keeps the body in memory.
+const MAX_BODY_SIZE: usize = 1_000_000_000;
+
+#[derive(Clone, Copy)]
+pub(super) enum ServeFlag {
+    Port,
+    Bind,
+    Threads,
+    BodySize,
+    Latency,
+    StallAt,
+    StallFor,
+    Tls,
+    Help,
+}
+
+pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
+    Spec { short: Some('p'), long: "port", flag: ServeFlag::Port },
+    Spec { short: None, long: "bind", flag: ServeFlag::Bind },
+    Spec { short: Some('t'), long: "threads", flag: ServeFlag::Threads },
+    Spec { short: None, long: "body-size", flag: ServeFlag::BodySize },
+    Spec { short: None, long: "latency", flag: ServeFlag::Latency },
+    Spec { short: None, long: "stall-at", flag: ServeFlag::StallAt },
+    Spec { short: None, long: "stall-for", flag: ServeFlag::StallFor },
+    Spec { short: None, long: "tls", flag: ServeFlag::Tls },
+    Spec { short: Some('h'), long: "help", flag: ServeFlag::Help },
+];
+
+/// Parses the words after `pace serve`.
+pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, SERVE_SPECS);
+    let mut ip = DEFAULT_IP;
+    let mut port = DEFAULT_PORT;
+    let mut stall_at = None;
+    let mut stall_for = None;
+    let mut opts = ServeOptions {
+        bind: SocketAddr::new(ip, port),
+        threads: DEFAULT_THREADS,
+        latency: Duration::ZERO,
+        ..ServeOptions::default()
+    };
+    while let Some(item) = options.next()? {
+        let found = match item {
+            Item::Word(word) => return Err(unexpected_word("serve", word)),
+            Item::Option(found) => found,
+        };
+        let name = found.name.as_str();
+        match found.flag {
+            ServeFlag::Port => port = port_number(name, &options.text(name)?)?,
+            ServeFlag::Bind => ip = ip_address(name, &options.text(name)?)?,
+            ServeFlag::Threads => opts.threads = count(name, &options.text(name)?)?,
+            ServeFlag::BodySize => opts.body_size = body_size(name, &options.text(name)?)?,
+            ServeFlag::Latency => opts.latency = time(name, &options.text(name)?)?,
+            ServeFlag::StallAt => stall_at = Some(time(name, &options.text(name)?)?),
+            ServeFlag::StallFor => stall_for = Some(time(name, &options.text(name)?)?),
+            ServeFlag::Tls => opts.tls = true,
+            ServeFlag::Help => return Ok(Command::Help(usage::serve())),
+        }
+    }
+    if opts.threads == 0 {
+        return Err(Error::Usage("-t/--threads must be at least 1".into()));
+    }
+    opts.bind = SocketAddr::new(ip, port);
+    opts.stall = stall(stall_at, stall_for)?;
+    Ok(Command::Serve(opts))
+}
+
+/// Parses the words after `pace demo`: only `-h/--help`.
+pub(super) fn parse_demo(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, DEMO_SPECS);
+    match options.next()? {
+        None => Ok(Command::Demo),
+        Some(Item::Option(_help)) => Ok(Command::Help(usage::demo())),
+        Some(Item::Word(word)) => Err(unexpected_word("demo", word)),
+    }
+}
+
+pub(super) const DEMO_SPECS: &[Spec<()>] = &[Spec { short: Some('h'), long: "help", flag: () }];
+
+fn unexpected_word(command: &str, word: OsString) -> Error {
+    Error::Usage(format!(
+        "unexpected argument '{}' (try 'pace {command} --help')",
+        word.to_string_lossy()
+    ))
+}
+
+/// `--stall-at` and `--stall-for` only mean something together.
+fn stall(at: Option<Duration>, length: Option<Duration>) -> Result<Option<Stall>, Error> {
+    match (at, length) {
+        (None, None) => Ok(None),
+        (Some(_), Some(length)) if length.is_zero() => {
+            Err(Error::Usage("--stall-for must be greater than 0".into()))
+        }
+        (Some(at), Some(length)) => Ok(Some(Stall { at, length })),
+        (Some(_), None) => Err(Error::Usage("--stall-at needs --stall-for".into())),
+        (None, Some(_)) => Err(Error::Usage("--stall-for needs --stall-at".into())),
+    }
+}
+
+/// A port number; 0 lets the system pick a free one.
+fn port_number(option: &str, text: &str) -> Result<u16, Error> {
+    text.parse().map_err(|_| bad_value(option, format!("'{text}' is not a port number (0-65535)")))
+}
+
+/// An IP address, IPv6 with or without brackets (`::1`, `[::1]`).
+fn ip_address(option: &str, text: &str) -> Result<IpAddr, Error> {
+    let unbracketed = text.strip_prefix('[').and_then(|t| t.strip_suffix(']')).unwrap_or(text);
+    unbracketed.parse().map_err(|_| {
+        bad_value(
+            option,
+            format!("'{text}' is not an IP address (examples: 127.0.0.1, ::1, 0.0.0.0)"),
+        )
+    })
+}
+
+fn count(option: &str, text: &str) -> Result<usize, Error> {
+    parse_count(text).map_err(|err| bad_value(option, err))
+}
+
+fn body_size(option: &str, text: &str) -> Result<usize, Error> {
+    let size = count(option, text)?;
+    if size > MAX_BODY_SIZE {
+        return Err(bad_value(option, format!("'{text}' is more than 1G bytes")));
+    }
+    Ok(size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse;
+    use super::*;
+
+    fn serve(line: &[&str]) -> ServeOptions {
+        let mut words = vec![OsString::from("serve")];
+        words.extend(line.iter().map(OsString::from));
+        match parse(words) {
+            Ok(Command::Serve(opts)) => opts,
+            Ok(_) => panic!("{line:?}: not serve"),
+            Err(err) => panic!("{line:?}: {err}"),
+        }
+    }
+
+    fn error(line: &[&str]) -> String {
+        match parse(line.iter().map(OsString::from)) {
+            Err(Error::Usage(message)) => message,
+            Err(other) => panic!("{line:?}: not a usage error: {other}"),
+            Ok(_) => panic!("{line:?}: accepted"),
+        }
+    }
+
+    #[test]
+    fn defaults() {
+        let opts = serve(&[]);
+        assert_eq!(opts.bind, "127.0.0.1:8080".parse().unwrap());
+        assert_eq!(opts.threads, 1);
+        assert_eq!(opts.body_size, ServeOptions::default().body_size);
+        assert_eq!(opts.latency, Duration::ZERO);
+        assert!(opts.stall.is_none());
+        assert!(!opts.tls);
+    }
+
+    #[test]
+    fn every_option() {
+        let opts = serve(&[
+            "-p9000",
+            "--bind",
+            "::1",
+            "-t",
+            "4",
+            "--body-size=1k",
+            "--lat",
+            "2ms",
+            "--stall-at",
+            "1s",
+            "--stall-for=500ms",
+            "--tls",
+        ]);
+        assert_eq!(opts.bind, "[::1]:9000".parse().unwrap());
+        assert_eq!(opts.threads, 4);
+        assert_eq!(opts.body_size, 1000);
+        assert_eq!(opts.latency, Duration::from_millis(2));
+        let stall = opts.stall.expect("stall");
+        assert_eq!((stall.at, stall.length), (Duration::from_secs(1), Duration::from_millis(500)));
+        assert!(opts.tls);
+    }
+
+    #[test]
+    fn bind_addresses() {
+        assert_eq!(serve(&["--bind", "0.0.0.0"]).bind, "0.0.0.0:8080".parse().unwrap());
+        assert_eq!(serve(&["--bind=[::1]", "--port", "1"]).bind, "[::1]:1".parse().unwrap());
+        assert_eq!(serve(&["-p", "0"]).bind.port(), 0);
+        assert!(error(&["serve", "--bind", "localhost"]).contains("is not an IP address"));
+    }
+
+    #[test]
+    fn errors() {
+        assert_eq!(error(&["serve", "--stall-at", "1s"]), "--stall-at needs --stall-for");
+        assert_eq!(error(&["serve", "--stall-for", "1s"]), "--stall-for needs --stall-at");
+        assert_eq!(
+            error(&["serve", "--stall-at=1s", "--stall-for=0"]),
+            "--stall-for must be greater than 0"
+        );
+        assert_eq!(
+            error(&["serve", "--stall", "1s"]),
+            "option '--stall' is ambiguous; possibilities: '--stall-at' '--stall-for'"
+        );
+        assert_eq!(
+            error(&["serve", "-p", "70000"]),
+            "invalid value for '-p': '70000' is not a port number (0-65535)"
+        );
+        assert_eq!(error(&["serve", "-t0"]), "-t/--threads must be at least 1");
+        assert!(error(&["serve", "--body-size", "2G"]).contains("more than 1G"));
+        assert_eq!(error(&["serve", "--rate", "1"]), "unknown option '--rate'");
+        assert_eq!(
+            error(&["serve", "http://x/"]),
+            "unexpected argument 'http://x/' (try 'pace serve --help')"
+        );
+        assert_eq!(
+            error(&["serve", "--tls=yes"]),
+            "option '--tls' does not take a value (got 'yes')"
+        );
+    }
+
+    #[test]
+    fn demo() {
+        assert!(matches!(parse(["demo".into()]), Ok(Command::Demo)));
+        assert!(matches!(parse(["demo".into(), "-h".into()]), Ok(Command::Help(_))));
+        assert_eq!(error(&["demo", "-c", "1"]), "unknown option '-c'");
+        assert_eq!(error(&["demo", "x"]), "unexpected argument 'x' (try 'pace demo --help')");
+    }
+
+    #[test]
+    fn help() {
+        assert!(matches!(parse(["serve".into(), "--help".into()]), Ok(Command::Help(_))));
+        assert!(matches!(parse(["serve".into(), "-p1".into(), "-h".into()]), Ok(Command::Help(_))));
+    }
+}

@@ -1,0 +1,125 @@
+//! The `--help` texts, laid out like wrk's usage (reference section 1.7: an
+//! option column, `<N>`/`<T>` placeholders, the two lines on units) but
+//! listing pace's options, its subcommands and its exit codes.
+
+use super::serve::{DEFAULT_IP, DEFAULT_PORT, DEFAULT_THREADS};
+use crate::serve::ServeOptions;
+
+/// `pace -h`.
+pub(super) fn main() -> String {
+    "\
+Usage: pace <options> <url> [script args...]
+       pace serve <options>
+       pace demo
+  Options:
+    -c, --connections <N>  Connections to keep open (default 10)
+    -d, --duration    <T>  Duration of test (default 10s)
+    -t, --threads     <N>  Number of threads to use (default 2)
+
+    -s, --script      <S>  Load Lua script file
+    -H, --header      <H>  Add header to request (\"Name: value\")
+    -L, --latency          Print latency statistics
+    -U, --u_latency        Print uncorrected latency statistics
+    -B, --batch_latency    Measure latency of whole
+                           batches of pipelined ops
+                           (as opposed to each op)
+    -T, --timeout     <T>  Socket/request timeout (default 2s)
+    -R, --rate        <N>  Work rate (throughput)
+                           in requests/sec (total);
+                           without it, as fast as possible (wrk)
+    -D, --digits      <N>  Latency precision digits [1..5] (default 3)
+    -k, --insecure         Do not verify TLS certificates
+    -v, --version          Print version details
+    -h, --help             Print this help
+
+  Numeric arguments may include a SI unit (1k, 1M, 1G)
+  Time arguments may include a time unit (2s, 2m, 2h)
+  Fractions and sub-second times work too (-R 0.5, -d 500ms)
+
+  Commands:
+    serve                  Run the built-in target server (pace serve -h)
+    demo                   Benchmark the built-in server with a stall:
+                           corrected vs uncorrected latency, no setup
+
+  Exit status:
+    0                      The run completed
+    1                      Bad command line
+    2                      Target unusable (resolve, connect, TLS)
+                           or a file cannot be read or written
+    3                      The Lua script failed
+    130, 143               Interrupted by SIGINT, SIGTERM
+                           (the report so far is printed)
+"
+    .to_string()
+}
+
+/// `pace serve -h`. Defaults are printed from the values the parser uses.
+pub(super) fn serve() -> String {
+    let body_size = ServeOptions::default().body_size;
+    format!(
+        "\
+Usage: pace serve <options>
+  Options:
+    -p, --port        <N>  Port to listen on (default {DEFAULT_PORT}, 0 = any free port)
+        --bind        <A>  Address to listen on (default {DEFAULT_IP};
+                           e.g. ::1, 0.0.0.0)
+    -t, --threads     <N>  Number of threads to use (default {DEFAULT_THREADS})
+        --body-size   <N>  Response body size in bytes (default {body_size})
+        --latency     <T>  Delay before each response (default none)
+        --stall-at    <T>  Stop answering this long after start...
+        --stall-for   <T>  ...for this long (both or neither)
+        --tls              Serve HTTPS with a self-signed certificate
+                           (benchmark it with pace -k)
+    -h, --help             Print this help
+
+  Numeric arguments may include a SI unit (1k, 1M, 1G)
+  Time arguments may include a time unit (500ms, 2s, 2m, 2h)
+",
+    )
+}
+
+/// `pace demo -h`.
+pub(super) fn demo() -> String {
+    "\
+Usage: pace demo
+  Starts the built-in server on a free loopback port with an injected
+  stall, benchmarks it at a fixed rate for a few seconds and prints the
+  corrected and uncorrected latency side by side: what coordinated
+  omission hides. Needs no network access and no other setup.
+"
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{bench, serve as serve_cli};
+    use super::*;
+
+    /// Every option of the table is documented, and nothing else is.
+    fn documents_exactly<F>(text: &str, specs: &[super::super::options::Spec<F>]) {
+        for spec in specs {
+            assert!(text.contains(&format!("--{} ", spec.long)), "--{} missing", spec.long);
+            if let Some(short) = spec.short {
+                assert!(text.contains(&format!("-{short}, --{} ", spec.long)), "-{short}");
+            }
+        }
+        let documented = text.lines().filter(|line| line.trim_start().starts_with('-')).count();
+        assert_eq!(documented, specs.len());
+    }
+
+    #[test]
+    fn usage_lists_every_option() {
+        documents_exactly(&main(), bench::SPECS);
+        documents_exactly(&serve(), serve_cli::SERVE_SPECS);
+    }
+
+    #[test]
+    fn usage_fits_in_80_columns() {
+        for text in [main(), serve(), demo()] {
+            for line in text.lines() {
+                assert!(line.chars().count() <= 80, "{line}");
+                assert_eq!(line.trim_end(), line, "trailing space: {line:?}");
+            }
+        }
+    }
+}

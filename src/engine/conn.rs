@@ -1,0 +1,92 @@
+//! One connection slot of an engine thread: its socket (when it has one),
+//! where it is in its life cycle, and the request in flight on it.
+
+use crate::engine::transport::Transport;
+use crate::http::response::ResponseParser;
+
+/// Where a connection slot is in its life cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// TCP connect started; waiting for the socket to become writable.
+    Connecting,
+    /// TCP is up; TLS handshake in progress.
+    Handshaking,
+    /// Ready for a request.
+    Idle,
+    /// Request bytes (or TLS records) still to be written.
+    Writing,
+    /// Request written, responses outstanding.
+    Reading,
+    /// No socket; waiting for the reconnect back-off to expire.
+    BackingOff,
+}
+
+pub struct Conn {
+    pub stream: Option<Transport>,
+    pub phase: Phase,
+    pub parser: ResponseParser,
+    /// Bytes of the current request batch already written.
+    pub written: usize,
+    /// Intended send time of the batch in flight (ns); equals `sent_ns` in
+    /// closed-loop mode.
+    pub intended_ns: u64,
+    /// When the first byte of the batch in flight was written (ns).
+    pub sent_ns: u64,
+    /// When the current connect attempt started (ns), for connect timeouts.
+    pub connect_started_ns: u64,
+    /// Responses still expected for the batch in flight.
+    pub pending: usize,
+    /// Consecutive failures since the last good response; drives back-off.
+    pub failures: u32,
+}
+
+impl Conn {
+    pub fn new(capture: bool) -> Conn {
+        Conn {
+            stream: None,
+            phase: Phase::BackingOff,
+            parser: ResponseParser::new(capture),
+            written: 0,
+            intended_ns: 0,
+            sent_ns: 0,
+            connect_started_ns: 0,
+            pending: 0,
+            failures: 0,
+        }
+    }
+
+    /// A request batch has been (at least partly) sent and not answered.
+    pub fn in_flight(&self) -> bool {
+        matches!(self.phase, Phase::Writing | Phase::Reading)
+    }
+
+    /// The socket is being set up (TCP connect or TLS handshake).
+    pub fn opening(&self) -> bool {
+        matches!(self.phase, Phase::Connecting | Phase::Handshaking)
+    }
+}
+
+/// Delay before reconnecting after `failures` consecutive failures: none
+/// for the first (servers close idle keep-alive connections all the time),
+/// then 10 ms doubling up to 1 s, so a dead server sees at most about one
+/// SYN per connection per second instead of a storm (wg/wrk#340).
+pub fn backoff_ns(failures: u32) -> u64 {
+    match failures {
+        0 | 1 => 0,
+        n => (10_000_000u64 << (n - 2).min(7)).min(1_000_000_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        assert_eq!(backoff_ns(1), 0);
+        assert_eq!(backoff_ns(2), 10_000_000);
+        assert_eq!(backoff_ns(3), 20_000_000);
+        assert_eq!(backoff_ns(9), 1_000_000_000);
+        assert_eq!(backoff_ns(40), 1_000_000_000);
+    }
+}

@@ -1,0 +1,513 @@
+//! One engine thread: an event loop that owns its connections, sends
+//! requests (as fast as responses come back, or following its share of the
+//! plan), reads responses and records everything into its own [`Stats`].
+//!
+//! The per-request path is kept to the syscalls it needs: a socket is
+//! registered with epoll once (edge-triggered, read + write), a request is
+//! written directly when it is due (no writable-event round trip), and a
+//! read shorter than the buffer ends the read loop (no read that would only
+//! return EAGAIN).
+
+use std::collections::{BinaryHeap, VecDeque};
+use std::cmp::Reverse;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::engine::conn::{backoff_ns, Conn, Phase};
+use crate::engine::transport::{start_connect, Transport};
+use crate::engine::{RequestBatch, StartLine};
+use crate::http::response::Response;
+use crate::plan::{Plan, ThreadPlan};
+use crate::stats::{ErrorKind, Stats};
+use crate::sys::{self, Interest, Poller};
+use crate::tls::TlsClient;
+
+/// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
+const RATE_SAMPLE_NS: u64 = 100_000_000;
+/// Longest the loop sleeps without looking at the stop flag.
+const MAX_SLEEP_NS: u64 = 50_000_000;
+/// Read buffer per thread. Large enough that big bodies take few reads.
+const READ_BUFFER: usize = 64 * 1024;
+/// How long a thread waits for its connections before the plan starts.
+const CONNECT_PHASE_NS: u64 = 2_000_000_000;
+
+/// What a thread needs to know, shared read-only by all threads.
+pub struct WorkerSetup {
+    pub index: usize,
+    pub threads: usize,
+    pub connections: usize,
+    pub addr: SocketAddr,
+    pub tls: Option<TlsClient>,
+    pub request: Arc<RequestBatch>,
+    pub plan: Option<Plan>,
+    pub duration_ns: u64,
+    pub timeout_ns: u64,
+    pub batch_latency: bool,
+    pub digits: u8,
+}
+
+/// What a thread hands back when it is done.
+pub struct WorkerResult {
+    pub stats: Stats,
+    pub start_ns: u64,
+    pub finished_ns: u64,
+    pub unsent: u64,
+}
+
+pub struct Worker {
+    setup: WorkerSetup,
+    poller: Poller,
+    conns: Vec<Conn>,
+    /// Paced mode: idle connections in the order they became idle, so load
+    /// spreads over all of them.
+    idle: VecDeque<usize>,
+    /// Connections waiting to reconnect, earliest first.
+    reconnects: BinaryHeap<Reverse<(u64, usize)>>,
+    plan: Option<ThreadPlan>,
+    stats: Stats,
+    buf: Vec<u8>,
+    /// No new requests are sent once this is false (end of run or stop).
+    sending: bool,
+    stop: Arc<AtomicBool>,
+}
+
+impl Worker {
+    pub fn new(setup: WorkerSetup, stop: Arc<AtomicBool>) -> io::Result<Worker> {
+        let poller = Poller::new(setup.connections + 8)?;
+        let conns = (0..setup.connections).map(|_| Conn::new(false)).collect();
+        let stats = Stats::new(setup.digits);
+        Ok(Worker {
+            setup,
+            poller,
+            conns,
+            idle: VecDeque::new(),
+            reconnects: BinaryHeap::new(),
+            plan: None,
+            stats,
+            buf: vec![0; READ_BUFFER],
+            sending: false,
+            stop,
+        })
+    }
+
+    /// Opens the connections, waits for the common start, runs the
+    /// benchmark until the end (or a stop), then collects the responses
+    /// still in flight for up to the timeout.
+    pub fn run(mut self, start_line: &StartLine) -> WorkerResult {
+        sys::set_minimal_timer_slack();
+        let now = sys::now_ns();
+        for i in 0..self.conns.len() {
+            self.connect(i, now);
+        }
+        self.open_connections();
+
+        let start_ns = start_line.wait();
+        let end_ns = start_ns + self.setup.duration_ns;
+        self.sending = true;
+        match self.setup.plan {
+            Some(plan) => self.plan = Some(plan.for_thread(self.setup.index, self.setup.threads, start_ns)),
+            None => {
+                let idle: Vec<usize> = self.idle.drain(..).collect();
+                for i in idle {
+                    self.send(i, sys::now_ns(), false);
+                }
+            }
+        }
+
+        self.run_until(start_ns, end_ns);
+        self.sending = false;
+        let unsent = self.plan.map_or(0, |p| p.unsent_before(end_ns));
+        if !self.stopped() {
+            self.collect_in_flight(end_ns + self.setup.timeout_ns);
+        }
+        let finished_ns = sys::now_ns();
+        self.count_abandoned();
+        WorkerResult { stats: self.stats, start_ns, finished_ns, unsent }
+    }
+
+    fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+
+    /// Before the plan starts: let every connection finish its TCP (and
+    /// TLS) set-up, so the first requests are not charged for it.
+    fn open_connections(&mut self) {
+        let deadline = sys::now_ns() + CONNECT_PHASE_NS;
+        while self.conns.iter().any(Conn::opening) && !self.stopped() {
+            let now = sys::now_ns();
+            if now >= deadline {
+                break;
+            }
+            self.poll(now, deadline.min(now + MAX_SLEEP_NS));
+        }
+    }
+
+    /// The main loop.
+    fn run_until(&mut self, start_ns: u64, end_ns: u64) {
+        let mut next_sample = start_ns + RATE_SAMPLE_NS;
+        let mut sampled_requests = self.stats.requests;
+        let timeout_scan = (self.setup.timeout_ns / 4).clamp(1_000_000, 100_000_000);
+        let mut next_timeout_scan = start_ns + timeout_scan;
+        loop {
+            let now = sys::now_ns();
+            if now >= end_ns || self.stopped() {
+                return;
+            }
+            self.dispatch_due(now);
+            if now >= next_sample {
+                let done = self.stats.requests - sampled_requests;
+                self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
+                sampled_requests = self.stats.requests;
+                next_sample += RATE_SAMPLE_NS;
+            }
+            if now >= next_timeout_scan {
+                self.expire_timeouts(now);
+                next_timeout_scan = now + timeout_scan;
+            }
+            let mut wake = end_ns.min(next_sample).min(next_timeout_scan);
+            if let (Some(plan), false) = (&self.plan, self.idle.is_empty()) {
+                wake = wake.min(plan.next_due_ns());
+            }
+            self.poll(now, wake);
+        }
+    }
+
+    /// After the end: no new requests, but the ones in flight may still
+    /// answer (until `deadline`); their latencies count.
+    fn collect_in_flight(&mut self, deadline: u64) {
+        while self.conns.iter().any(Conn::in_flight) && !self.stopped() {
+            let now = sys::now_ns();
+            if now >= deadline {
+                return;
+            }
+            self.poll(now, deadline.min(now + MAX_SLEEP_NS));
+        }
+    }
+
+    /// Requests still unanswered when the thread stops never got a response
+    /// within the timeout: count them as timeouts rather than lose them.
+    fn count_abandoned(&mut self) {
+        if self.stopped() {
+            return;
+        }
+        let abandoned = self.conns.iter().filter(|c| c.in_flight()).count();
+        for _ in 0..abandoned {
+            self.stats.error(ErrorKind::Timeout, "no response before the end of the run");
+        }
+    }
+
+    /// Waits for socket events until `wake_at` (or the stop-check bound)
+    /// and handles them, then restarts connections whose back-off expired.
+    fn poll(&mut self, now: u64, wake_at: u64) {
+        let timeout = Duration::from_nanos(wake_at.saturating_sub(now).min(MAX_SLEEP_NS));
+        // A failed wait (only EINTR in practice, which returns 0) just
+        // means another turn of the loop.
+        let n = self.poller.poll(Some(timeout)).unwrap_or(0);
+        for k in 0..n {
+            let event = self.poller.ready(k);
+            let i = event.token as usize;
+            if event.writable || event.closed {
+                self.on_writable(i);
+            }
+            if event.readable || event.closed {
+                self.on_readable(i);
+            }
+        }
+        self.restart_backed_off(sys::now_ns());
+    }
+
+    // ----- sending -------------------------------------------------------
+
+    /// Paced mode: gives every due request of the plan to an idle
+    /// connection. A due request with no idle connection waits (it stays
+    /// the plan's next request) and its latency still counts from its
+    /// intended time.
+    fn dispatch_due(&mut self, mut now: u64) {
+        if !self.sending {
+            return;
+        }
+        while let Some(plan) = self.plan.as_mut() {
+            let intended = plan.next_due_ns();
+            if intended > now {
+                return;
+            }
+            let Some(i) = self.idle.pop_front() else { return };
+            plan.advance();
+            self.send(i, intended, true);
+            now = sys::now_ns();
+        }
+    }
+
+    /// A connection is ready for its next request: closed loop sends one
+    /// at once; paced mode queues the connection for the plan.
+    fn became_idle(&mut self, i: usize) {
+        self.conns[i].phase = Phase::Idle;
+        if self.sending && self.plan.is_none() {
+            return self.send(i, sys::now_ns(), false);
+        }
+        self.idle.push_back(i);
+        self.dispatch_due(sys::now_ns());
+    }
+
+    /// Starts writing the request batch on connection `i`. `intended` is
+    /// the plan's time for it (closed loop: now); in paced mode the
+    /// schedule lag is recorded.
+    fn send(&mut self, i: usize, intended: u64, paced: bool) {
+        let sent = sys::now_ns();
+        if paced {
+            self.stats.lag.saturating_record(sent.saturating_sub(intended) / 1000);
+        }
+        let request = self.setup.request.clone();
+        let conn = &mut self.conns[i];
+        conn.intended_ns = intended;
+        conn.sent_ns = sent;
+        conn.pending = request.heads.len();
+        conn.written = 0;
+        conn.parser.start(request.heads[0]);
+        conn.phase = Phase::Writing;
+        self.write_more(i);
+    }
+
+    /// Writes as much of the request as the socket takes.
+    fn write_more(&mut self, i: usize) {
+        let request = self.setup.request.clone();
+        let conn = &mut self.conns[i];
+        let Some(stream) = conn.stream.as_mut() else { return };
+        while conn.written < request.bytes.len() {
+            match stream.write(&request.bytes[conn.written..]) {
+                Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed"),
+                Ok(n) => conn.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return self.fail(i, ErrorKind::Write, &e.to_string()),
+            }
+        }
+        match stream.flush() {
+            Ok(true) => conn.phase = Phase::Reading,
+            Ok(false) => {}
+            Err(e) => self.fail(i, ErrorKind::Write, &e.to_string()),
+        }
+    }
+
+    // ----- events ----------------------------------------------------------
+
+    fn on_writable(&mut self, i: usize) {
+        match self.conns[i].phase {
+            Phase::Connecting => self.finish_connect(i),
+            Phase::Handshaking => self.continue_handshake(i),
+            Phase::Writing => self.write_more(i),
+            _ => {}
+        }
+    }
+
+    fn on_readable(&mut self, i: usize) {
+        match self.conns[i].phase {
+            Phase::Handshaking => self.continue_handshake(i),
+            Phase::Reading | Phase::Writing | Phase::Idle => self.read(i),
+            _ => {}
+        }
+    }
+
+    fn finish_connect(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        let Some(stream) = conn.stream.as_ref() else { return };
+        match stream.socket().take_error() {
+            Ok(None) => {}
+            Ok(Some(e)) | Err(e) => return self.fail(i, ErrorKind::Connect, &e.to_string()),
+        }
+        // A refused connect can also show up as "not connected" here.
+        if let Err(e) = stream.socket().peer_addr() {
+            return self.fail(i, ErrorKind::Connect, &e.to_string());
+        }
+        conn.phase = Phase::Handshaking;
+        self.continue_handshake(i);
+    }
+
+    fn continue_handshake(&mut self, i: usize) {
+        let Some(stream) = self.conns[i].stream.as_mut() else { return };
+        match stream.handshake() {
+            Ok(true) => self.became_idle(i),
+            Ok(false) => {}
+            Err(e) => self.fail(i, ErrorKind::Connect, &format!("TLS handshake: {e}")),
+        }
+    }
+
+    /// Reads everything the socket has and feeds the response parser.
+    fn read(&mut self, i: usize) {
+        let mut buf = std::mem::take(&mut self.buf);
+        loop {
+            let Some(stream) = self.conns[i].stream.as_mut() else { break };
+            let drains = stream.short_read_drains();
+            match stream.read(&mut buf) {
+                Ok(0) => {
+                    self.peer_closed(i);
+                    break;
+                }
+                Ok(n) => {
+                    self.stats.bytes += n as u64;
+                    if !self.parse(i, &buf[..n]) || (drains && n < buf.len()) {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    self.fail(i, ErrorKind::Read, &e.to_string());
+                    break;
+                }
+            }
+        }
+        self.buf = buf;
+    }
+
+    /// Feeds bytes to connection `i`'s parser. Returns false when the
+    /// connection was closed or replaced meanwhile.
+    fn parse(&mut self, i: usize, mut data: &[u8]) -> bool {
+        while !data.is_empty() {
+            if self.conns[i].pending == 0 {
+                self.fail(i, ErrorKind::Read, "data received with no request outstanding");
+                return false;
+            }
+            match self.conns[i].parser.feed(data) {
+                Ok(feed) => {
+                    data = &data[feed.consumed..];
+                    if let Some(response) = feed.done {
+                        if !self.response_complete(i, response) {
+                            return false;
+                        }
+                    }
+                }
+                Err(e) => {
+                    self.fail(i, ErrorKind::Read, &e.to_string());
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// The peer closed the connection (a zero-byte read).
+    fn peer_closed(&mut self, i: usize) {
+        match self.conns[i].parser.eof() {
+            Ok(Some(response)) => {
+                if self.response_complete(i, response) {
+                    self.reconnect(i);
+                }
+            }
+            Ok(None) if self.conns[i].pending == 0 => self.reconnect(i),
+            Ok(None) => self.fail(i, ErrorKind::Read, "connection closed before the response"),
+            Err(e) => self.fail(i, ErrorKind::Read, &e.to_string()),
+        }
+    }
+
+    /// Records a complete response. Returns false if the connection was
+    /// closed (not keep-alive), so the caller stops using it.
+    fn response_complete(&mut self, i: usize, response: Response) -> bool {
+        let now = sys::now_ns();
+        self.stats.response(response.status);
+        let conn = &mut self.conns[i];
+        conn.pending -= 1;
+        if conn.pending == 0 || !self.setup.batch_latency {
+            self.stats.corrected.saturating_record(now.saturating_sub(conn.intended_ns) / 1000);
+            self.stats.uncorrected.saturating_record(now.saturating_sub(conn.sent_ns) / 1000);
+        }
+        if conn.pending > 0 {
+            let next = self.setup.request.heads.len() - conn.pending;
+            conn.parser.start(self.setup.request.heads[next]);
+            return true;
+        }
+        conn.failures = 0;
+        if !response.keep_alive {
+            self.reconnect(i);
+            return false;
+        }
+        if conn.phase == Phase::Reading {
+            self.became_idle(i);
+        }
+        true
+    }
+
+    // ----- connection life cycle --------------------------------------------
+
+    fn connect(&mut self, i: usize, now: u64) {
+        self.conns[i].connect_started_ns = now;
+        let stream = match start_connect(self.setup.addr) {
+            Ok(socket) => socket,
+            Err(e) => return self.fail(i, ErrorKind::Connect, &e.to_string()),
+        };
+        let stream = match &self.setup.tls {
+            None => Transport::Plain(stream),
+            Some(tls) => match tls.session() {
+                Ok(session) => Transport::Tls(stream, Box::new(session)),
+                Err(e) => return self.fail(i, ErrorKind::Connect, &format!("TLS: {e}")),
+            },
+        };
+        if let Err(e) = self.poller.add(stream.socket(), i as u64, Interest::ReadWrite) {
+            return self.fail(i, ErrorKind::Connect, &e.to_string());
+        }
+        let conn = &mut self.conns[i];
+        conn.stream = Some(stream);
+        conn.phase = Phase::Connecting;
+        conn.pending = 0;
+    }
+
+    /// Closes connection `i`'s socket and forgets its request in flight.
+    fn close(&mut self, i: usize) {
+        let conn = &mut self.conns[i];
+        if let Some(stream) = conn.stream.take() {
+            self.poller.delete(stream.socket());
+        }
+        conn.pending = 0;
+        conn.phase = Phase::BackingOff;
+        self.idle.retain(|&c| c != i);
+    }
+
+    /// Closes and reopens at once (the server closed an idle keep-alive
+    /// connection, or answered `Connection: close`).
+    fn reconnect(&mut self, i: usize) {
+        self.close(i);
+        self.connect(i, sys::now_ns());
+    }
+
+    /// Counts an error on connection `i`, closes it, and schedules a
+    /// reconnect after the back-off for its run of failures.
+    fn fail(&mut self, i: usize, kind: ErrorKind, cause: &str) {
+        self.stats.error(kind, cause);
+        self.close(i);
+        let conn = &mut self.conns[i];
+        conn.failures += 1;
+        let at = sys::now_ns() + backoff_ns(conn.failures);
+        self.reconnects.push(Reverse((at, i)));
+    }
+
+    fn restart_backed_off(&mut self, now: u64) {
+        while let Some(&Reverse((at, i))) = self.reconnects.peek() {
+            if at > now {
+                return;
+            }
+            self.reconnects.pop();
+            if self.conns[i].phase == Phase::BackingOff {
+                self.connect(i, now);
+            }
+        }
+    }
+
+    /// A request with no complete response within the timeout is counted
+    /// and its connection replaced (wrk never counted hung requests; wrk2
+    /// counted them every 2 s without closing). Connects that hang count as
+    /// connect errors.
+    fn expire_timeouts(&mut self, now: u64) {
+        let timeout = self.setup.timeout_ns;
+        for i in 0..self.conns.len() {
+            let conn = &self.conns[i];
+            if conn.in_flight() && now.saturating_sub(conn.sent_ns) > timeout {
+                self.fail(i, ErrorKind::Timeout, "no response within the timeout");
+            } else if conn.opening() && now.saturating_sub(conn.connect_started_ns) > timeout {
+                self.fail(i, ErrorKind::Connect, "connect timed out");
+            }
+        }
+    }
+}

@@ -1,0 +1,452 @@
+//! Request bytes: building a request as `wrk.format` does, and counting the
+//! requests in a buffer to learn the pipeline depth, as wrk's
+//! `script_verify_request` does.
+//!
+//! Counting reproduces wrk's rules and message: the buffer must hold at least
+//! one request, and an error names its cause (http_parser's wording where
+//! there is one) and the 1-based `line:column` where parsing stopped, e.g.
+//! `incomplete request at 3:1`. Deliberately stricter than wrk: a buffer that
+//! ends inside a request is an error even after complete ones (wrk pipelined
+//! the fragment and then waited forever for its response). Also reported:
+//! which requests are HEAD, so that their responses are read without a body.
+
+use std::fmt;
+
+use httparse::Status;
+
+use super::{BadContentLength, Framing, MAX_HEADERS};
+
+/// `METHOD SP PATH SP HTTP/1.1 CRLF`, the headers in order, a Content-Length
+/// if there is a body and the headers frame none, an empty line, the body.
+pub fn build_request(
+    method: &str,
+    path: &str,
+    headers: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Vec<u8> {
+    let content_length = body.filter(|_| !has_body_framing(headers)).map(|body| body.len());
+    let header_bytes: usize =
+        headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+    let body = body.unwrap_or_default();
+    // 64: the spaces, the version, the CRLFs and a Content-Length header.
+    let mut request =
+        Vec::with_capacity(method.len() + path.len() + header_bytes + body.len() + 64);
+    for part in [method.as_bytes(), b" ", path.as_bytes(), b" HTTP/1.1\r\n"] {
+        request.extend_from_slice(part);
+    }
+    for (name, value) in headers {
+        push_header(&mut request, name, value);
+    }
+    if let Some(length) = content_length {
+        push_header(&mut request, "Content-Length", &length.to_string());
+    }
+    request.extend_from_slice(b"\r\n");
+    request.extend_from_slice(body);
+    request
+}
+
+/// The user chose the framing of the body (a Content-Length of their own, or
+/// a Transfer-Encoding with a body already encoded for it).
+fn has_body_framing(headers: &[(String, String)]) -> bool {
+    headers.iter().any(|(name, _)| {
+        name.eq_ignore_ascii_case("content-length")
+            || name.eq_ignore_ascii_case("transfer-encoding")
+    })
+}
+
+fn push_header(request: &mut Vec<u8>, name: &str, value: &str) {
+    for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+        request.extend_from_slice(part);
+    }
+}
+
+/// The headers of every request: `Host` first (`host_header` is the URL's
+/// host, with its port when not the default), unless the user gave one of
+/// their own (any case); then the user's headers in their order.
+pub fn default_headers(host_header: &str, user: &[(String, String)]) -> Vec<(String, String)> {
+    let user_host = user.iter().any(|(name, _)| name.eq_ignore_ascii_case("host"));
+    let host = (!user_host).then(|| ("Host".to_string(), host_header.to_string()));
+    host.into_iter().chain(user.iter().cloned()).collect()
+}
+
+/// The requests found in one request buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestBatch {
+    /// For each request in order: its method is HEAD, so its response has no
+    /// body.
+    pub is_head: Vec<bool>,
+}
+
+impl RequestBatch {
+    /// How many requests the buffer holds: the responses each write of it
+    /// waits for.
+    pub fn depth(&self) -> usize {
+        self.is_head.len()
+    }
+}
+
+/// Why a request buffer cannot be used, and where: displays as wrk's
+/// `<cause> at <line>:<column>`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestError {
+    pub cause: &'static str,
+    /// 1-based line of the byte where parsing stopped.
+    pub line: usize,
+    /// 1-based column of that byte (just past the end for an incomplete
+    /// buffer).
+    pub column: usize,
+}
+
+impl fmt::Display for RequestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} at {}:{}", self.cause, self.line, self.column)
+    }
+}
+
+impl std::error::Error for RequestError {}
+
+const INCOMPLETE: &str = "incomplete request";
+
+/// Parses a buffer of one or more pipelined requests, which must all be
+/// complete. Empty lines between requests are skipped, as http_parser does.
+pub fn count_requests(buf: &[u8]) -> Result<RequestBatch, RequestError> {
+    let mut is_head = Vec::new();
+    let mut offset = skip_empty_lines(buf, 0);
+    while offset < buf.len() {
+        let request =
+            parse_request(&buf[offset..]).map_err(|failure| failure.locate(buf, offset))?;
+        is_head.push(request.is_head);
+        offset = skip_empty_lines(buf, offset + request.length);
+    }
+    if is_head.is_empty() {
+        return Err(Failure::incomplete(buf.len()).locate(buf, 0));
+    }
+    Ok(RequestBatch { is_head })
+}
+
+fn skip_empty_lines(buf: &[u8], from: usize) -> usize {
+    from + buf[from..].iter().take_while(|&&byte| byte == b'\r' || byte == b'\n').count()
+}
+
+/// One parsed request.
+struct Parsed {
+    /// Bytes from the start of the request line to the end of the body.
+    length: usize,
+    is_head: bool,
+}
+
+/// A cause and the offset of the byte where parsing stopped, relative to
+/// the slice being parsed.
+#[derive(Debug)]
+struct Failure {
+    cause: &'static str,
+    offset: usize,
+}
+
+impl Failure {
+    /// The slice ran out at `length`.
+    fn incomplete(length: usize) -> Self {
+        Failure { cause: INCOMPLETE, offset: length }
+    }
+
+    /// Moves the offset past `preceding` bytes.
+    fn after(self, preceding: usize) -> Self {
+        Failure { offset: self.offset + preceding, ..self }
+    }
+
+    /// The error, for a failure in the slice starting at `start` of `buf`.
+    fn locate(self, buf: &[u8], start: usize) -> RequestError {
+        let offset = (start + self.offset).min(buf.len());
+        let before = &buf[..offset];
+        let line_start = before.iter().rposition(|&byte| byte == b'\n').map_or(0, |lf| lf + 1);
+        let line = 1 + before.iter().filter(|&&byte| byte == b'\n').count();
+        RequestError { cause: self.cause, line, column: 1 + offset - line_start }
+    }
+}
+
+/// Parses the request at the start of `buf`: request line, headers and the
+/// body their framing announces (requests without one have no body).
+fn parse_request(buf: &[u8]) -> Result<Parsed, Failure> {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut request = httparse::Request::new(&mut slots);
+    let head_length = match request.parse(buf) {
+        Ok(Status::Complete(length)) => length,
+        Ok(Status::Partial) => return Err(Failure::incomplete(buf.len())),
+        Err(error) => {
+            let cause = head_cause(error, &request);
+            let offset = first_error_at(buf, |prefix| {
+                httparse::Request::new(&mut [httparse::EMPTY_HEADER; MAX_HEADERS])
+                    .parse(prefix)
+                    .is_err()
+            });
+            return Err(Failure { cause, offset });
+        }
+    };
+    let is_head = request.method == Some("HEAD");
+    let framing = Framing::scan(request.headers).map_err(|BadContentLength(index)| Failure {
+        cause: "invalid character in content-length header",
+        offset: offset_in(buf, request.headers[index].value),
+    })?;
+    if framing.transfer_encoding && (!framing.chunked || framing.content_length.is_some()) {
+        // http_parser checks these at the end of the header block.
+        let cause = if framing.chunked {
+            "unexpected content-length header"
+        } else {
+            "request has invalid transfer-encoding"
+        };
+        return Err(Failure { cause, offset: head_length.saturating_sub(1) });
+    }
+    let body_length =
+        body_length(&buf[head_length..], &framing).map_err(|failure| failure.after(head_length))?;
+    Ok(Parsed { length: head_length + body_length, is_head })
+}
+
+/// The length of the body at the start of `body`: chunked, Content-Length or
+/// none (RFC 9112 §6.3: a request without framing headers has no body).
+fn body_length(body: &[u8], framing: &Framing) -> Result<usize, Failure> {
+    if framing.chunked {
+        return chunked_length(body);
+    }
+    match usize::try_from(framing.content_length.unwrap_or(0)) {
+        Ok(length) if length <= body.len() => Ok(length),
+        _ => Err(Failure::incomplete(body.len())),
+    }
+}
+
+/// The length of a complete chunked body at the start of `body`: chunks, the
+/// last chunk and the trailer section.
+fn chunked_length(body: &[u8]) -> Result<usize, Failure> {
+    let mut at = 0;
+    loop {
+        let (line_length, size) = match super::parse_chunk_size(&body[at..]) {
+            Ok(Status::Complete(parsed)) => parsed,
+            Ok(Status::Partial) => return Err(Failure::incomplete(body.len())),
+            Err(_) => {
+                let offset =
+                    first_error_at(&body[at..], |prefix| super::parse_chunk_size(prefix).is_err());
+                let cause = "invalid character in chunk size header";
+                return Err(Failure { cause, offset }.after(at));
+            }
+        };
+        at += line_length;
+        if size == 0 {
+            return trailers_length(&body[at..]).map(|length| at + length).map_err(|f| f.after(at));
+        }
+        let data_end = usize::try_from(size).ok().and_then(|size| at.checked_add(size));
+        at = match data_end {
+            Some(end) if end <= body.len() => expect_crlf(body, end)?,
+            _ => return Err(Failure::incomplete(body.len())),
+        };
+    }
+}
+
+/// The offset just past the CRLF that must follow chunk data at `at`.
+fn expect_crlf(body: &[u8], at: usize) -> Result<usize, Failure> {
+    let rest = &body[at..];
+    match rest.iter().zip(b"\r\n").position(|(got, wanted)| got != wanted) {
+        Some(wrong) => Err(Failure { cause: "CRLF expected after chunk data", offset: at + wrong }),
+        None if rest.len() < 2 => Err(Failure::incomplete(body.len())),
+        None => Ok(at + 2),
+    }
+}
+
+fn trailers_length(buf: &[u8]) -> Result<usize, Failure> {
+    match parse_trailers(buf) {
+        Ok(Some(length)) => Ok(length),
+        Ok(None) => Err(Failure::incomplete(buf.len())),
+        Err(error) => {
+            let offset = first_error_at(buf, |prefix| parse_trailers(prefix).is_err());
+            Err(Failure { cause: header_cause(error), offset })
+        }
+    }
+}
+
+/// The length of the trailer section at the start of `buf`, if complete.
+fn parse_trailers(buf: &[u8]) -> Result<Option<usize>, httparse::Error> {
+    match httparse::parse_headers(buf, &mut [httparse::EMPTY_HEADER; MAX_HEADERS])? {
+        Status::Complete((length, _)) => Ok(Some(length)),
+        Status::Partial => Ok(None),
+    }
+}
+
+/// http_parser's description of an error in a request line or headers.
+fn head_cause(error: httparse::Error, request: &httparse::Request<'_, '_>) -> &'static str {
+    match error {
+        httparse::Error::Token | httparse::Error::Status if request.method.is_none() => {
+            "invalid HTTP method"
+        }
+        httparse::Error::Token | httparse::Error::Status if request.path.is_none() => "invalid URL",
+        error => header_cause(error),
+    }
+}
+
+fn header_cause(error: httparse::Error) -> &'static str {
+    match error {
+        httparse::Error::HeaderName | httparse::Error::HeaderValue => "invalid character in header",
+        httparse::Error::NewLine => "LF character expected",
+        httparse::Error::Version => "invalid HTTP version",
+        httparse::Error::TooManyHeaders => "more than 100 headers",
+        httparse::Error::Token | httparse::Error::Status => "invalid request line",
+    }
+}
+
+/// The offset of the byte at which a parser that fails on `buf` first fails:
+/// the last byte of the shortest failing prefix. httparse does not tell, but
+/// it parses left to right, so a prefix fails exactly when it holds that byte
+/// and a binary search finds it in a few parses.
+fn first_error_at(buf: &[u8], fails: impl Fn(&[u8]) -> bool) -> usize {
+    let (mut passing, mut failing) = (0, buf.len());
+    while failing - passing > 1 {
+        let middle = passing + (failing - passing) / 2;
+        if fails(&buf[..middle]) {
+            failing = middle;
+        } else {
+            passing = middle;
+        }
+    }
+    failing.saturating_sub(1)
+}
+
+/// The offset of `part`, a slice borrowed from `buf`, within `buf`.
+fn offset_in(buf: &[u8], part: &[u8]) -> usize {
+    (part.as_ptr() as usize).saturating_sub(buf.as_ptr() as usize).min(buf.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()
+    }
+
+    fn error(buf: &[u8]) -> String {
+        count_requests(buf).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn builds_a_get() {
+        let request = build_request("GET", "/index.html", &pairs(&[("Host", "h:8080")]), None);
+        assert_eq!(request, b"GET /index.html HTTP/1.1\r\nHost: h:8080\r\n\r\n");
+    }
+
+    #[test]
+    fn builds_a_post_with_content_length() {
+        let headers = pairs(&[("Host", "h"), ("X-A", "1")]);
+        let request = build_request("POST", "/p", &headers, Some(b"a=b"));
+        assert_eq!(
+            request,
+            b"POST /p HTTP/1.1\r\nHost: h\r\nX-A: 1\r\nContent-Length: 3\r\n\r\na=b"
+        );
+        let empty = build_request("PUT", "/", &[], Some(b""));
+        assert_eq!(empty, b"PUT / HTTP/1.1\r\nContent-Length: 0\r\n\r\n");
+    }
+
+    #[test]
+    fn keeps_the_users_body_framing() {
+        let own = build_request("POST", "/", &pairs(&[("content-length", "3")]), Some(b"abc"));
+        assert_eq!(own, b"POST / HTTP/1.1\r\ncontent-length: 3\r\n\r\nabc");
+        let chunked = pairs(&[("Transfer-Encoding", "chunked")]);
+        let request = build_request("POST", "/", &chunked, Some(b"0\r\n\r\n"));
+        assert_eq!(request, b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n");
+    }
+
+    #[test]
+    fn host_comes_first_unless_the_user_gives_one() {
+        let user = pairs(&[("Accept", "*/*"), ("X", "y")]);
+        let expected = pairs(&[("Host", "example.com:8080"), ("Accept", "*/*"), ("X", "y")]);
+        assert_eq!(default_headers("example.com:8080", &user), expected);
+        let user = pairs(&[("Accept", "*/*"), ("hOsT", "other")]);
+        assert_eq!(default_headers("example.com", &user), user);
+    }
+
+    #[test]
+    fn built_requests_count_as_one() {
+        let request = build_request("HEAD", "/", &default_headers("h", &[]), None);
+        assert_eq!(count_requests(&request).unwrap().is_head, vec![true]);
+        let request = build_request("POST", "/", &default_headers("h", &[]), Some(b"body"));
+        assert_eq!(count_requests(&request).unwrap().is_head, vec![false]);
+    }
+
+    #[test]
+    fn counts_one_request() {
+        let batch = count_requests(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
+        assert_eq!(batch.depth(), 1);
+        assert_eq!(batch.is_head, vec![false]);
+    }
+
+    #[test]
+    fn counts_pipelined_requests() {
+        let get = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
+        let batch = count_requests(format!("{get}{get}{get}").as_bytes()).unwrap();
+        assert_eq!(batch.depth(), 3);
+        let mixed = format!("{get}HEAD /h HTTP/1.1\r\n\r\n\r\n{get}\r\n");
+        assert_eq!(count_requests(mixed.as_bytes()).unwrap().is_head, vec![false, true, false]);
+    }
+
+    #[test]
+    fn counts_requests_with_bodies() {
+        let post = "POST /form HTTP/1.1\r\nContent-Length: 7\r\n\r\nGET / H";
+        let chunked = "PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n\
+            4;x=y\r\nGET \r\n1\r\n/\r\n0\r\nTrailer: t\r\n\r\n";
+        let get = "GET / HTTP/1.1\r\n\r\n";
+        let batch = count_requests(format!("{post}{chunked}{get}").as_bytes()).unwrap();
+        assert_eq!(batch.depth(), 3);
+    }
+
+    #[test]
+    fn incomplete_requests_say_where_the_buffer_ended() {
+        assert_eq!(error(b""), "incomplete request at 1:1");
+        assert_eq!(error(b"\r\n"), "incomplete request at 2:1");
+        assert_eq!(error(b"GET / HTTP/1.1\r\nHost: h\r\n"), "incomplete request at 3:1");
+        assert_eq!(error(b"GET / HTTP/1.1\r\n\r\nGET /"), "incomplete request at 3:6");
+        assert_eq!(
+            error(b"POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\nab"),
+            "incomplete request at 4:3"
+        );
+        let chunked = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n";
+        assert_eq!(error(chunked), "incomplete request at 6:1");
+    }
+
+    #[test]
+    fn malformed_requests_say_where_parsing_stopped() {
+        assert_eq!(error(b"G(T / HTTP/1.1\r\n\r\n"), "invalid HTTP method at 1:2");
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\n\r\nGET /\x7f HTTP/1.1\r\n\r\n"),
+            "invalid URL at 3:6"
+        );
+        assert_eq!(error(b"GET / HTTP/2.0\r\n\r\n"), "invalid HTTP version at 1:12");
+        assert_eq!(
+            error(b"GET / HTTP/1.1\r\nHost: h\r\nBad Header: x\r\n\r\n"),
+            "invalid character in header at 3:4"
+        );
+    }
+
+    #[test]
+    fn malformed_bodies_say_where_parsing_stopped() {
+        let length = b"POST / HTTP/1.1\r\nContent-Length: 1x\r\n\r\n";
+        assert_eq!(error(length), "invalid character in content-length header at 2:17");
+        let size = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\nzz\r\n";
+        assert_eq!(error(size), "invalid character in chunk size header at 6:1");
+        let end = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcd";
+        assert_eq!(error(end), "CRLF expected after chunk data at 5:4");
+        let both = b"POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 1\r\n\r\n";
+        assert_eq!(error(both), "unexpected content-length header at 4:2");
+        let gzip = b"POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n";
+        assert_eq!(error(gzip), "request has invalid transfer-encoding at 3:2");
+    }
+
+    #[test]
+    fn garbage_never_panics() {
+        let valid = b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n\
+            GET / HTTP/1.1\r\nContent-Length: 2\r\n\r\nab";
+        for at in 0..valid.len() {
+            for byte in [0u8, b'\r', b'\n', b' ', b':', b'0', b'z', 0xff] {
+                let mut corrupted = valid.to_vec();
+                corrupted[at] = byte;
+                let _ = count_requests(&corrupted);
+                let _ = count_requests(&corrupted[..at]);
+            }
+        }
+    }
+}

@@ -1,0 +1,579 @@
+//! The text report, in the layout of wrk and wrk2 (`src/wrk.c`):
+//! the header `main` prints, `print_stats_header`, `print_stats` and
+//! `print_units` (Thread Stats), `print_stats_latency` (wrk's `--latency`),
+//! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
+//! and the summary lines. pace adds, after wrk's lines: one line per error
+//! cause, and in paced mode the schedule lag and a warning when the load
+//! generator could not keep the plan.
+
+use std::io::{self, Write};
+use std::time::Duration;
+
+use hdrhistogram::Histogram;
+
+use super::c_fixed;
+use super::spectrum::{self, value_at_percentile, write_spectrum};
+use crate::config::{BenchConfig, Mode};
+use crate::stats::{RunResult, Stats};
+use crate::units::{format_binary, format_metric, format_time_s, format_time_us, pad_units};
+
+/// wrk's `--latency` percentiles.
+pub const WRK_PERCENTILES: [f64; 4] = [50.0, 75.0, 90.0, 99.0];
+/// wrk2's `-L`/`-U` percentiles.
+pub const WRK2_PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+
+/// Closes each wrk2 latency block.
+const SEPARATOR: &str = "----------------------------------------------------------";
+
+/// Schedule lag beyond which the generator, not the server, set the pace.
+const LAG_P99_LIMIT_US: u64 = 1000;
+/// Share of the planned rate below which the plan counts as missed.
+const MIN_ACHIEVED_SHARE: f64 = 0.99;
+/// Share of the connections that may be busy on average (Little's law)
+/// before the plan has no slack left.
+const MAX_BUSY_SHARE: f64 = 0.9;
+
+/// `Running 30s test @ http://host/` and the threads and connections
+/// really used.
+pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
+    writeln!(out, "Running {} test @ {}", format_test_duration(cfg.duration), cfg.target.url)?;
+    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections)
+}
+
+/// wrk's whole seconds (`30s`, `2m`) when the duration is whole seconds, as
+/// wrk's always are; otherwise (`500ms`, `1.5s`, which pace accepts) the
+/// finer time format, so a sub-second run does not read `0s`.
+fn format_test_duration(duration: Duration) -> String {
+    if duration.subsec_nanos() == 0 {
+        format_time_s(duration.as_secs_f64())
+    } else {
+        format_time_us(duration.as_micros() as f64)
+    }
+}
+
+/// Everything printed after the run, in wrk/wrk2 order.
+pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
+    let stats = &result.total;
+    write_thread_stats(out, stats)?;
+    if cfg.latency || cfg.u_latency {
+        match cfg.mode {
+            Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, &WRK_PERCENTILES)?,
+            Mode::Paced { .. } => write_wrk2_distributions(out, cfg, stats, &WRK2_PERCENTILES)?,
+        }
+    }
+    write_summary(out, result)?;
+    if let Mode::Paced { rate } = cfg.mode {
+        write_schedule_lag(out, &stats.lag)?;
+        write_plan_warning(out, cfg.connections, rate, result)?;
+    }
+    Ok(())
+}
+
+/// One row of the Thread Stats table.
+struct Row {
+    mean: f64,
+    stdev: f64,
+    max: f64,
+    /// Percentage of samples within one standard deviation of the mean.
+    within_stdev: f64,
+}
+
+/// The Latency row: wrk2's statistics of the corrected histogram. An
+/// empty histogram gives wrk2's `-nanus` mean and stdev (0/0).
+fn latency_row(h: &Histogram<u64>) -> Row {
+    let mean = spectrum::mean(h);
+    let stdev = spectrum::stddev(h);
+    Row {
+        mean,
+        stdev,
+        max: h.max() as f64,
+        within_stdev: spectrum::within_stdev_percent(h, mean, stdev),
+    }
+}
+
+/// The Req/Sec row, computed as wrk does from the samples (`stats_mean`,
+/// `stats_stdev` with n - 1, `stats_within_stdev`); no samples give wrk's
+/// `0.00  0.00  0.00  -nan%`.
+fn rate_row(samples: &[f64]) -> Row {
+    let n = samples.len() as f64;
+    let mean = if samples.is_empty() { 0.0 } else { samples.iter().sum::<f64>() / n };
+    let stdev = if samples.len() < 2 {
+        0.0
+    } else {
+        (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    };
+    let max = samples.iter().copied().fold(0.0, f64::max);
+    let (lower, upper) = (mean - stdev, mean + stdev);
+    let within = samples.iter().filter(|&&x| x >= lower && x <= upper).count() as f64;
+    Row { mean, stdev, max, within_stdev: within / n * 100.0 }
+}
+
+fn write_thread_stats(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
+    writeln!(out, "  Thread Stats{:>6}{:>11}{:>8}{:>12}", "Avg", "Stdev", "Max", "+/- Stdev")?;
+    write_row(out, "Latency", &latency_row(&stats.corrected), format_time_us)?;
+    write_row(out, "Req/Sec", &rate_row(&stats.rate_samples), format_metric)
+}
+
+/// wrk's `print_stats` line.
+fn write_row(
+    out: &mut dyn Write,
+    name: &str,
+    row: &Row,
+    format: fn(f64) -> String,
+) -> io::Result<()> {
+    writeln!(
+        out,
+        "    {name:<10}{}{}{}{}%",
+        pad_units(&format(row.mean), 8),
+        pad_units(&format(row.stdev), 10),
+        pad_units(&format(row.max), 9),
+        c_fixed(row.within_stdev, 8, 2)
+    )
+}
+
+/// wrk's `print_stats_latency`: `     50%  635.00us`.
+fn write_wrk_distribution(
+    out: &mut dyn Write,
+    h: &Histogram<u64>,
+    percentiles: &[f64],
+) -> io::Result<()> {
+    writeln!(out, "  Latency Distribution")?;
+    for &p in percentiles {
+        writeln!(out, "{}%{}", c_fixed(p, 7, 0), latency_cell(h, p))?;
+    }
+    Ok(())
+}
+
+/// wrk2's recorded block, and with `-U` the uncorrected one.
+fn write_wrk2_distributions(
+    out: &mut dyn Write,
+    cfg: &BenchConfig,
+    stats: &Stats,
+    percentiles: &[f64],
+) -> io::Result<()> {
+    write_hdr_distribution(out, "Recorded Latency", &stats.corrected, percentiles)?;
+    if cfg.u_latency {
+        writeln!(out)?;
+        let description =
+            "Uncorrected Latency (measured without taking delayed starts into account)";
+        write_hdr_distribution(out, description, &stats.uncorrected, percentiles)?;
+    }
+    Ok(())
+}
+
+/// wrk2's `print_hdr_latency` plus the separator `main` prints after it.
+fn write_hdr_distribution(
+    out: &mut dyn Write,
+    description: &str,
+    h: &Histogram<u64>,
+    percentiles: &[f64],
+) -> io::Result<()> {
+    writeln!(out, "  Latency Distribution (HdrHistogram - {description})")?;
+    for &p in percentiles {
+        writeln!(out, "{}%{}", c_fixed(p, 7, 3), latency_cell(h, p))?;
+    }
+    write_spectrum(out, h, 5, 1000.0)?;
+    writeln!(out, "{SEPARATOR}")
+}
+
+/// `print_units(hdr_value_at_percentile(h, p), format_time_us, 10)`.
+fn latency_cell(h: &Histogram<u64>, percentile: f64) -> String {
+    pad_units(&format_time_us(value_at_percentile(h, percentile) as f64), 10)
+}
+
+/// From `N requests in T, B read` to `Transfer/sec`.
+fn write_summary(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
+    let stats = &result.total;
+    // wrk counts whole microseconds.
+    let runtime_us = result.runtime.as_micros() as f64;
+    let runtime_s = runtime_us / 1_000_000.0;
+    writeln!(
+        out,
+        "  {} requests in {}, {}B read",
+        stats.requests,
+        format_time_us(runtime_us),
+        format_binary(stats.bytes as f64)
+    )?;
+    write_errors(out, stats)?;
+    writeln!(out, "Requests/sec: {}", c_fixed(per_second(stats.requests, runtime_s), 9, 2))?;
+    writeln!(out, "Transfer/sec: {:>10}B", format_binary(per_second(stats.bytes, runtime_s)))
+}
+
+/// `n / seconds`, 0 for a run that took no measurable time.
+fn per_second(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
+/// wrk's error lines, each only when non-zero, with pace's breakdown of the
+/// socket errors by cause, most frequent first.
+fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
+    let e = &stats.errors;
+    if e.socket_total() > 0 {
+        writeln!(
+            out,
+            "  Socket errors: connect {}, read {}, write {}, timeout {}",
+            e.connect, e.read, e.write, e.timeout
+        )?;
+        let mut causes: Vec<(&String, &u64)> = stats.error_causes.iter().collect();
+        // Stable: equal counts stay in name order.
+        causes.sort_by(|a, b| b.1.cmp(a.1));
+        for (cause, n) in causes {
+            writeln!(out, "    {cause}: {n}")?;
+        }
+    }
+    if e.status > 0 {
+        writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
+    }
+    Ok(())
+}
+
+/// How late the generator sent requests compared with the plan.
+fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Result<()> {
+    writeln!(
+        out,
+        "Schedule lag: p50 {}, p99 {}, max {} (actual send - intended send; measures the load generator)",
+        format_time_us(value_at_percentile(lag, 50.0) as f64),
+        format_time_us(value_at_percentile(lag, 99.0) as f64),
+        format_time_us(lag.max() as f64)
+    )
+}
+
+/// One `Warning:` line naming every sign that the generator fell short of
+/// the plan, so nobody mistakes its delays for the server's.
+fn write_plan_warning(
+    out: &mut dyn Write,
+    connections: usize,
+    rate: f64,
+    result: &RunResult,
+) -> io::Result<()> {
+    let reasons = plan_shortfalls(connections, rate, result);
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "Warning: the load generator could not keep the plan ({}): raise -c or -t. \
+         Latency above includes the wait.",
+        reasons.join("; ")
+    )
+}
+
+/// Why the plan of `rate` requests/sec was not kept, if it was not.
+fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<String> {
+    let stats = &result.total;
+    let mut reasons = Vec::new();
+    let achieved = per_second(stats.requests, result.runtime.as_micros() as f64 / 1_000_000.0);
+    if achieved < MIN_ACHIEVED_SHARE * rate {
+        reasons.push(format!("achieved {achieved:.1} of {rate} requests/sec"));
+    }
+    let lag_p99 = value_at_percentile(&stats.lag, 99.0);
+    if lag_p99 > LAG_P99_LIMIT_US {
+        reasons.push(format!(
+            "schedule lag p99 {} above {}",
+            format_time_us(lag_p99 as f64),
+            format_time_us(LAG_P99_LIMIT_US as f64)
+        ));
+    }
+    // Little's law: rate x mean time in service = connections busy on
+    // average. NaN (no responses) compares false.
+    let mean_latency_us = spectrum::mean(&stats.uncorrected);
+    if rate * mean_latency_us / 1_000_000.0 > MAX_BUSY_SHARE * connections as f64 {
+        reasons.push(format!(
+            "{connections} connections cannot carry {rate} requests/sec at {} mean latency",
+            format_time_us(mean_latency_us)
+        ));
+    }
+    if result.unsent > 0 {
+        reasons.push(format!("{} requests due before the end were never sent", result.unsent));
+    }
+    reasons
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Target;
+    use crate::stats::ErrorKind;
+
+    fn config(mode: Mode) -> BenchConfig {
+        BenchConfig {
+            target: Target::parse("http://127.0.0.1:8080/index.html").unwrap(),
+            connections: 10,
+            threads: 2,
+            duration: Duration::from_secs(30),
+            timeout: Duration::from_secs(2),
+            mode,
+            headers: vec![],
+            latency: false,
+            u_latency: false,
+            batch_latency: false,
+            insecure: false,
+            digits: 3,
+            script: None,
+            script_args: vec![],
+            addrs: vec![],
+        }
+    }
+
+    fn result(stats: Stats, runtime: Duration) -> RunResult {
+        RunResult { total: stats, threads: vec![], runtime, unsent: 0, interrupted: None }
+    }
+
+    fn render(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
+        let mut out = Vec::new();
+        write(&mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    fn report(cfg: &BenchConfig, result: &RunResult) -> String {
+        render(|out| write_report(out, cfg, result))
+    }
+
+    /// A paced run that kept its plan: 1000 requests in 1 s at 1000/s, 1 ms
+    /// each, sent on time.
+    fn kept_plan() -> RunResult {
+        let mut stats = Stats::new(3);
+        for _ in 0..1000 {
+            stats.response(200);
+            stats.corrected.record(1000).unwrap();
+            stats.uncorrected.record(1000).unwrap();
+            stats.lag.record(20).unwrap();
+        }
+        stats.bytes = 1000 * 100;
+        result(stats, Duration::from_secs(1))
+    }
+
+    #[test]
+    fn header() {
+        let mut cfg = config(Mode::ClosedLoop);
+        let header = |cfg: &BenchConfig| render(|out| write_header(out, cfg));
+        assert_eq!(
+            header(&cfg),
+            "Running 30s test @ http://127.0.0.1:8080/index.html\n  2 threads and 10 connections\n"
+        );
+        cfg.duration = Duration::from_secs(90);
+        assert!(header(&cfg).starts_with("Running 2m test"));
+        cfg.duration = Duration::from_millis(500);
+        assert!(header(&cfg).starts_with("Running 500.00ms test"));
+        cfg.duration = Duration::from_millis(1500);
+        assert!(header(&cfg).starts_with("Running 1.50s test"));
+    }
+
+    #[test]
+    fn thread_stats_rows() {
+        let row = Row { mean: 635.91, stdev: 890.0, max: 12_920.0, within_stdev: 93.69 };
+        assert_eq!(
+            render(|out| write_row(out, "Latency", &row, format_time_us)),
+            "    Latency   635.91us    0.89ms  12.92ms   93.69%\n"
+        );
+        let row = Row { mean: 56_200.0, stdev: 8_070.0, max: 62_000.0, within_stdev: 86.54 };
+        assert_eq!(
+            render(|out| write_row(out, "Req/Sec", &row, format_metric)),
+            "    Req/Sec    56.20k     8.07k   62.00k    86.54%\n"
+        );
+    }
+
+    #[test]
+    fn thread_stats_header_and_latency() {
+        let mut stats = Stats::new(3);
+        for v in 1..=1000 {
+            stats.corrected.record(v).unwrap();
+        }
+        stats.rate_samples = vec![100.0, 200.0, 300.0];
+        assert_eq!(
+            render(|out| write_thread_stats(out, &stats)),
+            "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
+             \x20   Latency   500.50us  288.67us   1.00ms   58.00%\n\
+             \x20   Req/Sec   200.00    100.00   300.00     33.33%\n"
+        );
+    }
+
+    #[test]
+    fn rate_row_counts_samples_like_wrk() {
+        // mean 20, sample stdev 10: 10, 20 and 30 are within, 40 is not.
+        let row = rate_row(&[10.0, 20.0, 30.0, 20.0]);
+        assert_eq!((row.mean, row.max), (20.0, 30.0));
+        assert!((row.stdev - 8.16496580927726).abs() < 1e-12);
+        assert_eq!(row.within_stdev, 50.0);
+        let single = rate_row(&[7.0]);
+        assert_eq!((single.mean, single.stdev, single.within_stdev), (7.0, 0.0, 100.0));
+    }
+
+    #[test]
+    fn empty_run_prints_wrk_and_wrk2_nan() {
+        let stats = Stats::new(3);
+        assert_eq!(
+            render(|out| write_thread_stats(out, &stats)),
+            "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
+             \x20   Latency     -nanus    -nanus   0.00us    0.00%\n\
+             \x20   Req/Sec     0.00      0.00     0.00      -nan%\n"
+        );
+    }
+
+    #[test]
+    fn wrk_latency_distribution() {
+        let mut cfg = config(Mode::ClosedLoop);
+        cfg.latency = true;
+        let mut stats = Stats::new(3);
+        for v in 1..=1000 {
+            stats.corrected.record(v * 10).unwrap();
+        }
+        let text = report(&cfg, &result(stats, Duration::from_secs(1)));
+        assert!(text.contains(
+            "  Latency Distribution\n     50%    5.00ms\n     75%    7.50ms\n     90%    9.00ms\n     99%    9.90ms\n  0 requests in"
+        ), "{text}");
+        assert!(!text.contains("Detailed Percentile spectrum"));
+        assert!(!text.contains("Schedule lag"));
+    }
+
+    #[test]
+    fn wrk2_latency_distributions() {
+        let mut cfg = config(Mode::Paced { rate: 1000.0 });
+        cfg.latency = true;
+        let text = report(&cfg, &kept_plan());
+        let recorded = "  Latency Distribution (HdrHistogram - Recorded Latency)\n 50.000%    1.00ms\n 75.000%    1.00ms\n 90.000%    1.00ms\n 99.000%    1.00ms\n 99.900%    1.00ms\n 99.990%    1.00ms\n 99.999%    1.00ms\n100.000%    1.00ms\n\n  Detailed Percentile spectrum:\n";
+        assert!(text.contains(recorded), "{text}");
+        assert!(text.contains(&format!("#[Buckets =           27, SubBuckets     =         2048]\n{SEPARATOR}\n  1000 requests in")));
+        assert!(!text.contains("Uncorrected"));
+
+        cfg.u_latency = true;
+        let text = report(&cfg, &kept_plan());
+        assert!(text.contains(&format!(
+            "{SEPARATOR}\n\n  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n 50.000%    1.00ms\n"
+        )));
+        assert_eq!(text.matches(SEPARATOR).count(), 2);
+        assert_eq!(text.matches("Detailed Percentile spectrum").count(), 2);
+    }
+
+    #[test]
+    fn summary_lines() {
+        let mut stats = Stats::new(3);
+        stats.requests = 22_464_657;
+        stats.bytes = 3_710_000_000;
+        let text =
+            render(|out| write_summary(out, &result(stats, Duration::from_micros(30_000_100))));
+        assert_eq!(
+            text,
+            "  22464657 requests in 30.00s, 3.46GB read\nRequests/sec: 748819.65\nTransfer/sec:    117.93MB\n"
+        );
+    }
+
+    #[test]
+    fn zero_runtime_gives_zero_rates() {
+        let mut stats = Stats::new(3);
+        stats.requests = 5;
+        stats.bytes = 500;
+        let text = render(|out| write_summary(out, &result(stats, Duration::ZERO)));
+        assert_eq!(text, "  5 requests in 0.00us, 500.00B read\nRequests/sec:      0.00\nTransfer/sec:      0.00B\n");
+    }
+
+    #[test]
+    fn socket_errors_and_causes() {
+        let mut stats = Stats::new(3);
+        stats.error(ErrorKind::Timeout, "no response within 2s");
+        for _ in 0..12 {
+            stats.error(ErrorKind::Connect, "Connection refused (os error 111)");
+        }
+        stats.error(ErrorKind::Read, "Connection reset by peer (os error 104)");
+        stats.response(500);
+        assert_eq!(
+            render(|out| write_errors(out, &stats)),
+            "  Socket errors: connect 12, read 1, write 0, timeout 1\n\
+             \x20   connect: Connection refused (os error 111): 12\n\
+             \x20   read: Connection reset by peer (os error 104): 1\n\
+             \x20   timeout: no response within 2s: 1\n\
+             \x20 Non-2xx or 3xx responses: 1\n"
+        );
+    }
+
+    #[test]
+    fn status_errors_alone_print_no_socket_line() {
+        let mut stats = Stats::new(3);
+        stats.response(404);
+        stats.response(503);
+        assert_eq!(render(|out| write_errors(out, &stats)), "  Non-2xx or 3xx responses: 2\n");
+        assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
+    }
+
+    #[test]
+    fn paced_run_that_kept_the_plan() {
+        let cfg = config(Mode::Paced { rate: 1000.0 });
+        let text = report(&cfg, &kept_plan());
+        assert!(text.ends_with(
+            "Requests/sec:   1000.00\nTransfer/sec:     97.66KB\nSchedule lag: p50 20.00us, p99 20.00us, max 20.00us (actual send - intended send; measures the load generator)\n"
+        ), "{text}");
+        assert!(!text.contains("Warning"));
+    }
+
+    fn warning(rate: f64, result: &RunResult) -> String {
+        let text = render(|out| write_plan_warning(out, 10, rate, result));
+        assert!(
+            text.is_empty() || (text.starts_with("Warning: ") && text.matches('\n').count() == 1)
+        );
+        text
+    }
+
+    #[test]
+    fn warns_when_the_rate_was_not_achieved() {
+        assert_eq!(
+            warning(2000.0, &kept_plan()),
+            "Warning: the load generator could not keep the plan (achieved 1000.0 of 2000 requests/sec): raise -c or -t. Latency above includes the wait.\n"
+        );
+        // 1% short is still the plan.
+        assert_eq!(warning(1010.0, &kept_plan()), "");
+    }
+
+    #[test]
+    fn warns_when_sends_were_late() {
+        let mut late = kept_plan();
+        late.total.lag.record_n(5000, 20).unwrap();
+        assert_eq!(
+            warning(1000.0, &late),
+            "Warning: the load generator could not keep the plan (schedule lag p99 5.00ms above 1.00ms): raise -c or -t. Latency above includes the wait.\n"
+        );
+    }
+
+    #[test]
+    fn warns_when_connections_cannot_carry_the_rate() {
+        // 1000/s x 9.5 ms = 9.5 connections busy on average out of 10.
+        let mut slow = kept_plan();
+        slow.total.uncorrected.reset();
+        slow.total.uncorrected.record_n(9500, 1000).unwrap();
+        assert_eq!(
+            warning(1000.0, &slow),
+            "Warning: the load generator could not keep the plan (10 connections cannot carry 1000 requests/sec at 9.50ms mean latency): raise -c or -t. Latency above includes the wait.\n"
+        );
+    }
+
+    #[test]
+    fn warns_about_unsent_requests() {
+        let mut unsent = kept_plan();
+        unsent.unsent = 3;
+        assert_eq!(
+            warning(1000.0, &unsent),
+            "Warning: the load generator could not keep the plan (3 requests due before the end were never sent): raise -c or -t. Latency above includes the wait.\n"
+        );
+    }
+
+    #[test]
+    fn one_line_for_every_reason() {
+        let mut bad = kept_plan();
+        bad.unsent = 1;
+        bad.total.lag.record_n(3000, 100).unwrap();
+        let text = warning(50_000.0, &bad);
+        assert!(text.contains("(achieved 1000.0 of 50000 requests/sec; schedule lag p99 3.00ms above 1.00ms; 10 connections cannot carry 50000 requests/sec at 1.00ms mean latency; 1 requests due before the end were never sent)"), "{text}");
+    }
+
+    #[test]
+    fn empty_paced_run_does_not_panic() {
+        let mut cfg = config(Mode::Paced { rate: 100.0 });
+        cfg.u_latency = true;
+        let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
+        assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
+        assert!(text.contains("Warning: the load generator could not keep the plan (achieved 0.0 of 100 requests/sec)"));
+    }
+}

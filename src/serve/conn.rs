@@ -1,0 +1,410 @@
+//! One client connection: reads and parses requests, queues their
+//! responses in order, and writes each when it is due.
+//!
+//! The socket is registered edge-triggered, so every call reads until the
+//! socket has nothing more (or the queue is full) and writes until it
+//! would block. Nothing is allocated per request on the default path: the
+//! input buffer, the response queue and the output buffer keep their
+//! capacity for the life of the connection.
+
+use std::collections::VecDeque;
+use std::io;
+
+use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_HEAD};
+use super::response::{Endpoint, Response, Stream, NEVER};
+use super::transport::Transport;
+use super::{Shared, ThreadCounters};
+
+/// Initial size of a connection's input buffer (it grows for large heads).
+const INPUT_INITIAL: usize = 8 * 1024;
+
+/// Responses queued per connection before reading pauses (a client that
+/// pipelines without reading, or a long stall).
+const MAX_PENDING: usize = 4096;
+
+/// Responses are rendered into the output buffer until it holds this much,
+/// so that pipelined responses leave in one write.
+const OUTPUT_BATCH: usize = 64 * 1024;
+
+/// The largest `/echo` request body kept.
+const MAX_ECHO_BODY: usize = 1024 * 1024;
+
+/// How long a closing connection keeps draining input after its last
+/// response, so that unread requests do not turn the close into a reset
+/// that could destroy that response.
+const LINGER_NS: u64 = 1_000_000_000;
+
+/// What the event loop does with the connection next.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Outcome {
+    /// Keep it; call again on readiness or at `wake_at` (now_ns time).
+    Open {
+        wake_at: Option<u64>,
+    },
+    Close,
+}
+
+pub(super) struct Conn {
+    transport: Transport,
+    input: Input,
+    parse: Parse,
+    /// Responses in request order, each with its due time.
+    pending: VecDeque<Response>,
+    /// Rendered responses; `out[out_pos..]` is still to be written.
+    out: Vec<u8>,
+    out_pos: usize,
+    /// The rest of a large body, written after `out`.
+    stream: Option<Stream>,
+    /// A malformed request or a closing response was seen: later input is
+    /// discarded.
+    input_done: bool,
+    /// The peer sent its FIN (or the read failed).
+    peer_eof: bool,
+    /// A response that closes the connection has been rendered.
+    close_when_flushed: bool,
+    /// Draining input until then before closing.
+    linger_until: Option<u64>,
+    /// The wake-up the event loop has queued for this connection.
+    pub(super) timer: Option<u64>,
+}
+
+enum Parse {
+    Head,
+    Body { request: Request, decoder: BodyDecoder },
+}
+
+/// The result of one parsing step.
+enum Step {
+    NeedInput,
+    /// Something was consumed or queued; parse on.
+    Continue,
+    /// A request was completed (and counts).
+    Request,
+}
+
+impl Conn {
+    pub(super) fn new(transport: Transport) -> Conn {
+        Conn {
+            transport,
+            input: Input::new(),
+            parse: Parse::Head,
+            pending: VecDeque::new(),
+            out: Vec::new(),
+            out_pos: 0,
+            stream: None,
+            input_done: false,
+            peer_eof: false,
+            close_when_flushed: false,
+            linger_until: None,
+            timer: None,
+        }
+    }
+
+    pub(super) fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Does whatever can be done at `now`: read (if the socket signalled
+    /// it), parse, write due responses.
+    pub(super) fn service(
+        &mut self,
+        now: u64,
+        readable: bool,
+        shared: &Shared,
+        counters: &ThreadCounters,
+    ) -> Outcome {
+        if let Some(deadline) = self.linger_until {
+            return self.linger(now, readable, deadline);
+        }
+        let mut read = readable;
+        loop {
+            if read && self.read_input(now, shared, counters).is_err() {
+                return Outcome::Close;
+            }
+            let was_full = self.pending_full();
+            if self.write_output(now, shared).is_err() {
+                return Outcome::Close;
+            }
+            // Reading stopped at a full queue and writing made room: the
+            // data waiting in the buffer and the socket will not raise a
+            // new edge, so go back for it now.
+            read = was_full && !self.pending_full() && !self.peer_eof;
+            if !read {
+                return self.next_step(now);
+            }
+        }
+    }
+
+    fn pending_full(&self) -> bool {
+        self.pending.len() >= MAX_PENDING
+    }
+
+    /// Parses what is buffered, then reads until the socket is empty,
+    /// parsing after every read.
+    fn read_input(
+        &mut self,
+        now: u64,
+        shared: &Shared,
+        counters: &ThreadCounters,
+    ) -> io::Result<()> {
+        self.parse_input(now, shared);
+        while !self.pending_full() && !self.peer_eof {
+            let spare = self.input.spare();
+            if spare.is_empty() {
+                break;
+            }
+            match self.transport.read(spare) {
+                Ok(0) => self.peer_eof = true,
+                Ok(n) => {
+                    self.input.filled(n);
+                    counters.requests_read(self.parse_input(now, shared));
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Parses buffered input into queued responses; returns the number of
+    /// requests completed (`/stats` excluded).
+    fn parse_input(&mut self, now: u64, shared: &Shared) -> u64 {
+        let mut completed = 0;
+        while !self.pending_full() {
+            if self.input_done {
+                self.input.clear();
+                break;
+            }
+            let step = match std::mem::replace(&mut self.parse, Parse::Head) {
+                Parse::Head => self.parse_head(now, shared),
+                Parse::Body { request, decoder } => self.parse_body(request, decoder, now, shared),
+            };
+            match step {
+                Step::NeedInput => break,
+                Step::Continue => {}
+                Step::Request => completed += 1,
+            }
+        }
+        completed
+    }
+
+    fn parse_head(&mut self, now: u64, shared: &Shared) -> Step {
+        let head = match request::parse_head(self.input.data()) {
+            HeadParse::Complete(head) => head,
+            HeadParse::Partial if self.input.data().len() < MAX_HEAD => return Step::NeedInput,
+            HeadParse::Partial | HeadParse::Invalid => {
+                return self.reject(Response::fatal(400, "bad request\n", now, shared));
+            }
+        };
+        self.input.consume(head.len);
+        let request = head.request;
+        let echo_too_large =
+            matches!(head.body, BodyDecoder::Length(n) if n > MAX_ECHO_BODY as u64);
+        if request.echo.is_some() && echo_too_large {
+            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+        }
+        let has_body = head.body != BodyDecoder::Length(0);
+        if (request.expect_continue && has_body) || request.endpoint == Endpoint::Continue {
+            self.pending.push_back(Response::interim(now, shared));
+        }
+        self.parse = Parse::Body { request, decoder: head.body };
+        Step::Continue
+    }
+
+    fn parse_body(
+        &mut self,
+        mut request: Request,
+        mut decoder: BodyDecoder,
+        now: u64,
+        shared: &Shared,
+    ) -> Step {
+        let (used, status) = decoder.decode(self.input.data(), request.echo.as_mut());
+        self.input.consume(used);
+        if request.echo.as_ref().is_some_and(|echo| echo.len() > MAX_ECHO_BODY) {
+            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+        }
+        match status {
+            BodyStatus::NeedMore => {
+                self.parse = Parse::Body { request, decoder };
+                Step::NeedInput
+            }
+            BodyStatus::Invalid => self.reject(Response::fatal(400, "bad request\n", now, shared)),
+            BodyStatus::Done => {
+                let counted = request.endpoint != Endpoint::Stats;
+                let response = Response::answer(request, now, shared);
+                self.input_done |= response.connection == request::Connection::Close;
+                self.pending.push_back(response);
+                if counted {
+                    Step::Request
+                } else {
+                    Step::Continue
+                }
+            }
+        }
+    }
+
+    /// Queues a response that ends the connection and ignores the rest of
+    /// the input.
+    fn reject(&mut self, response: Response) -> Step {
+        self.pending.push_back(response);
+        self.input_done = true;
+        Step::Continue
+    }
+
+    /// Renders due responses and writes until done or the socket is full.
+    fn write_output(&mut self, now: u64, shared: &Shared) -> io::Result<()> {
+        match self.transport.flush() {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+            other => other?,
+        }
+        loop {
+            let written = if self.out_pos < self.out.len() {
+                self.transport.write(&self.out[self.out_pos..])
+            } else if let Some(stream) = &self.stream {
+                self.transport.write(stream.chunk(&shared.default_body))
+            } else {
+                self.out.clear();
+                self.out_pos = 0;
+                if self.render_due(now, shared) {
+                    continue;
+                }
+                return Ok(());
+            };
+            match written {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.wrote(n, shared),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn wrote(&mut self, n: usize, shared: &Shared) {
+        if self.out_pos < self.out.len() {
+            self.out_pos += n;
+        } else if let Some(stream) = &mut self.stream {
+            if stream.advance(n, &shared.default_body) {
+                self.stream = None;
+            }
+        }
+    }
+
+    /// Renders the due responses at the head of the queue into the empty
+    /// output buffer; false if none was due.
+    fn render_due(&mut self, now: u64, shared: &Shared) -> bool {
+        let mut rendered = false;
+        // A closing response is the last one; a streamed body must finish
+        // before the next response starts.
+        while self.out.len() < OUTPUT_BATCH && self.stream.is_none() && !self.close_when_flushed {
+            if self.pending.front().is_none_or(|r| r.due_ns > now) {
+                break;
+            }
+            let Some(response) = self.pending.pop_front() else { break };
+            self.stream = response.render(&mut self.out, shared);
+            self.close_when_flushed = response.connection == request::Connection::Close;
+            rendered = true;
+        }
+        rendered
+    }
+
+    fn flushed(&self) -> bool {
+        self.out_pos == self.out.len() && self.stream.is_none() && !self.transport.has_pending()
+    }
+
+    /// After reading and writing: close, linger, or wait (until when).
+    fn next_step(&mut self, now: u64) -> Outcome {
+        if self.close_when_flushed && self.flushed() {
+            self.transport.close_write();
+            if self.peer_eof {
+                return Outcome::Close;
+            }
+            let deadline = now.saturating_add(LINGER_NS);
+            self.linger_until = Some(deadline);
+            return Outcome::Open { wake_at: Some(deadline) };
+        }
+        let head_due = self.pending.front().map(|r| r.due_ns);
+        if self.peer_eof {
+            // Answer what the peer sent before its FIN, unless nothing is
+            // left to answer or the next answer never comes (/hang).
+            let idle = self.flushed() && head_due.is_none();
+            if idle || head_due == Some(NEVER) {
+                return Outcome::Close;
+            }
+        }
+        Outcome::Open { wake_at: head_due.filter(|&due| due > now && due != NEVER) }
+    }
+
+    /// Closing: read and drop input until the peer closes or time is up.
+    fn linger(&mut self, now: u64, readable: bool, deadline: u64) -> Outcome {
+        if now >= deadline || (readable && !self.drain_input()) {
+            return Outcome::Close;
+        }
+        Outcome::Open { wake_at: Some(deadline) }
+    }
+
+    /// Reads and drops input until the socket is empty; false at the end
+    /// of the stream or on an error.
+    fn drain_input(&mut self) -> bool {
+        loop {
+            self.input.clear();
+            match self.transport.read(self.input.spare()) {
+                Ok(0) => return false,
+                Ok(_) => {}
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// The input buffer: `buf[start..end]` is read and not yet parsed.
+struct Input {
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+}
+
+impl Input {
+    fn new() -> Input {
+        Input { buf: vec![0; INPUT_INITIAL], start: 0, end: 0 }
+    }
+
+    fn data(&self) -> &[u8] {
+        &self.buf[self.start..self.end]
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start += n;
+        if self.start == self.end {
+            self.clear();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// Room to read into: moves unparsed bytes to the front when the end
+    /// is reached, and grows up to [`MAX_HEAD`] for a large head. Empty
+    /// only when a full-size head is still incomplete.
+    fn spare(&mut self) -> &mut [u8] {
+        if self.end == self.buf.len() {
+            if self.start > 0 {
+                self.buf.copy_within(self.start..self.end, 0);
+                self.end -= self.start;
+                self.start = 0;
+            } else if self.buf.len() < MAX_HEAD {
+                self.buf.resize((self.buf.len() * 2).min(MAX_HEAD), 0);
+            }
+        }
+        &mut self.buf[self.end..]
+    }
+
+    fn filled(&mut self, n: usize) {
+        self.end += n;
+    }
+}

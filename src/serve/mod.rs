@@ -1,0 +1,380 @@
+//! `pace serve`: the built-in target server, used by `pace serve`, by
+//! `pace demo` (in-process), by the end-to-end tests and as a benchmark
+//! target. HTTP/1.1 (optionally over TLS) with keep-alive, pipelining and a
+//! controllable response time: a fixed added latency and a stall window
+//! during which the server answers nothing, like `^Z` on the server in
+//! wrk2's README.
+//!
+//! # Endpoints
+//!
+//! The query string is ignored except where noted. Every response carries
+//! `Content-Length` unless stated otherwise; HEAD gets the same headers and
+//! no body.
+//!
+//! | path | response |
+//! |---|---|
+//! | anything else | 200, `Content-Type: text/plain`, the default body: `body_size` bytes of `Hello, World!\n` repeated (13 bytes: `Hello, World!`) |
+//! | `/status/<code>` | that status (200..=599) with the default body; 204 and 304 have no body and no `Content-Length` |
+//! | `/bytes/<n>` | a body of `n` bytes: the 64-byte line `a..zA..Z0..9+\n` repeated, streamed from a static buffer (any size) |
+//! | `/chunked[?n=<count>]` | `Transfer-Encoding: chunked`, `count` chunks (default 3, at most 10000) of that 64-byte line, then the trailer `X-Trailer: end` |
+//! | `/close` | the default response with `Connection: close`, then the server closes |
+//! | `/eof` | the default body with neither `Content-Length` nor chunking: the body ends when the server closes |
+//! | `/continue` | `HTTP/1.1 100 Continue`, then the default response |
+//! | `/delay/<ms>` | the default response, `ms` milliseconds later than usual (at most one day) |
+//! | `/hang` | never answered; the connection stays open until the client closes it (responses to later pipelined requests wait behind it) |
+//! | `/echo` | 200, the request as understood: `METHOD TARGET\n`, one `Name: value\n` per header as received, `\n`, then the body (de-chunked, at most 1 MiB, else 413 and close) |
+//! | `/auth`, `/authenticate` | 200 `auth\n` with the header `X-Token: tok123` |
+//! | `/resource` | 200 `ok\n` if the request has `X-Token: tok123`, else 401 |
+//! | `/stats` | 200 JSON `{"connections":N,"requests":N,"max_requests_per_read":N}`; `/stats` requests are not counted |
+//!
+//! These mirror the nginx benchmark configuration (`/authenticate`,
+//! `/resource`) and cover wrk's example scripts: `auth.lua` logs in and
+//! reuses the token, `post.lua` and `pipeline.lua` get 200s on any path.
+//! A bad argument (`/status/abc`, `/bytes/-1`) gets 400 and the connection
+//! stays open. A malformed request gets 400 and the connection is closed;
+//! so does a request that sends both `Content-Length` and
+//! `Transfer-Encoding`. `Expect: 100-continue` on a request with a body is
+//! answered with `100 Continue`. HTTP/1.0 requests close unless they ask
+//! for keep-alive.
+//!
+//! # Timing
+//!
+//! Every response has a due time: when its request was read, plus
+//! `latency`, plus the `/delay` argument. A due time inside the stall
+//! window moves to the end of the window, so nothing is written during the
+//! stall while requests keep being read and queued. Responses leave each
+//! connection in request order; one that is not due yet waits in its
+//! connection's queue and the thread sleeps until the earliest due time
+//! with the poller's nanosecond timeout.
+//!
+//! # Threads
+//!
+//! Each thread runs its own edge-triggered epoll loop over its own
+//! listener. With several threads the listeners share the port through
+//! `SO_REUSEPORT`: the kernel spreads new connections over them by a hash
+//! of the address pair, with no shared accept queue and no thundering herd
+//! (one listener in every epoll with `EPOLLEXCLUSIVE` would do the same
+//! with a lock on the accept queue). One thread never touches another
+//! thread's connections; the only shared state is read-only configuration
+//! and one cache line of counters per thread.
+
+mod conn;
+mod request;
+mod response;
+mod tls;
+mod transport;
+mod worker;
+
+#[cfg(test)]
+mod tests;
+
+use std::io;
+use std::net::{SocketAddr, TcpListener};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+use rustix::event::{eventfd, EventfdFlags};
+use socket2::{Domain, Protocol, Socket, Type};
+
+use crate::sys::now_ns;
+
+/// What `pace serve` serves and how slowly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeOptions {
+    /// Where to listen (port 0: any free port, see [`ServerHandle::addr`]).
+    pub bind: SocketAddr,
+    /// Event-loop threads, each with its own listener on the same port.
+    pub threads: usize,
+    /// Size of the default response body.
+    pub body_size: usize,
+    /// Added to the response time of every request.
+    pub latency: Duration,
+    /// A window during which no response is written.
+    pub stall: Option<Stall>,
+    /// Serve HTTPS with a self-signed certificate made at start-up, valid
+    /// for `localhost`, `127.0.0.1` and `::1`.
+    pub tls: bool,
+}
+
+/// Freeze all responses during `[at, at + length)` after the server started.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    pub at: Duration,
+    pub length: Duration,
+}
+
+/// The size of `Hello, World!`, the classic benchmark body.
+const DEFAULT_BODY_SIZE: usize = 13;
+
+/// What the default body repeats.
+const DEFAULT_BODY_TEXT: &[u8] = b"Hello, World!\n";
+
+impl Default for ServeOptions {
+    fn default() -> ServeOptions {
+        ServeOptions {
+            bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            threads: 1,
+            body_size: DEFAULT_BODY_SIZE,
+            latency: Duration::ZERO,
+            stall: None,
+            tls: false,
+        }
+    }
+}
+
+/// Counters over all server threads since start.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Connections accepted.
+    pub connections: u64,
+    /// Complete requests read (`/stats` requests excluded).
+    pub requests: u64,
+    /// The most complete requests parsed from a single read: 3 after three
+    /// pipelined requests arrived together.
+    pub max_requests_per_read: u64,
+}
+
+/// A running server. Stopping it (or dropping the handle) stops and joins
+/// every thread and closes every connection.
+pub struct ServerHandle {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    /// Registered in every thread's poller: one write wakes them all.
+    waker: OwnedFd,
+    threads: Vec<JoinHandle<()>>,
+    certificate_der: Option<Vec<u8>>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on, with the real port.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// A snapshot of the counters.
+    pub fn stats(&self) -> ServerStats {
+        self.shared.stats()
+    }
+
+    /// The self-signed certificate (DER) when serving TLS, for clients that
+    /// want to verify the server instead of accepting anything.
+    pub fn certificate_der(&self) -> Option<&[u8]> {
+        self.certificate_der.as_deref()
+    }
+
+    /// Stops all threads, waits for them and closes every connection.
+    pub fn stop(self) {
+        // The work is in Drop, so that a handle dropped on an early return
+        // (or a failing test) stops its threads too.
+        drop(self);
+    }
+}
+
+impl Drop for ServerHandle {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Release);
+        let _ = rustix::io::write(&self.waker, &1u64.to_ne_bytes());
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Binds, spawns the server threads and returns at once.
+pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
+    if opts.threads == 0 {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "serve: threads must be >= 1"));
+    }
+    let identity = if opts.tls { Some(tls::self_signed()?) } else { None };
+    let listeners = bind_listeners(opts.bind, opts.threads)?;
+    let addr = listeners[0].local_addr()?;
+    let shared = Arc::new(Shared::new(&opts, identity.as_ref().map(|i| i.config.clone())));
+    let waker = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
+    let mut handle = ServerHandle {
+        addr,
+        shared: shared.clone(),
+        waker,
+        threads: Vec::with_capacity(opts.threads),
+        certificate_der: identity.map(|i| i.certificate_der),
+    };
+    for (index, listener) in listeners.into_iter().enumerate() {
+        let worker = worker::Worker::new(index, listener, &handle.waker, shared.clone())?;
+        // On error the handle is dropped, which stops the threads already
+        // started.
+        let thread = thread::Builder::new()
+            .name(format!("pace-serve-{index}"))
+            .spawn(move || worker.run_reporting_errors())?;
+        handle.threads.push(thread);
+    }
+    Ok(handle)
+}
+
+/// `pace serve`: starts the server, prints where it listens to stderr and
+/// serves until SIGINT or SIGTERM. A second signal during the shutdown
+/// exits at once.
+pub fn run(opts: ServeOptions) -> io::Result<()> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let mut registrations = Vec::new();
+    for signal in [SIGINT, SIGTERM] {
+        // Order matters: the exit action is armed by the flag the second
+        // action sets, so it only fires on the second signal.
+        registrations.push(signal_hook::flag::register_conditional_shutdown(
+            signal,
+            1,
+            interrupted.clone(),
+        )?);
+        registrations.push(signal_hook::flag::register(signal, interrupted.clone())?);
+    }
+    let summary = describe(&opts);
+    let scheme = if opts.tls { "https" } else { "http" };
+    let server = start(opts)?;
+    eprintln!("pace serve: listening on {scheme}://{}/ ({summary})", server.addr());
+    while !interrupted.load(Ordering::SeqCst) {
+        thread::sleep(Duration::from_millis(50));
+    }
+    server.stop();
+    for id in registrations {
+        signal_hook::low_level::unregister(id);
+    }
+    Ok(())
+}
+
+/// The options in a few words, for the start-up line.
+fn describe(opts: &ServeOptions) -> String {
+    let threads = match opts.threads {
+        1 => "1 thread".to_string(),
+        n => format!("{n} threads"),
+    };
+    let latency = match opts.latency {
+        Duration::ZERO => "no added latency".to_string(),
+        latency => format!("latency {latency:?}"),
+    };
+    let stall = match opts.stall {
+        None => "no stall".to_string(),
+        Some(Stall { at, length }) => format!("stall for {length:?} at {at:?}"),
+    };
+    format!("{threads}, {}-byte body, {latency}, {stall}", opts.body_size)
+}
+
+/// One listener per thread. Several threads share the port through
+/// `SO_REUSEPORT`; a single thread does not set it, so that no other
+/// process can ever join its port.
+fn bind_listeners(bind: SocketAddr, threads: usize) -> io::Result<Vec<TcpListener>> {
+    let reuse_port = threads > 1;
+    let first = listen(bind, reuse_port)?;
+    // With port 0 the kernel picked a port for the first listener; the
+    // others must join that one.
+    let bound = first.local_addr()?;
+    let mut listeners = vec![first];
+    for _ in 1..threads {
+        listeners.push(listen(bound, reuse_port)?);
+    }
+    Ok(listeners)
+}
+
+fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    // Restarting `pace serve` on a fixed port must not wait for TIME_WAIT.
+    socket.set_reuse_address(true)?;
+    if reuse_port {
+        socket.set_reuse_port(true)?;
+    }
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(4096)?;
+    Ok(socket.into())
+}
+
+/// What all server threads share: read-only settings and the counters.
+struct Shared {
+    latency_ns: u64,
+    /// The stall window in [`now_ns`] time: `[start, end)`.
+    stall_ns: Option<(u64, u64)>,
+    default_body: Box<[u8]>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    /// One slot per thread, written only by that thread.
+    counters: Box<[ThreadCounters]>,
+    stopping: AtomicBool,
+}
+
+impl Shared {
+    fn new(opts: &ServeOptions, tls: Option<Arc<rustls::ServerConfig>>) -> Shared {
+        let started = now_ns();
+        let stall_ns = opts.stall.map(|Stall { at, length }| {
+            let start = started.saturating_add(duration_ns(at));
+            (start, start.saturating_add(duration_ns(length)))
+        });
+        Shared {
+            latency_ns: duration_ns(opts.latency),
+            stall_ns,
+            default_body: DEFAULT_BODY_TEXT.iter().copied().cycle().take(opts.body_size).collect(),
+            tls,
+            counters: (0..opts.threads).map(|_| ThreadCounters::default()).collect(),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// When a response to a request read at `now` may be written: after
+    /// the added latency and `extra_ns`, and never during the stall.
+    fn due_time(&self, now: u64, extra_ns: u64) -> u64 {
+        self.release_time(now.saturating_add(self.latency_ns).saturating_add(extra_ns))
+    }
+
+    /// `at`, or the end of the stall if `at` falls inside it.
+    fn release_time(&self, at: u64) -> u64 {
+        match self.stall_ns {
+            Some((start, end)) if (start..end).contains(&at) => end,
+            _ => at,
+        }
+    }
+
+    fn stats(&self) -> ServerStats {
+        let load = |counter: &AtomicU64| counter.load(Ordering::Relaxed);
+        self.counters.iter().fold(ServerStats::default(), |total, c| ServerStats {
+            connections: total.connections + load(&c.connections),
+            requests: total.requests + load(&c.requests),
+            max_requests_per_read: total.max_requests_per_read.max(load(&c.max_requests_per_read)),
+        })
+    }
+}
+
+fn duration_ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// One thread's counters, alone on their cache line so that counting never
+/// bounces a line between cores.
+#[derive(Default)]
+#[repr(align(128))]
+struct ThreadCounters {
+    connections: AtomicU64,
+    requests: AtomicU64,
+    max_requests_per_read: AtomicU64,
+}
+
+impl ThreadCounters {
+    fn connection_accepted(&self) {
+        add(&self.connections, 1);
+    }
+
+    /// Records the complete requests parsed from one read.
+    fn requests_read(&self, count: u64) {
+        if count == 0 {
+            return;
+        }
+        add(&self.requests, count);
+        if count > self.max_requests_per_read.load(Ordering::Relaxed) {
+            self.max_requests_per_read.store(count, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Only the owning thread writes its counters, so a plain load and store is
+/// exact and cheaper than a locked read-modify-write.
+fn add(counter: &AtomicU64, n: u64) {
+    counter.store(counter.load(Ordering::Relaxed) + n, Ordering::Relaxed);
+}

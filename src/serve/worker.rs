@@ -1,0 +1,193 @@
+//! One server thread: an edge-triggered epoll loop over its listener, the
+//! shared stop eventfd and its connections, with a timer queue for
+//! responses that are not due yet.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::io;
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::OwnedFd;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rustix::io::Errno;
+use rustix::net::{accept_with, SocketFlags};
+
+use super::conn::{Conn, Outcome};
+use super::tls::TlsStream;
+use super::transport::Transport;
+use super::Shared;
+use crate::sys::{now_ns, set_minimal_timer_slack, Interest, Poller};
+
+/// Poller tokens. A connection's token is its slot index (low 32 bits)
+/// and the slot's generation (high 32 bits), so an event or timer for a
+/// closed connection never reaches the next one in the same slot; slot
+/// indices never come near these two values.
+const LISTENER: u64 = u64::MAX;
+const WAKER: u64 = u64::MAX - 1;
+
+/// Events taken per wait.
+const EVENTS_PER_WAIT: usize = 256;
+
+pub(super) struct Worker {
+    index: usize,
+    poller: Poller,
+    listener: TcpListener,
+    shared: Arc<Shared>,
+    slots: Vec<Slot>,
+    free_slots: Vec<usize>,
+    /// Wake-ups: (due time, connection token), earliest first.
+    timers: BinaryHeap<Reverse<(u64, u64)>>,
+}
+
+struct Slot {
+    generation: u32,
+    conn: Option<Conn>,
+}
+
+fn token(slot: usize, generation: u32) -> u64 {
+    (u64::from(generation) << 32) | slot as u64
+}
+
+impl Worker {
+    pub(super) fn new(
+        index: usize,
+        listener: TcpListener,
+        waker: &OwnedFd,
+        shared: Arc<Shared>,
+    ) -> io::Result<Worker> {
+        let poller = Poller::new(EVENTS_PER_WAIT)?;
+        poller.add(&listener, LISTENER, Interest::Read)?;
+        // The server handle owns the waker and outlives the thread. It only
+        // becomes readable when stopping; the flag is what says so.
+        poller.add(waker, WAKER, Interest::Read)?;
+        Ok(Worker {
+            index,
+            poller,
+            listener,
+            shared,
+            slots: Vec::new(),
+            free_slots: Vec::new(),
+            timers: BinaryHeap::new(),
+        })
+    }
+
+    /// The thread's body; a failing poller ends the thread with a message.
+    pub(super) fn run_reporting_errors(mut self) {
+        if let Err(e) = self.run() {
+            eprintln!("pace serve: thread {} stopped: {e}", self.index);
+        }
+    }
+
+    fn run(&mut self) -> io::Result<()> {
+        set_minimal_timer_slack();
+        while !self.shared.stopping.load(Ordering::Acquire) {
+            let timeout = self.next_timeout();
+            let events = self.poller.poll(timeout)?;
+            for k in 0..events {
+                let ready = self.poller.ready(k);
+                match ready.token {
+                    LISTENER => self.accept_all(),
+                    WAKER => {}
+                    token => self.service(token, now_ns(), ready.readable || ready.closed),
+                }
+            }
+            self.fire_timers();
+        }
+        Ok(())
+    }
+
+    fn next_timeout(&self) -> Option<Duration> {
+        let Reverse((due, _)) = self.timers.peek()?;
+        Some(Duration::from_nanos(due.saturating_sub(now_ns())))
+    }
+
+    /// Services every connection whose wake-up is due.
+    fn fire_timers(&mut self) {
+        let now = now_ns();
+        while let Some(&Reverse((due, token))) = self.timers.peek() {
+            if due > now {
+                break;
+            }
+            self.timers.pop();
+            // Only the connection's current wake-up counts; others are
+            // leftovers of plans that changed.
+            let Some(conn) = self.conn_mut(token) else { continue };
+            if conn.timer == Some(due) {
+                conn.timer = None;
+                self.service(token, now, false);
+            }
+        }
+    }
+
+    fn conn_mut(&mut self, token: u64) -> Option<&mut Conn> {
+        let slot = self.slots.get_mut((token & u64::from(u32::MAX)) as usize)?;
+        if u64::from(slot.generation) != token >> 32 {
+            return None;
+        }
+        slot.conn.as_mut()
+    }
+
+    fn service(&mut self, token: u64, now: u64, readable: bool) {
+        let shared = Arc::clone(&self.shared);
+        let counters = &shared.counters[self.index];
+        let Some(conn) = self.conn_mut(token) else { return };
+        match conn.service(now, readable, &shared, counters) {
+            Outcome::Close => self.close(token),
+            Outcome::Open { wake_at: Some(due) } if conn.timer != Some(due) => {
+                conn.timer = Some(due);
+                self.timers.push(Reverse((due, token)));
+            }
+            Outcome::Open { .. } => {}
+        }
+    }
+
+    fn accept_all(&mut self) {
+        loop {
+            match accept_with(&self.listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
+                Ok(fd) => self.adopt(TcpStream::from(fd)),
+                Err(Errno::INTR | Errno::CONNABORTED) => {}
+                // WOULDBLOCK: all accepted. Anything else (out of file
+                // descriptors...) leaves the connection in the backlog
+                // until the next one arrives.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn adopt(&mut self, socket: TcpStream) {
+        // Responses are complete when written; Nagle would only delay them.
+        let _ = socket.set_nodelay(true);
+        let transport = match &self.shared.tls {
+            None => Transport::Plain(socket),
+            Some(config) => match TlsStream::new(config, socket) {
+                Ok(tls) => Transport::Tls(Box::new(tls)),
+                Err(_) => return,
+            },
+        };
+        let slot = self.free_slots.pop().unwrap_or_else(|| {
+            self.slots.push(Slot { generation: 0, conn: None });
+            self.slots.len() - 1
+        });
+        let token = token(slot, self.slots[slot].generation);
+        // Readiness is edge-triggered, so asking for writability up front
+        // costs nothing and saves re-registering when a write blocks.
+        if self.poller.add(transport.socket(), token, Interest::ReadWrite).is_err() {
+            self.free_slots.push(slot);
+            return;
+        }
+        self.slots[slot].conn = Some(Conn::new(transport));
+        self.shared.counters[self.index].connection_accepted();
+    }
+
+    fn close(&mut self, token: u64) {
+        let index = (token & u64::from(u32::MAX)) as usize;
+        let slot = &mut self.slots[index];
+        if let Some(conn) = slot.conn.take() {
+            self.poller.delete(conn.transport().socket());
+        }
+        slot.generation = slot.generation.wrapping_add(1);
+        self.free_slots.push(index);
+    }
+}

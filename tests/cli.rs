@@ -1,0 +1,166 @@
+//! The command line end to end: the real `pace` binary, its exit codes, and
+//! what it prints for each mistake. Nothing here needs more network than the
+//! loopback interface.
+
+use std::net::TcpListener;
+use std::process::{Command, Output, Stdio};
+
+/// Runs `pace` with `args`. RUST_BACKTRACE is forced on so that a panic
+/// anywhere would show up as a backtrace in stderr and fail the checks.
+fn pace(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pace"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run pace")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Asserts `pace args` fails with `code`, printing nothing on stdout and
+/// exactly one line on stderr, `pace: ...` containing `mentions`.
+fn assert_fails(args: &[&str], code: i32, mentions: &str) {
+    let out = pace(args);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: stderr {stderr:?}");
+    assert_eq!(text(&out.stdout), "", "{args:?}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr:?}");
+    assert!(stderr.starts_with("pace: ") && stderr.ends_with('\n'), "{args:?}: {stderr:?}");
+    assert!(stderr.contains(mentions), "{args:?}: {stderr:?} lacks {mentions:?}");
+}
+
+/// A loopback URL on which nothing listens: any mistaken run fails fast.
+fn closed_url() -> String {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    format!("http://127.0.0.1:{port}/")
+}
+
+#[test]
+fn unknown_option() {
+    assert_fails(&["--foo", &closed_url()], 1, "unknown option '--foo'");
+    assert_fails(&["-x", &closed_url()], 1, "unknown option '-x'");
+}
+
+#[test]
+fn ambiguous_option() {
+    assert_fails(&["--t", "2", &closed_url()], 1, "'--threads' '--timeout'");
+}
+
+#[test]
+fn missing_value() {
+    assert_fails(&[&closed_url(), "-c"], 1, "option '-c' needs a value");
+}
+
+#[test]
+fn bad_numbers() {
+    assert_fails(&["-c", "abc", &closed_url()], 1, "'-c': 'abc' is not a number");
+    assert_fails(&["-d", "5x", &closed_url()], 1, "'-d': '5x' is not a duration");
+    assert_fails(&["--timeout=soon", &closed_url()], 1, "'--timeout'");
+}
+
+#[test]
+fn bad_urls() {
+    assert_fails(&["localhost:8080/"], 1, "invalid URL: localhost:8080/");
+    assert_fails(&["http://"], 1, "invalid URL: http://");
+}
+
+#[test]
+fn missing_url() {
+    assert_fails(&[], 1, "missing URL (try 'pace --help')");
+    assert_fails(&["-t2", "-c", "4"], 1, "missing URL");
+}
+
+#[test]
+fn range_checks() {
+    let url = closed_url();
+    assert_fails(
+        &["-c", "1", "-t", "4", &url],
+        1,
+        "number of connections (1) must be >= threads (4)",
+    );
+    assert_fails(&["-t", "0", &url], 1, "-t/--threads must be at least 1");
+    assert_fails(&["-R", "0", &url], 1, "-R/--rate must be greater than 0");
+    assert_fails(&["-D", "9", &url], 1, "-D/--digits must be between 1 and 5");
+    assert_fails(&["-d", "0s", &url], 1, "-d/--duration must be greater than 0");
+    assert_fails(&["-T", "0", &url], 1, "-T/--timeout must be greater than 0");
+}
+
+#[test]
+fn bad_headers() {
+    assert_fails(&["-H", "NoColon", &closed_url()], 1, "invalid header 'NoColon'");
+}
+
+#[test]
+fn unresolvable_host() {
+    // RFC 6761: names under .invalid never resolve, so no DNS server is needed.
+    assert_fails(&["http://nonexistent.invalid/"], 2, "unable to resolve nonexistent.invalid:80");
+}
+
+#[test]
+fn nothing_listening() {
+    let url = closed_url();
+    assert_fails(&["-d", "1s", &url], 2, "unable to connect to 127.0.0.1:");
+}
+
+#[test]
+fn help() {
+    for args in [&["-h"][..], &["--help"], &["help"], &["-t2", "--help"]] {
+        let out = pace(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        let stdout = text(&out.stdout);
+        assert!(stdout.starts_with("Usage: pace <options> <url>"), "{stdout}");
+        assert!(stdout.contains("--connections") && stdout.contains("Exit status"));
+        assert_eq!(text(&out.stderr), "");
+    }
+    let out = pace(&["serve", "--help"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).starts_with("Usage: pace serve"));
+}
+
+#[test]
+fn version() {
+    for flag in ["-v", "--version"] {
+        let out = pace(&[flag]);
+        assert_eq!(out.status.code(), Some(0));
+        let expected = format!("pace {} [epoll]", env!("CARGO_PKG_VERSION"));
+        assert!(text(&out.stdout).starts_with(&expected), "{}", text(&out.stdout));
+        assert_eq!(text(&out.stdout).lines().count(), 1);
+        assert_eq!(text(&out.stderr), "");
+    }
+}
+
+/// `-v` with a URL prints the version and goes on, as wrk does.
+#[test]
+fn version_then_run() {
+    let out = pace(&["-v", &closed_url()]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stdout).starts_with("pace "));
+    assert!(text(&out.stderr).contains("unable to connect"));
+}
+
+/// `pace -h | head -0`: a reader that went away is no error.
+#[test]
+fn closed_stdout() {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let out = Command::new(env!("CARGO_BIN_EXE_pace"))
+        .arg("-h")
+        .env("RUST_BACKTRACE", "1")
+        .stdout(writer)
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(text(&out.stderr), "");
+}
+
+#[test]
+fn subcommand_errors() {
+    assert_fails(&["serve", "--stall-at", "1s"], 1, "--stall-at needs --stall-for");
+    assert_fails(&["serve", "--port", "http"], 1, "'--port': 'http' is not a port number");
+    assert_fails(&["demo", "extra"], 1, "unexpected argument 'extra'");
+    assert_fails(&["help", "bogus"], 1, "unknown command 'bogus'");
+}
