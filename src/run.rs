@@ -10,7 +10,7 @@ use std::sync::Arc;
 use signal_hook::consts::{SIGINT, SIGTERM};
 
 use crate::config::BenchConfig;
-use crate::engine::{self, RequestBatch};
+use crate::engine::{Engine, RequestBatch};
 use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
 use crate::report;
@@ -25,13 +25,14 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
 
 /// Prints the header, runs the benchmark and returns what it measured.
 pub fn measure(cfg: &BenchConfig) -> Result<RunResult, Error> {
+    let engine = Engine::prepare(cfg)?;
     let signals = Signals::install()?;
     {
         let mut out = io::stdout().lock();
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
         let _ = out.flush();
     }
-    let mut result = engine::run(cfg, static_request(cfg), signals.stop.clone())?;
+    let mut result = engine.run(static_request(cfg), signals.stop.clone())?;
     result.interrupted = signals.received();
     Ok(result)
 }

@@ -6,7 +6,9 @@
 //! connection is still real TLS). SNI is the URL host when it is a name;
 //! rustls sends none for IP-address hosts.
 
+use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
+use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{self, CryptoProvider};
@@ -41,6 +43,28 @@ impl TlsClient {
         let server_name = ServerName::try_from(host.to_string())
             .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?;
         Ok(TlsClient { config: Arc::new(config), server_name })
+    }
+
+    /// Completes one blocking handshake with `addr`, so that a certificate
+    /// the client does not trust is reported once, clearly, before the run
+    /// instead of as a connect error on every connection.
+    pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
+        let failed = |why: String| {
+            let hint = if why.contains("certificate") {
+                " (use -k/--insecure to skip certificate verification)"
+            } else {
+                ""
+            };
+            Error::Setup(format!("TLS handshake with {addr} failed: {why}{hint}"))
+        };
+        let mut session = self.session().map_err(|e| failed(e.to_string()))?;
+        let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(|e| failed(e.to_string()))?;
+        socket.set_read_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
+        socket.set_write_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
+        while session.is_handshaking() {
+            session.complete_io(&mut socket).map_err(|e| failed(e.to_string()))?;
+        }
+        Ok(())
     }
 
     /// A new client session (one per TCP connection; rustls resumes

@@ -7,7 +7,8 @@ mod transport;
 mod worker;
 
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, Barrier, OnceLock};
+use std::net::SocketAddr;
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
@@ -29,67 +30,120 @@ pub struct RequestBatch {
 }
 
 /// Where all threads wait until every one of them has opened its
-/// connections; the first one through fixes the common start time.
+/// connections; the last one to arrive fixes the common start time.
 pub struct StartLine {
-    barrier: Barrier,
-    start_ns: OnceLock<u64>,
+    threads: usize,
+    state: Mutex<StartState>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct StartState {
+    arrived: usize,
+    start_ns: Option<u64>,
+    aborted: bool,
 }
 
 impl StartLine {
     fn new(threads: usize) -> StartLine {
-        StartLine { barrier: Barrier::new(threads), start_ns: OnceLock::new() }
+        StartLine { threads, state: Mutex::default(), changed: Condvar::new() }
     }
 
-    /// Blocks until all threads arrived; returns the start time (ns).
-    pub fn wait(&self) -> u64 {
-        self.barrier.wait();
-        *self.start_ns.get_or_init(sys::now_ns)
+    /// Blocks until all threads arrived and returns the start time (ns),
+    /// or None if the run was called off before it started.
+    pub fn wait(&self) -> Option<u64> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.arrived += 1;
+        if state.arrived == self.threads {
+            state.start_ns = Some(sys::now_ns());
+            self.changed.notify_all();
+        }
+        while state.start_ns.is_none() && !state.aborted {
+            state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        state.start_ns.filter(|_| !state.aborted)
+    }
+
+    /// Releases the threads already waiting without starting the run.
+    fn abort(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).aborted = true;
+        self.changed.notify_all();
     }
 }
 
-/// Runs the benchmark described by `cfg` with `request` on every
-/// connection, until the duration is over or `stop` is set.
-pub fn run(cfg: &BenchConfig, request: RequestBatch, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
-    let tls = match cfg.target.scheme {
-        Scheme::Https => Some(TlsClient::new(&cfg.target.host, cfg.insecure)?),
-        Scheme::Http => None,
-    };
-    let addr = *cfg.addrs.first().ok_or_else(|| Error::Setup("no address to connect to".into()))?;
-    let plan = match cfg.mode {
-        Mode::ClosedLoop => None,
-        Mode::Paced { rate } => Some(Plan::constant(rate)),
-    };
-    let request = Arc::new(request);
-    let start_line = Arc::new(StartLine::new(cfg.threads));
-    let mut handles = Vec::with_capacity(cfg.threads);
-    for index in 0..cfg.threads {
-        let setup = WorkerSetup {
-            index,
-            threads: cfg.threads,
-            connections: cfg.connections_of_thread(index),
-            addr,
-            tls: tls.clone(),
-            request: request.clone(),
-            plan,
-            duration_ns: cfg.duration.as_nanos() as u64,
-            timeout_ns: cfg.timeout.as_nanos() as u64,
-            batch_latency: cfg.batch_latency,
-            digits: cfg.digits,
+/// A benchmark that passed its checks and is ready to start.
+pub struct Engine<'a> {
+    cfg: &'a BenchConfig,
+    addr: SocketAddr,
+    tls: Option<TlsClient>,
+}
+
+impl<'a> Engine<'a> {
+    /// Checks what can be checked before the run: an address to connect
+    /// to, and for https a complete handshake (so an untrusted certificate
+    /// is one clear error, not an error on every connection).
+    pub fn prepare(cfg: &'a BenchConfig) -> Result<Engine<'a>, Error> {
+        let addr =
+            *cfg.addrs.first().ok_or_else(|| Error::Setup("no address to connect to".into()))?;
+        let tls = match cfg.target.scheme {
+            Scheme::Https => {
+                let tls = TlsClient::new(&cfg.target.host, cfg.insecure)?;
+                tls.check_handshake(addr, cfg.timeout.min(Duration::from_secs(5)))?;
+                Some(tls)
+            }
+            Scheme::Http => None,
         };
-        let worker = Worker::new(setup, stop.clone())
-            .map_err(|e| Error::Setup(format!("unable to create thread {index}: {e}")))?;
-        let start_line = start_line.clone();
-        let handle = thread::Builder::new()
-            .name(format!("pace-{index}"))
-            .spawn(move || worker.run(&start_line))
-            .map_err(|e| Error::Setup(format!("unable to create thread {index}: {e}")))?;
-        handles.push(handle);
+        Ok(Engine { cfg, addr, tls })
     }
-    let results: Vec<WorkerResult> = handles
-        .into_iter()
-        .map(|h| h.join().map_err(|_| Error::Setup("an engine thread panicked".into())))
-        .collect::<Result<_, _>>()?;
-    Ok(merge(results, cfg.digits))
+
+    /// Runs the benchmark with `request` on every connection, until the
+    /// duration is over or `stop` is set.
+    pub fn run(self, request: RequestBatch, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
+        let cfg = self.cfg;
+        let plan = match cfg.mode {
+            Mode::ClosedLoop => None,
+            Mode::Paced { rate } => Some(Plan::constant(rate)),
+        };
+        let request = Arc::new(request);
+        let mut workers = Vec::with_capacity(cfg.threads);
+        for index in 0..cfg.threads {
+            let setup = WorkerSetup {
+                index,
+                threads: cfg.threads,
+                connections: cfg.connections_of_thread(index),
+                addr: self.addr,
+                tls: self.tls.clone(),
+                request: request.clone(),
+                plan,
+                duration_ns: cfg.duration.as_nanos() as u64,
+                timeout_ns: cfg.timeout.as_nanos() as u64,
+                batch_latency: cfg.batch_latency,
+                digits: cfg.digits,
+            };
+            let worker = Worker::new(setup, stop.clone())
+                .map_err(|e| Error::Setup(format!("unable to create thread {index}: {e}")))?;
+            workers.push(worker);
+        }
+        let start_line = Arc::new(StartLine::new(cfg.threads));
+        let mut handles = Vec::with_capacity(cfg.threads);
+        for (index, worker) in workers.into_iter().enumerate() {
+            let line = start_line.clone();
+            let spawned =
+                thread::Builder::new().name(format!("pace-{index}")).spawn(move || worker.run(&line));
+            match spawned {
+                Ok(handle) => handles.push(handle),
+                Err(e) => {
+                    start_line.abort();
+                    return Err(Error::Setup(format!("unable to create thread {index}: {e}")));
+                }
+            }
+        }
+        let results: Vec<WorkerResult> = handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| Error::Setup("an engine thread panicked".into())))
+            .collect::<Result<_, _>>()?;
+        Ok(merge(results, cfg.digits))
+    }
 }
 
 fn merge(results: Vec<WorkerResult>, digits: u8) -> RunResult {

@@ -104,7 +104,10 @@ impl Worker {
         }
         self.open_connections();
 
-        let start_ns = start_line.wait();
+        let Some(start_ns) = start_line.wait() else {
+            let now = sys::now_ns();
+            return WorkerResult { stats: self.stats, start_ns: now, finished_ns: now, unsent: 0 };
+        };
         let end_ns = start_ns + self.setup.duration_ns;
         self.sending = true;
         match self.setup.plan {
@@ -282,13 +285,13 @@ impl Worker {
                 Ok(n) => conn.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(i, ErrorKind::Write, &e.to_string()),
+                Err(e) => return self.fail(i, ErrorKind::Write, &io_cause(&e)),
             }
         }
         match stream.flush() {
             Ok(true) => conn.phase = Phase::Reading,
             Ok(false) => {}
-            Err(e) => self.fail(i, ErrorKind::Write, &e.to_string()),
+            Err(e) => self.fail(i, ErrorKind::Write, &io_cause(&e)),
         }
     }
 
@@ -316,11 +319,11 @@ impl Worker {
         let Some(stream) = conn.stream.as_ref() else { return };
         match stream.socket().take_error() {
             Ok(None) => {}
-            Ok(Some(e)) | Err(e) => return self.fail(i, ErrorKind::Connect, &e.to_string()),
+            Ok(Some(e)) | Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e)),
         }
         // A refused connect can also show up as "not connected" here.
         if let Err(e) = stream.socket().peer_addr() {
-            return self.fail(i, ErrorKind::Connect, &e.to_string());
+            return self.fail(i, ErrorKind::Connect, &io_cause(&e));
         }
         conn.phase = Phase::Handshaking;
         self.continue_handshake(i);
@@ -338,8 +341,7 @@ impl Worker {
     /// Reads everything the socket has and feeds the response parser.
     fn read(&mut self, i: usize) {
         let mut buf = std::mem::take(&mut self.buf);
-        loop {
-            let Some(stream) = self.conns[i].stream.as_mut() else { break };
+        while let Some(stream) = self.conns[i].stream.as_mut() {
             let drains = stream.short_read_drains();
             match stream.read(&mut buf) {
                 Ok(0) => {
@@ -355,7 +357,7 @@ impl Worker {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &e.to_string());
+                    self.fail(i, ErrorKind::Read, &io_cause(&e));
                     break;
                 }
             }
@@ -381,7 +383,7 @@ impl Worker {
                     }
                 }
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &e.to_string());
+                    self.fail(i, ErrorKind::Read, e.as_str());
                     return false;
                 }
             }
@@ -399,7 +401,7 @@ impl Worker {
             }
             Ok(None) if self.conns[i].pending == 0 => self.reconnect(i),
             Ok(None) => self.fail(i, ErrorKind::Read, "connection closed before the response"),
-            Err(e) => self.fail(i, ErrorKind::Read, &e.to_string()),
+            Err(e) => self.fail(i, ErrorKind::Read, e.as_str()),
         }
     }
 
@@ -436,7 +438,7 @@ impl Worker {
         self.conns[i].connect_started_ns = now;
         let stream = match start_connect(self.setup.addr) {
             Ok(socket) => socket,
-            Err(e) => return self.fail(i, ErrorKind::Connect, &e.to_string()),
+            Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e)),
         };
         let stream = match &self.setup.tls {
             None => Transport::Plain(stream),
@@ -446,7 +448,7 @@ impl Worker {
             },
         };
         if let Err(e) = self.poller.add(stream.socket(), i as u64, Interest::ReadWrite) {
-            return self.fail(i, ErrorKind::Connect, &e.to_string());
+            return self.fail(i, ErrorKind::Connect, &io_cause(&e));
         }
         let conn = &mut self.conns[i];
         conn.stream = Some(stream);
@@ -509,5 +511,15 @@ impl Worker {
                 self.fail(i, ErrorKind::Connect, "connect timed out");
             }
         }
+    }
+}
+
+/// An I/O error as an error cause: the OS message without the
+/// `(os error N)` suffix, so causes read well in the report.
+fn io_cause(e: &io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
     }
 }
