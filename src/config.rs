@@ -167,6 +167,28 @@ pub struct BenchConfig {
     pub script_args: Vec<String>,
     /// Addresses to connect to, resolved and checked before the run.
     pub addrs: Vec<SocketAddr>,
+    /// Machine-readable outputs and periodic reports.
+    pub outputs: Outputs,
+}
+
+/// What to write besides (or instead of) the final text report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Outputs {
+    /// `-e/--json`: one JSON document on stdout instead of the text report.
+    pub json: bool,
+    /// `-p/--report_interval`: a report for every period of this length.
+    pub report_interval: Option<Duration>,
+    /// `--hlog FILE`: a standard HdrHistogram interval log.
+    pub hlog: Option<PathBuf>,
+    /// `--timeseries[=T]`: requests per interval of length T (wrx: 250 ms).
+    pub timeseries: Option<Duration>,
+    /// `--thread-timeseries`: the same per thread.
+    pub thread_timeseries: bool,
+    /// `--histogram`: requests per 1 us latency bin.
+    pub histogram: bool,
+    /// `--percentiles`: the percentiles of the distributions (None = the
+    /// wrk/wrk2 defaults).
+    pub percentiles: Option<Vec<f64>>,
 }
 
 impl BenchConfig {
@@ -253,6 +275,7 @@ mod tests {
             script: None,
             script_args: vec![],
             addrs: vec![],
+            outputs: Outputs::default(),
         }
     }
 }

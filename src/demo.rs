@@ -47,6 +47,7 @@ pub fn run() -> Result<i32, Error> {
         script: None,
         script_args: Vec::new(),
         addrs: vec![addr],
+        outputs: Default::default(),
     };
     eprintln!(
         "pace demo: the built-in server listens on {url} and will freeze for {}s, {}s into the run.",
@@ -72,8 +73,18 @@ fn explain(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
     let p = |h, q| format_time_us(value_at_percentile(h, q) as f64);
     writeln!(out)?;
     writeln!(out, "Why the two distributions differ")?;
-    writeln!(out, "  p99:  corrected {}, uncorrected {}", p(corrected, 99.0), p(uncorrected, 99.0))?;
-    writeln!(out, "  p90:  corrected {}, uncorrected {}", p(corrected, 90.0), p(uncorrected, 90.0))?;
+    writeln!(
+        out,
+        "  p99:  corrected {}, uncorrected {}",
+        p(corrected, 99.0),
+        p(uncorrected, 99.0)
+    )?;
+    writeln!(
+        out,
+        "  p90:  corrected {}, uncorrected {}",
+        p(corrected, 90.0),
+        p(uncorrected, 90.0)
+    )?;
     writeln!(
         out,
         "  The server froze for 1 s. pace kept its plan of 2000 requests/s, so about \n  \

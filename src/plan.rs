@@ -99,7 +99,7 @@ mod tests {
         assert_eq!(plan.offset_ns(3), 6_000_000_000);
         let plan = Plan::constant(3.0);
         // 1e9/3 is not exact, but the millionth request is still on time.
-        assert_eq!(plan.offset_ns(3_000_000), 1_000_000_000_000);
+        assert_eq!(plan.offset_ns(3_000_000), 1_000_000_000_000_000);
     }
 
     #[test]

@@ -32,7 +32,7 @@ pub fn measure(cfg: &BenchConfig) -> Result<RunResult, Error> {
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
         let _ = out.flush();
     }
-    let mut result = engine.run(static_request(cfg), signals.stop.clone())?;
+    let mut result = engine.run(static_request(cfg), signals.stop.clone(), &mut |_| {})?;
     result.interrupted = signals.received();
     Ok(result)
 }
@@ -43,7 +43,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
 }
 
 /// Prints the report for a finished run.
-pub fn print_result(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> Result<(), Error> {
+pub fn print_result(
+    out: &mut dyn Write,
+    cfg: &BenchConfig,
+    result: &RunResult,
+) -> Result<(), Error> {
     print_ignoring_closed_stdout(report::text::write_report(out, cfg, result))?;
     if let Some(signal) = result.interrupted {
         let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
@@ -56,7 +60,10 @@ pub fn print_result(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
 /// of the URL's path with `Host` and the `-H` headers.
 pub fn static_request(cfg: &BenchConfig) -> RequestBatch {
     let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    RequestBatch { bytes: build_request("GET", &cfg.target.path, &headers, None), heads: vec![false] }
+    RequestBatch {
+        bytes: build_request("GET", &cfg.target.path, &headers, None),
+        heads: vec![false],
+    }
 }
 
 /// Output to a closed pipe (`pace ... | head`) is not an error worth a

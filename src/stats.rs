@@ -185,4 +185,21 @@ pub struct RunResult {
     pub unsent: u64,
     /// Set when SIGINT/SIGTERM ended the run early (the signal number).
     pub interrupted: Option<i32>,
+    /// Completed requests per thread and per [`RunResult::series_interval`]
+    /// since the start (wrx's time series).
+    pub series: Vec<Vec<u64>>,
+    pub series_interval: std::time::Duration,
+}
+
+/// The measurements of one reporting period (`-p`, `--hlog`), all threads
+/// merged.
+#[derive(Clone, Debug)]
+pub struct Interval {
+    /// 0 for the first period of the run.
+    pub index: u64,
+    /// Start of the period, from the start of the run.
+    pub start: std::time::Duration,
+    /// Length of the period (the last one may be shorter).
+    pub length: std::time::Duration,
+    pub stats: Stats,
 }

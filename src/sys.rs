@@ -100,10 +100,8 @@ impl Poller {
     /// how many arrived; read them with [`Poller::ready`]. An interrupted
     /// wait returns 0.
     pub fn poll(&mut self, timeout: Option<Duration>) -> io::Result<usize> {
-        let spec = timeout.map(|t| Timespec {
-            tv_sec: t.as_secs() as i64,
-            tv_nsec: t.subsec_nanos() as _,
-        });
+        let spec = timeout
+            .map(|t| Timespec { tv_sec: t.as_secs() as i64, tv_nsec: t.subsec_nanos() as _ });
         match epoll::wait(&self.epoll, &mut self.events[..], spec.as_ref()) {
             Ok(n) => Ok(n),
             Err(rustix::io::Errno::INTR) => Ok(0),
@@ -126,7 +124,10 @@ impl Poller {
     }
 
     /// Waits like [`Poller::poll`] and iterates over the events.
-    pub fn wait(&mut self, timeout: Option<Duration>) -> io::Result<impl Iterator<Item = Ready> + '_> {
+    pub fn wait(
+        &mut self,
+        timeout: Option<Duration>,
+    ) -> io::Result<impl Iterator<Item = Ready> + '_> {
         let n = self.poll(timeout)?;
         Ok((0..n).map(move |k| self.ready(k)))
     }

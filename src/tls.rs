@@ -13,7 +13,9 @@ use std::time::Duration;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::{
+    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
 
 use crate::error::Error;
 
@@ -58,7 +60,8 @@ impl TlsClient {
             Error::Setup(format!("TLS handshake with {addr} failed: {why}{hint}"))
         };
         let mut session = self.session().map_err(|e| failed(e.to_string()))?;
-        let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(|e| failed(e.to_string()))?;
+        let mut socket =
+            TcpStream::connect_timeout(&addr, timeout).map_err(|e| failed(e.to_string()))?;
         socket.set_read_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
         socket.set_write_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
         while session.is_handshaking() {
@@ -110,7 +113,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls12_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn verify_tls13_signature(
@@ -119,7 +127,12 @@ impl ServerCertVerifier for AcceptAnyCertificate {
         cert: &CertificateDer<'_>,
         dss: &DigitallySignedStruct,
     ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        crypto::verify_tls13_signature(message, cert, dss, &self.0.signature_verification_algorithms)
+        crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {

@@ -174,6 +174,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         script: typed.script,
         script_args: words.collect(),
         addrs: Vec::new(),
+        outputs: Default::default(),
     })
 }
 

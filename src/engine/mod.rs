@@ -3,22 +3,29 @@
 //! start line and merged at the end.
 
 mod conn;
+mod intervals;
 mod transport;
 mod worker;
 
-use std::sync::atomic::AtomicBool;
 use std::net::SocketAddr;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::AtomicBool;
+use std::sync::{mpsc, Arc, Condvar, Mutex};
 use std::thread;
 use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode, Scheme};
 use crate::error::Error;
 use crate::plan::Plan;
-use crate::stats::{RunResult, Stats};
+use crate::stats::{Interval, RunResult};
 use crate::sys;
 use crate::tls::TlsClient;
+use intervals::IntervalCollector;
 use worker::{Worker, WorkerResult, WorkerSetup};
+
+/// Reporting period when `-p` is not given (the `--hlog` interval).
+const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
+/// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
+const SERIES_SLOT: Duration = Duration::from_millis(250);
 
 /// The bytes written for one request batch, and for each request in it
 /// whether it is a HEAD (whose response has no body). More than one request
@@ -97,14 +104,24 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the benchmark with `request` on every connection, until the
-    /// duration is over or `stop` is set.
-    pub fn run(self, request: RequestBatch, stop: Arc<AtomicBool>) -> Result<RunResult, Error> {
+    /// duration is over or `stop` is set. Every reporting period is passed
+    /// to `on_interval` as soon as all threads finished it.
+    pub fn run(
+        self,
+        request: RequestBatch,
+        stop: Arc<AtomicBool>,
+        on_interval: &mut dyn FnMut(&Interval),
+    ) -> Result<RunResult, Error> {
         let cfg = self.cfg;
         let plan = match cfg.mode {
             Mode::ClosedLoop => None,
             Mode::Paced { rate } => Some(Plan::constant(rate)),
         };
         let request = Arc::new(request);
+        let interval = cfg.outputs.report_interval.unwrap_or(DEFAULT_INTERVAL);
+        let series =
+            cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
+        let (intervals_tx, intervals_rx) = mpsc::channel();
         let mut workers = Vec::with_capacity(cfg.threads);
         for index in 0..cfg.threads {
             let setup = WorkerSetup {
@@ -119,6 +136,9 @@ impl<'a> Engine<'a> {
                 timeout_ns: cfg.timeout.as_nanos() as u64,
                 batch_latency: cfg.batch_latency,
                 digits: cfg.digits,
+                interval_ns: interval.as_nanos() as u64,
+                intervals: intervals_tx.clone(),
+                series_ns: series.map(|s| s.as_nanos() as u64),
             };
             let worker = Worker::new(setup, stop.clone())
                 .map_err(|e| Error::Setup(format!("unable to create thread {index}: {e}")))?;
@@ -128,8 +148,9 @@ impl<'a> Engine<'a> {
         let mut handles = Vec::with_capacity(cfg.threads);
         for (index, worker) in workers.into_iter().enumerate() {
             let line = start_line.clone();
-            let spawned =
-                thread::Builder::new().name(format!("pace-{index}")).spawn(move || worker.run(&line));
+            let spawned = thread::Builder::new()
+                .name(format!("pace-{index}"))
+                .spawn(move || worker.run(&line));
             match spawned {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
@@ -138,30 +159,28 @@ impl<'a> Engine<'a> {
                 }
             }
         }
+        // The channel closes when the last thread is done with it.
+        drop(intervals_tx);
+        let mut collector = IntervalCollector::new(cfg.threads, cfg.digits, interval);
+        for share in intervals_rx {
+            collector.add(share, on_interval);
+        }
         let results: Vec<WorkerResult> = handles
             .into_iter()
             .map(|h| h.join().map_err(|_| Error::Setup("an engine thread panicked".into())))
             .collect::<Result<_, _>>()?;
-        Ok(merge(results, cfg.digits))
-    }
-}
-
-fn merge(results: Vec<WorkerResult>, digits: u8) -> RunResult {
-    let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
-    let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
-    let mut total = Stats::new(digits);
-    let mut unsent = 0;
-    let mut threads = Vec::with_capacity(results.len());
-    for r in results {
-        total.merge(&r.stats);
-        unsent += r.unsent;
-        threads.push(r.stats);
-    }
-    RunResult {
-        total,
-        threads,
-        runtime: Duration::from_nanos(finished.saturating_sub(start)),
-        unsent,
-        interrupted: None,
+        let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
+        let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
+        let runtime = Duration::from_nanos(finished.saturating_sub(start));
+        let (total, threads) = collector.finish(on_interval);
+        Ok(RunResult {
+            total,
+            threads,
+            runtime,
+            unsent: results.iter().map(|r| r.unsent).sum(),
+            interrupted: None,
+            series: results.into_iter().map(|r| r.series).collect(),
+            series_interval: series.unwrap_or(SERIES_SLOT),
+        })
     }
 }

@@ -54,7 +54,12 @@ impl Transport {
                 }
             }
             match tls.read_tls(sock) {
-                Ok(0) => return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "closed during TLS handshake")),
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "closed during TLS handshake",
+                    ))
+                }
                 Ok(_) => {
                     tls.process_new_packets().map_err(io::Error::other)?;
                 }

@@ -8,11 +8,12 @@
 //! read shorter than the buffer ends the read loop (no read that would only
 //! return EAGAIN).
 
-use std::collections::{BinaryHeap, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -47,14 +48,33 @@ pub struct WorkerSetup {
     pub timeout_ns: u64,
     pub batch_latency: bool,
     pub digits: u8,
+    /// Length of a reporting period: the thread hands over its measurements
+    /// at every period boundary.
+    pub interval_ns: u64,
+    /// Where finished periods go.
+    pub intervals: Sender<ThreadInterval>,
+    /// Length of a time-series slot, when a time series is wanted.
+    pub series_ns: Option<u64>,
 }
 
-/// What a thread hands back when it is done.
-pub struct WorkerResult {
+/// One thread's measurements for one reporting period.
+pub struct ThreadInterval {
+    pub thread: usize,
+    pub index: u64,
     pub stats: Stats,
+    /// Set on the thread's last period: when the thread finished, from the
+    /// start of the run.
+    pub ended: Option<Duration>,
+}
+
+/// What a thread hands back when it is done (its last, partial period has
+/// been sent like the others).
+pub struct WorkerResult {
     pub start_ns: u64,
     pub finished_ns: u64,
     pub unsent: u64,
+    /// Completed requests per time-series slot.
+    pub series: Vec<u64>,
 }
 
 pub struct Worker {
@@ -67,7 +87,14 @@ pub struct Worker {
     /// Connections waiting to reconnect, earliest first.
     reconnects: BinaryHeap<Reverse<(u64, usize)>>,
     plan: Option<ThreadPlan>,
+    /// Measurements of the current reporting period.
     stats: Stats,
+    /// Index of the current reporting period.
+    interval: u64,
+    /// Responses completed since the start (all periods).
+    completed: u64,
+    start_ns: u64,
+    series: Vec<u64>,
     buf: Vec<u8>,
     /// No new requests are sent once this is false (end of run or stop).
     sending: bool,
@@ -87,6 +114,10 @@ impl Worker {
             reconnects: BinaryHeap::new(),
             plan: None,
             stats,
+            interval: 0,
+            completed: 0,
+            start_ns: 0,
+            series: Vec::new(),
             buf: vec![0; READ_BUFFER],
             sending: false,
             stop,
@@ -106,12 +137,16 @@ impl Worker {
 
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
-            return WorkerResult { stats: self.stats, start_ns: now, finished_ns: now, unsent: 0 };
+            self.hand_over_interval(true);
+            return WorkerResult { start_ns: now, finished_ns: now, unsent: 0, series: Vec::new() };
         };
+        self.start_ns = start_ns;
         let end_ns = start_ns + self.setup.duration_ns;
         self.sending = true;
         match self.setup.plan {
-            Some(plan) => self.plan = Some(plan.for_thread(self.setup.index, self.setup.threads, start_ns)),
+            Some(plan) => {
+                self.plan = Some(plan.for_thread(self.setup.index, self.setup.threads, start_ns))
+            }
             None => {
                 let idle: Vec<usize> = self.idle.drain(..).collect();
                 for i in idle {
@@ -128,7 +163,20 @@ impl Worker {
         }
         let finished_ns = sys::now_ns();
         self.count_abandoned();
-        WorkerResult { stats: self.stats, start_ns, finished_ns, unsent }
+        self.hand_over_interval(true);
+        WorkerResult { start_ns, finished_ns, unsent, series: self.series }
+    }
+
+    /// Sends the current period's measurements to the coordinator and
+    /// starts a new period.
+    fn hand_over_interval(&mut self, last: bool) {
+        let stats = std::mem::replace(&mut self.stats, Stats::new(self.setup.digits));
+        let ended = last.then(|| Duration::from_nanos(sys::now_ns().saturating_sub(self.start_ns)));
+        let finished =
+            ThreadInterval { thread: self.setup.index, index: self.interval, stats, ended };
+        // The coordinator only goes away if it failed; nothing to do then.
+        let _ = self.setup.intervals.send(finished);
+        self.interval += 1;
     }
 
     fn stopped(&self) -> bool {
@@ -151,7 +199,8 @@ impl Worker {
     /// The main loop.
     fn run_until(&mut self, start_ns: u64, end_ns: u64) {
         let mut next_sample = start_ns + RATE_SAMPLE_NS;
-        let mut sampled_requests = self.stats.requests;
+        let mut sampled_requests = self.completed;
+        let mut next_interval = start_ns + self.setup.interval_ns;
         let timeout_scan = (self.setup.timeout_ns / 4).clamp(1_000_000, 100_000_000);
         let mut next_timeout_scan = start_ns + timeout_scan;
         loop {
@@ -161,16 +210,20 @@ impl Worker {
             }
             self.dispatch_due(now);
             if now >= next_sample {
-                let done = self.stats.requests - sampled_requests;
+                let done = self.completed - sampled_requests;
                 self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
-                sampled_requests = self.stats.requests;
+                sampled_requests = self.completed;
                 next_sample += RATE_SAMPLE_NS;
+            }
+            if now >= next_interval {
+                self.hand_over_interval(false);
+                next_interval += self.setup.interval_ns;
             }
             if now >= next_timeout_scan {
                 self.expire_timeouts(now);
                 next_timeout_scan = now + timeout_scan;
             }
-            let mut wake = end_ns.min(next_sample).min(next_timeout_scan);
+            let mut wake = end_ns.min(next_sample).min(next_timeout_scan).min(next_interval);
             if let (Some(plan), false) = (&self.plan, self.idle.is_empty()) {
                 wake = wake.min(plan.next_due_ns());
             }
@@ -410,6 +463,14 @@ impl Worker {
     fn response_complete(&mut self, i: usize, response: Response) -> bool {
         let now = sys::now_ns();
         self.stats.response(response.status);
+        self.completed += 1;
+        if let Some(slot_ns) = self.setup.series_ns {
+            let slot = (now.saturating_sub(self.start_ns) / slot_ns) as usize;
+            if slot >= self.series.len() {
+                self.series.resize(slot + 1, 0);
+            }
+            self.series[slot] += 1;
+        }
         let conn = &mut self.conns[i];
         conn.pending -= 1;
         if conn.pending == 0 || !self.setup.batch_latency {

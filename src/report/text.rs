@@ -316,11 +316,20 @@ mod tests {
             script: None,
             script_args: vec![],
             addrs: vec![],
+            outputs: Default::default(),
         }
     }
 
     fn result(stats: Stats, runtime: Duration) -> RunResult {
-        RunResult { total: stats, threads: vec![], runtime, unsent: 0, interrupted: None }
+        RunResult {
+            total: stats,
+            threads: vec![],
+            runtime,
+            unsent: 0,
+            interrupted: None,
+            series: vec![],
+            series_interval: Duration::from_millis(250),
+        }
     }
 
     fn render(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {

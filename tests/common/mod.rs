@@ -1,0 +1,543 @@
+//! Shared by the end-to-end tests: running the real `pace` binary with a
+//! time limit, reading its text report, the lock that keeps load tests of
+//! one test binary from running at the same time, the built-in server and
+//! an nginx started for the test.
+//!
+//! Each test binary compiles this module and uses only part of it.
+#![allow(dead_code)]
+
+use std::fs;
+use std::io::Read;
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Mutex, MutexGuard};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use pace::serve::{ServeOptions, ServerHandle};
+
+// ----- one load test at a time ------------------------------------------------
+
+static LOAD: Mutex<()> = Mutex::new(());
+
+/// Held by every test that puts load on the machine, so that the tests of
+/// one binary never compete for the (two) cores. A test that failed while
+/// holding it poisons it; the next one goes on regardless.
+pub fn load_lock() -> MutexGuard<'static, ()> {
+    LOAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+// ----- running pace ------------------------------------------------------------
+
+/// What a finished `pace` run left behind.
+#[derive(Debug)]
+pub struct Run {
+    pub args: Vec<String>,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// From spawning the process to its exit.
+    pub wall: Duration,
+}
+
+impl Run {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    pub fn report(&self) -> Report {
+        Report::new(&self.stdout)
+    }
+
+    /// Panics, showing everything pace printed, unless it exited with `code`.
+    pub fn assert_code(&self, code: i32) -> &Run {
+        assert_eq!(self.code(), Some(code), "exit status of pace {:?}\n{self}", self.args);
+        self
+    }
+
+    /// Exit code 0 and nothing that looks like a panic on stderr.
+    pub fn assert_ok(&self) -> &Run {
+        self.assert_code(0);
+        assert!(!self.stderr.contains("panicked"), "{self}");
+        assert!(!self.stderr.contains("internal error"), "{self}");
+        self
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "pace {:?}: {} after {:?}\n--- stdout ---\n{}--- stderr ---\n{}--------------",
+            self.args, self.status, self.wall, self.stdout, self.stderr
+        )
+    }
+}
+
+/// A `pace` process started by [`spawn_pace`], its output collected by two
+/// threads so that a full pipe can never block it.
+pub struct Running {
+    pub args: Vec<String>,
+    pub child: Child,
+    pub started: Instant,
+    stdout: Option<JoinHandle<String>>,
+    stderr: Option<JoinHandle<String>>,
+}
+
+fn collect(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
+    thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        String::from_utf8_lossy(&bytes).into_owned()
+    })
+}
+
+/// Starts `pace args` with stdout and stderr captured.
+pub fn spawn_pace(args: &[&str]) -> Running {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_pace"))
+        .args(args)
+        .env("RUST_BACKTRACE", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the pace binary");
+    let stdout = collect(child.stdout.take().expect("piped stdout"));
+    let stderr = collect(child.stderr.take().expect("piped stderr"));
+    Running {
+        args: args.iter().map(|a| a.to_string()).collect(),
+        child,
+        started: Instant::now(),
+        stdout: Some(stdout),
+        stderr: Some(stderr),
+    }
+}
+
+impl Running {
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Sends `signal` to the process.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on the pid of our own child, which has not been
+        // reaped yet (so the pid cannot have been reused).
+        let rc = unsafe { libc::kill(self.pid(), signal) };
+        assert_eq!(rc, 0, "kill({}, {signal})", self.pid());
+    }
+
+    /// Waits for the exit; past `limit` (from the start) the process is
+    /// killed and the test fails with whatever it printed.
+    pub fn wait(mut self, limit: Duration) -> Run {
+        let deadline = self.started + limit;
+        let status = loop {
+            if let Some(status) = self.child.try_wait().expect("wait for pace") {
+                break status;
+            }
+            if Instant::now() >= deadline {
+                let _ = self.child.kill();
+                let status = self.child.wait().expect("reap pace");
+                let run = self.finish(status);
+                panic!("pace did not finish within {limit:?}; killed it\n{run}");
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        self.finish(status)
+    }
+
+    fn finish(&mut self, status: ExitStatus) -> Run {
+        let wall = self.started.elapsed();
+        let join = |h: Option<JoinHandle<String>>| h.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        Run {
+            args: self.args.clone(),
+            status,
+            stdout: join(self.stdout.take()),
+            stderr: join(self.stderr.take()),
+            wall,
+        }
+    }
+}
+
+impl Drop for Running {
+    /// A test that panics while pace runs must not leave it running.
+    fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// Runs `pace args` to the end; kills it and fails the test if it takes
+/// longer than `limit`.
+pub fn pace(args: &[&str], limit: Duration) -> Run {
+    spawn_pace(args).wait(limit)
+}
+
+// ----- reading the report ------------------------------------------------------
+
+/// A time as pace (and wrk) prints it (`94.00us`, `6.69ms`, `1.02s`,
+/// `1.00m`, `2.00h`), in microseconds.
+pub fn time_us(text: &str) -> f64 {
+    let text = text.trim();
+    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or_else(|| panic!("no unit in time {text:?}"));
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().unwrap_or_else(|_| panic!("bad number in time {text:?}"));
+    let scale = match unit {
+        "us" => 1.0,
+        "ms" => 1e3,
+        "s" => 1e6,
+        "m" => 60e6,
+        "h" => 3600e6,
+        _ => panic!("unknown time unit in {text:?}"),
+    };
+    value * scale
+}
+
+/// A size as wrk prints it (`512.00B`, `4.80MB`, `1.20GB`), in bytes.
+pub fn size_bytes(text: &str) -> f64 {
+    let text = text.trim().strip_suffix('B').unwrap_or_else(|| panic!("no B in size {text:?}"));
+    let (number, scale) = match text.chars().last() {
+        Some('K') => (&text[..text.len() - 1], 1024.0),
+        Some('M') => (&text[..text.len() - 1], 1024.0 * 1024.0),
+        Some('G') => (&text[..text.len() - 1], 1024.0 * 1024.0 * 1024.0),
+        Some('T') => (&text[..text.len() - 1], 1024f64.powi(4)),
+        _ => (text, 1.0),
+    };
+    number.parse::<f64>().unwrap_or_else(|_| panic!("bad size {text:?}")) * scale
+}
+
+/// `Socket errors: connect a, read b, write c, timeout d`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SocketErrors {
+    pub connect: u64,
+    pub read: u64,
+    pub write: u64,
+    pub timeout: u64,
+}
+
+/// The stdout of a benchmark run.
+pub struct Report {
+    pub text: String,
+}
+
+/// Which HdrHistogram block of a paced report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Block {
+    /// `Latency Distribution (HdrHistogram - Recorded Latency)`: corrected.
+    Recorded,
+    /// `... Uncorrected Latency (measured without ...)`.
+    Uncorrected,
+    /// wrk's `  Latency Distribution` (closed loop with `-L`).
+    Wrk,
+}
+
+impl Block {
+    fn title(self) -> &'static str {
+        match self {
+            Block::Recorded => "  Latency Distribution (HdrHistogram - Recorded Latency)",
+            Block::Uncorrected => "  Latency Distribution (HdrHistogram - Uncorrected Latency",
+            Block::Wrk => "  Latency Distribution",
+        }
+    }
+}
+
+impl Report {
+    pub fn new(text: &str) -> Report {
+        Report { text: text.to_string() }
+    }
+
+    fn line_starting(&self, prefix: &str) -> Option<&str> {
+        self.text.lines().find(|l| l.starts_with(prefix))
+    }
+
+    /// The value after `prefix` up to `end` on the first line that starts
+    /// with `prefix` (after leading spaces).
+    fn field(&self, prefix: &str, end: &str) -> Option<&str> {
+        let line = self.text.lines().map(str::trim_start).find(|l| l.starts_with(prefix))?;
+        let rest = &line[prefix.len()..];
+        Some(rest.split(end).next().unwrap_or(rest).trim())
+    }
+
+    /// `N` of `  N requests in 3.00s, 4.80MB read`.
+    pub fn requests(&self) -> u64 {
+        let line = self
+            .text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .unwrap_or_else(|| panic!("no 'requests in' line:\n{}", self.text));
+        line.split_whitespace().next().unwrap().parse().unwrap_or_else(|_| panic!("bad line {line:?}"))
+    }
+
+    /// `4.80MB` of `N requests in 3.00s, 4.80MB read`, in bytes.
+    pub fn bytes_read(&self) -> f64 {
+        let line = self
+            .text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .unwrap_or_else(|| panic!("no 'requests in' line:\n{}", self.text));
+        let size = line.rsplit(", ").next().unwrap().trim_end_matches(" read");
+        size_bytes(size)
+    }
+
+    /// `Requests/sec:   1999.94`.
+    pub fn requests_per_sec(&self) -> f64 {
+        let value = self
+            .field("Requests/sec:", "\n")
+            .unwrap_or_else(|| panic!("no Requests/sec line:\n{}", self.text));
+        value.parse().unwrap_or_else(|_| panic!("bad Requests/sec {value:?}"))
+    }
+
+    /// The `(percentile, microseconds)` lines of a latency block, in
+    /// report order; `None` when the block is not in the report.
+    pub fn percentiles(&self, block: Block) -> Option<Vec<(f64, f64)>> {
+        let mut lines = self.text.lines();
+        lines.by_ref().find(|l| match block {
+            Block::Wrk => *l == block.title(),
+            _ => l.starts_with(block.title()),
+        })?;
+        let mut out = Vec::new();
+        for line in lines {
+            let Some((p, value)) = line.split_once('%') else { break };
+            let Ok(p) = p.trim().parse::<f64>() else { break };
+            out.push((p, time_us(value)));
+        }
+        Some(out)
+    }
+
+    /// The latency at `percentile` in `block`, in microseconds.
+    pub fn latency_us(&self, block: Block, percentile: f64) -> f64 {
+        let lines =
+            self.percentiles(block).unwrap_or_else(|| panic!("no {block:?} block in\n{}", self.text));
+        lines
+            .iter()
+            .find(|(p, _)| (p - percentile).abs() < 1e-9)
+            .unwrap_or_else(|| panic!("no {percentile}% line in the {block:?} block:\n{}", self.text))
+            .1
+    }
+
+    /// The `Socket errors:` line, if there is one.
+    pub fn socket_errors(&self) -> Option<SocketErrors> {
+        let rest = self.field("Socket errors:", "\n")?;
+        let mut errors = SocketErrors::default();
+        for part in rest.split(", ") {
+            let (name, n) = part.trim().split_once(' ').unwrap_or_else(|| panic!("bad part {part:?}"));
+            let n: u64 = n.parse().unwrap_or_else(|_| panic!("bad count in {part:?}"));
+            match name {
+                "connect" => errors.connect = n,
+                "read" => errors.read = n,
+                "write" => errors.write = n,
+                "timeout" => errors.timeout = n,
+                _ => panic!("unknown socket error kind in {rest:?}"),
+            }
+        }
+        Some(errors)
+    }
+
+    /// The socket error counts, zero when the line is absent.
+    pub fn errors(&self) -> SocketErrors {
+        self.socket_errors().unwrap_or_default()
+    }
+
+    /// The per-cause lines under `Socket errors:` (`    connect: ...: 12`).
+    pub fn error_causes(&self) -> Vec<String> {
+        let mut lines = self.text.lines().skip_while(|l| !l.trim_start().starts_with("Socket errors:"));
+        if lines.next().is_none() {
+            return Vec::new();
+        }
+        lines.take_while(|l| l.starts_with("    ")).map(|l| l.trim().to_string()).collect()
+    }
+
+    /// `Non-2xx or 3xx responses: N`, if there is such a line.
+    pub fn non_2xx_3xx(&self) -> Option<u64> {
+        let value = self.field("Non-2xx or 3xx responses:", "\n")?;
+        Some(value.parse().unwrap_or_else(|_| panic!("bad Non-2xx count {value:?}")))
+    }
+
+    /// The `Schedule lag:` line.
+    pub fn schedule_lag(&self) -> Option<&str> {
+        self.line_starting("Schedule lag:")
+    }
+
+    /// The `Warning:` lines.
+    pub fn warnings(&self) -> Vec<&str> {
+        self.text.lines().filter(|l| l.starts_with("Warning:")).collect()
+    }
+}
+
+/// Asserts the percentiles of `block` never decrease and end with 100%.
+pub fn assert_monotonic(report: &Report, block: Block) {
+    let lines = report.percentiles(block).unwrap_or_else(|| panic!("no {block:?} block:\n{}", report.text));
+    assert!(lines.len() >= 4, "{block:?}: {lines:?}");
+    for pair in lines.windows(2) {
+        assert!(pair[0].0 < pair[1].0, "{block:?}: percentiles out of order: {lines:?}");
+        assert!(pair[0].1 <= pair[1].1, "{block:?}: latency decreases: {lines:?}\n{}", report.text);
+    }
+}
+
+// ----- the built-in server -------------------------------------------------------
+
+/// The built-in server on a free port of 127.0.0.1.
+pub fn serve(opts: ServeOptions) -> ServerHandle {
+    pace::serve::start(opts).expect("start the built-in server")
+}
+
+/// Options for the built-in server on a free loopback port, otherwise the
+/// defaults.
+pub fn serve_options() -> ServeOptions {
+    ServeOptions { bind: "127.0.0.1:0".parse().unwrap(), ..ServeOptions::default() }
+}
+
+/// The built-in server with default options on a free loopback port.
+pub fn default_server() -> ServerHandle {
+    serve(serve_options())
+}
+
+/// `http://<addr>/<path>`, IPv6 in brackets (SocketAddr's Display does that).
+pub fn url(addr: SocketAddr, path: &str) -> String {
+    format!("http://{addr}{path}")
+}
+
+// ----- nginx ----------------------------------------------------------------------
+
+const NGINX: &str = "/usr/sbin/nginx";
+
+/// An nginx in the foreground with its own configuration in a temporary
+/// directory, serving `/index.html` (13 bytes) on 127.0.0.1. Killed on drop.
+pub struct Nginx {
+    child: Child,
+    pub addr: SocketAddr,
+    dir: tempfile::TempDir,
+}
+
+impl Nginx {
+    /// Starts nginx, or returns `None` (after saying so loudly) when it is
+    /// not installed. In CI (`CI` set) a missing nginx fails the test.
+    pub fn start() -> Option<Nginx> {
+        if !Path::new(NGINX).exists() {
+            if std::env::var_os("CI").is_some() {
+                panic!("{NGINX} not found: CI must install nginx (apt-get install nginx-light)");
+            }
+            eprintln!("\n!!!!!!!!!! SKIPPED: {NGINX} is not installed (apt-get install nginx-light); this nginx test did not run !!!!!!!!!!\n");
+            return None;
+        }
+        let dir = tempfile::tempdir().expect("temporary directory for nginx");
+        let root = dir.path().join("html");
+        fs::create_dir(&root).unwrap();
+        fs::write(root.join("index.html"), "Hello, World!").unwrap();
+        // The port was free a moment ago; a rare clash shows as nginx
+        // exiting, and the next attempt takes another port.
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let conf = write_nginx_conf(dir.path(), &root, port);
+            // `-e`: even the messages before the configuration is read go
+            // to the temporary directory, not to /var/log/nginx.
+            let mut child = Command::new(NGINX)
+                .arg("-p")
+                .arg(dir.path())
+                .arg("-e")
+                .arg(dir.path().join("error.log"))
+                .arg("-c")
+                .arg(&conf)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start nginx");
+            if wait_ready(&mut child, addr, dir.path()) {
+                return Some(Nginx { child, addr, dir });
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("nginx did not start; see its error log above");
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    pub fn url(&self) -> String {
+        url(self.addr, "/index.html")
+    }
+
+    /// SIGSTOP or SIGCONT (or any signal) to the nginx process.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) on our own, not yet reaped, child.
+        let rc = unsafe { libc::kill(self.pid(), signal) };
+        assert_eq!(rc, 0, "kill(nginx {}, {signal})", self.pid());
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        // A stopped nginx dies of SIGKILL too.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Polls until nginx answers a GET, or exits, or 5 s pass.
+fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        if let Ok(Some(status)) = child.try_wait() {
+            let log = fs::read_to_string(dir.join("error.log")).unwrap_or_default();
+            eprintln!("nginx exited with {status} before answering: {log}");
+            return false;
+        }
+        if http_get(addr, "/index.html").is_some_and(|r| r.starts_with("HTTP/1.1 200")) {
+            return true;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+fn write_nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
+    let d = dir.display();
+    let conf = format!(
+        "daemon off;
+master_process off;
+worker_processes 1;
+error_log {d}/error.log;
+pid {d}/nginx.pid;
+events {{
+    worker_connections 1024;
+}}
+http {{
+    access_log off;
+    client_body_temp_path {d}/client_body;
+    proxy_temp_path {d}/proxy;
+    fastcgi_temp_path {d}/fastcgi;
+    uwsgi_temp_path {d}/uwsgi;
+    scgi_temp_path {d}/scgi;
+    keepalive_requests 1000000;
+    keepalive_timeout 60s;
+    server {{
+        listen 127.0.0.1:{port};
+        root {root};
+        location / {{
+        }}
+    }}
+}}
+",
+        root = root.display()
+    );
+    let path = dir.join("nginx.conf");
+    fs::write(&path, conf).unwrap();
+    path
+}
+
+/// One blocking HTTP/1.0 GET; the whole response, or `None` on any error.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
+    use std::io::Write;
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    Some(response)
+}
