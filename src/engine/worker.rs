@@ -93,6 +93,8 @@ pub struct Worker {
     interval: u64,
     /// Responses completed since the start (all periods).
     completed: u64,
+    /// When the latest response completed (ns).
+    last_response_ns: u64,
     start_ns: u64,
     series: Vec<u64>,
     buf: Vec<u8>,
@@ -116,6 +118,7 @@ impl Worker {
             stats,
             interval: 0,
             completed: 0,
+            last_response_ns: 0,
             start_ns: 0,
             series: Vec::new(),
             buf: vec![0; READ_BUFFER],
@@ -161,7 +164,10 @@ impl Worker {
         if !self.stopped() {
             self.collect_in_flight(end_ns + self.setup.timeout_ns);
         }
-        let finished_ns = sys::now_ns();
+        // The run lasts until the end of the plan (or the stop), or until
+        // the last response that came after it; waiting for responses that
+        // never came does not count.
+        let finished_ns = if self.stopped() { sys::now_ns() } else { end_ns.max(self.last_response_ns) };
         self.count_abandoned();
         self.hand_over_interval(true);
         WorkerResult { start_ns, finished_ns, unsent, series: self.series }
@@ -269,7 +275,7 @@ impl Worker {
                 self.on_writable(i);
             }
             if event.readable || event.closed {
-                self.on_readable(i);
+                self.on_readable(i, event.closed);
             }
         }
         self.restart_backed_off(sys::now_ns());
@@ -359,10 +365,12 @@ impl Worker {
         }
     }
 
-    fn on_readable(&mut self, i: usize) {
+    /// `closing`: the peer has closed its side, so the data is followed by
+    /// an end of stream that only a read returning 0 reveals.
+    fn on_readable(&mut self, i: usize, closing: bool) {
         match self.conns[i].phase {
             Phase::Handshaking => self.continue_handshake(i),
-            Phase::Reading | Phase::Writing | Phase::Idle => self.read(i),
+            Phase::Reading | Phase::Writing | Phase::Idle => self.read(i, closing),
             _ => {}
         }
     }
@@ -391,8 +399,10 @@ impl Worker {
         }
     }
 
-    /// Reads everything the socket has and feeds the response parser.
-    fn read(&mut self, i: usize) {
+    /// Reads everything the socket has and feeds the response parser. A
+    /// short read ends the loop unless the peer is closing (edge-triggered
+    /// epoll would not report the end of stream again).
+    fn read(&mut self, i: usize, until_end: bool) {
         let mut buf = std::mem::take(&mut self.buf);
         while let Some(stream) = self.conns[i].stream.as_mut() {
             let drains = stream.short_read_drains();
@@ -403,7 +413,7 @@ impl Worker {
                 }
                 Ok(n) => {
                     self.stats.bytes += n as u64;
-                    if !self.parse(i, &buf[..n]) || (drains && n < buf.len()) {
+                    if !self.parse(i, &buf[..n]) || (drains && !until_end && n < buf.len()) {
                         break;
                     }
                 }
@@ -464,6 +474,7 @@ impl Worker {
         let now = sys::now_ns();
         self.stats.response(response.status);
         self.completed += 1;
+        self.last_response_ns = now;
         if let Some(slot_ns) = self.setup.series_ns {
             let slot = (now.saturating_sub(self.start_ns) / slot_ns) as usize;
             if slot >= self.series.len() {

@@ -9,6 +9,7 @@
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::{Mutex, MutexGuard};
@@ -26,6 +27,25 @@ static LOAD: Mutex<()> = Mutex::new(());
 /// holding it poisons it; the next one goes on regardless.
 pub fn load_lock() -> MutexGuard<'static, ()> {
     LOAD.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Children that must not outlive the test, even if the test binary is
+/// killed (a CI time limit): the kernel kills them when the thread that
+/// started them ends.
+trait DieWithTest {
+    fn die_with_test(&mut self) -> &mut Self;
+}
+
+impl DieWithTest for Command {
+    fn die_with_test(&mut self) -> &mut Self {
+        // SAFETY: prctl is async-signal-safe and touches only the child.
+        unsafe {
+            self.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+                Ok(())
+            })
+        }
+    }
 }
 
 // ----- running pace ------------------------------------------------------------
@@ -101,6 +121,7 @@ pub fn spawn_pace(args: &[&str]) -> Running {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
+        .die_with_test()
         .spawn()
         .expect("start the pace binary");
     let stdout = collect(child.stdout.take().expect("piped stdout"));
@@ -148,7 +169,9 @@ impl Running {
 
     fn finish(&mut self, status: ExitStatus) -> Run {
         let wall = self.started.elapsed();
-        let join = |h: Option<JoinHandle<String>>| h.map(|h| h.join().unwrap_or_default()).unwrap_or_default();
+        let join = |h: Option<JoinHandle<String>>| {
+            h.map(|h| h.join().unwrap_or_default()).unwrap_or_default()
+        };
         Run {
             args: self.args.clone(),
             status,
@@ -181,7 +204,9 @@ pub fn pace(args: &[&str], limit: Duration) -> Run {
 /// `1.00m`, `2.00h`), in microseconds.
 pub fn time_us(text: &str) -> f64 {
     let text = text.trim();
-    let split = text.find(|c: char| c.is_ascii_alphabetic()).unwrap_or_else(|| panic!("no unit in time {text:?}"));
+    let split = text
+        .find(|c: char| c.is_ascii_alphabetic())
+        .unwrap_or_else(|| panic!("no unit in time {text:?}"));
     let (number, unit) = text.split_at(split);
     let value: f64 = number.parse().unwrap_or_else(|_| panic!("bad number in time {text:?}"));
     let scale = match unit {
@@ -267,7 +292,11 @@ impl Report {
             .lines()
             .find(|l| l.contains(" requests in "))
             .unwrap_or_else(|| panic!("no 'requests in' line:\n{}", self.text));
-        line.split_whitespace().next().unwrap().parse().unwrap_or_else(|_| panic!("bad line {line:?}"))
+        line.split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap_or_else(|_| panic!("bad line {line:?}"))
     }
 
     /// `4.80MB` of `N requests in 3.00s, 4.80MB read`, in bytes.
@@ -308,12 +337,15 @@ impl Report {
 
     /// The latency at `percentile` in `block`, in microseconds.
     pub fn latency_us(&self, block: Block, percentile: f64) -> f64 {
-        let lines =
-            self.percentiles(block).unwrap_or_else(|| panic!("no {block:?} block in\n{}", self.text));
+        let lines = self
+            .percentiles(block)
+            .unwrap_or_else(|| panic!("no {block:?} block in\n{}", self.text));
         lines
             .iter()
             .find(|(p, _)| (p - percentile).abs() < 1e-9)
-            .unwrap_or_else(|| panic!("no {percentile}% line in the {block:?} block:\n{}", self.text))
+            .unwrap_or_else(|| {
+                panic!("no {percentile}% line in the {block:?} block:\n{}", self.text)
+            })
             .1
     }
 
@@ -322,7 +354,8 @@ impl Report {
         let rest = self.field("Socket errors:", "\n")?;
         let mut errors = SocketErrors::default();
         for part in rest.split(", ") {
-            let (name, n) = part.trim().split_once(' ').unwrap_or_else(|| panic!("bad part {part:?}"));
+            let (name, n) =
+                part.trim().split_once(' ').unwrap_or_else(|| panic!("bad part {part:?}"));
             let n: u64 = n.parse().unwrap_or_else(|_| panic!("bad count in {part:?}"));
             match name {
                 "connect" => errors.connect = n,
@@ -342,7 +375,8 @@ impl Report {
 
     /// The per-cause lines under `Socket errors:` (`    connect: ...: 12`).
     pub fn error_causes(&self) -> Vec<String> {
-        let mut lines = self.text.lines().skip_while(|l| !l.trim_start().starts_with("Socket errors:"));
+        let mut lines =
+            self.text.lines().skip_while(|l| !l.trim_start().starts_with("Socket errors:"));
         if lines.next().is_none() {
             return Vec::new();
         }
@@ -368,7 +402,8 @@ impl Report {
 
 /// Asserts the percentiles of `block` never decrease and end with 100%.
 pub fn assert_monotonic(report: &Report, block: Block) {
-    let lines = report.percentiles(block).unwrap_or_else(|| panic!("no {block:?} block:\n{}", report.text));
+    let lines =
+        report.percentiles(block).unwrap_or_else(|| panic!("no {block:?} block:\n{}", report.text));
     assert!(lines.len() >= 4, "{block:?}: {lines:?}");
     for pair in lines.windows(2) {
         assert!(pair[0].0 < pair[1].0, "{block:?}: percentiles out of order: {lines:?}");
@@ -444,6 +479,7 @@ impl Nginx {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
+                .die_with_test()
                 .spawn()
                 .expect("start nginx");
             if wait_ready(&mut child, addr, dir.path()) {

@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""Benchmarks pace against its peers on the same nginx, in the same run.
+
+Every figure is a ratio against a peer measured minutes apart on the same
+machine, server and core layout: these VMs lose a varying share of their
+CPU to the host, so absolute numbers drift between runs while ratios hold.
+
+  closed   wrk vs pace, closed loop -t1 -c50: requests/s and client CPU
+           time per request (user + sys from /usr/bin/time / requests)
+  paced    pace vs wrk2 vs oha at -R 10000 -c50: achieved rate, pacing
+           jitter seen on the wire (shared/bench/pacing.py: grid p50/p99),
+           CPU per request, and pace's corrected - uncorrected p50
+  wide     the same at -t2 -c1000 (pace and wrk2)
+
+The server (nginx, one worker) is pinned to CPU 0 and the generator to
+CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk, tcpdump,
+python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
+(paths in $WRK2 and $OHA; see bench/README.md).
+
+usage: bench/compare.py [--rounds N] [--only closed,paced,wide]
+"""
+import argparse, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+SHARED = os.path.join(os.path.dirname(ROOT), 'shared', 'bench')
+PACE = os.environ.get('PACE', os.path.join(ROOT, 'target', 'release', 'pace'))
+WRK = shutil.which('wrk')
+WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
+OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
+URL = 'http://127.0.0.1:18080/index.html'
+
+
+def have(path):
+    return path and os.path.exists(path) and os.access(path, os.X_OK)
+
+
+def timed(cmd):
+    """Runs cmd on CPU 1; returns (stdout, cpu_seconds)."""
+    with tempfile.NamedTemporaryFile('r') as t:
+        out = subprocess.run(['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'taskset', '-c', '1'] + cmd,
+                             capture_output=True, text=True, check=True).stdout
+        user, system = map(float, t.read().split()[-2:])
+    return out, user + system
+
+
+def requests_of(out):
+    m = re.search(r'(\d+) requests in', out)  # wrk, wrk2, pace
+    if m:
+        return int(m.group(1))
+    m = re.search(r'Success rate:.*?\n.*?Total:\s+([\d.]+) sec.*?Requests/sec:\s+([\d.]+)', out, re.S)
+    if m:  # oha: total seconds x requests/s
+        return round(float(m.group(1)) * float(m.group(2)))
+    raise ValueError('no request count in output:\n' + out[-1500:])
+
+
+def rate_of(out):
+    return float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+
+
+def to_us(text):
+    m = re.match(r'([\d.]+)(us|ms|s|m)$', text)
+    return float(m.group(1)) * {'us': 1, 'ms': 1e3, 's': 1e6, 'm': 60e6}[m.group(2)]
+
+
+def p50s(out):
+    """(corrected p50, uncorrected p50) in us from a pace/wrk2 -U report."""
+    values = re.findall(r'^ 50\.000%\s+(\S+)$', out, re.M)
+    return tuple(to_us(v) for v in values[:2])
+
+
+def paced_run(cmd, rate):
+    """Runs cmd on CPU 1 under shared/bench/pacing.py (which watches the
+    request packets on the wire); returns (pacing figures, stdout, cpu s)."""
+    with tempfile.NamedTemporaryFile('r') as t, tempfile.NamedTemporaryFile('r') as o:
+        wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c',
+                   'exec taskset -c 1 ' + shlex.join(cmd) + ' > ' + o.name]
+        report = subprocess.run([sys.executable, os.path.join(SHARED, 'pacing.py'), '18080', str(rate), '2',
+                                 '--'] + wrapped, capture_output=True, text=True).stdout
+        figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
+        user, system = map(float, t.read().split()[-2:])
+        return figures, o.read(), user + system
+
+
+def median_table(title, rows):
+    print(f'\n== {title}')
+    for name, samples in rows.items():
+        cells = '  '.join(f'{k}={statistics.median(v):.1f}' for k, v in samples.items() if v)
+        print(f'  {name:6} {cells}')
+
+
+def closed(rounds):
+    rows = {'wrk': {'rps': [], 'cpu_us': []}, 'pace': {'rps': [], 'cpu_us': []}}
+    for _ in range(rounds):
+        for name, cmd in [('wrk', [WRK]), ('pace', [PACE])]:
+            out, cpu = timed(cmd + ['-t1', '-c50', '-d5s', URL])
+            rows[name]['rps'].append(rate_of(out))
+            rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
+    median_table('closed loop -t1 -c50 (median of %d)' % rounds, rows)
+    w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', 'pace'))
+    print(f'  pace CPU per request / wrk = {p / w:.2f}   '
+          f'pace rps / wrk = {statistics.median(rows["pace"]["rps"]) / statistics.median(rows["wrk"]["rps"]):.2f}')
+
+
+def paced(rounds, threads, conns, label):
+    rate = 10000
+    tools = [('pace', [PACE, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])]
+    if have(WRK2):
+        tools.append(('wrk2', [WRK2, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL]))
+    if have(OHA) and threads == 1:
+        tools.append(('oha', [OHA, '--no-tui', '--latency-correction', '-q', str(rate), '-c', str(conns),
+                              '-z', '10s', URL]))
+    rows = {name: {'achieved': [], 'grid_p50': [], 'grid_p99': [], 'cpu_us': [], 'co_gap_us': []}
+            for name, _ in tools}
+    for _ in range(rounds):
+        for name, cmd in tools:
+            figures, out, cpu = paced_run(cmd, rate)
+            row = rows[name]
+            for key in ('achieved', 'grid_p50', 'grid_p99'):
+                if key in figures:
+                    row[key].append(figures[key])
+            requests = requests_of(out)
+            row['cpu_us'].append(cpu / requests * 1e6)
+            if name == 'pace':
+                corrected, uncorrected = p50s(out)
+                row['co_gap_us'].append(corrected - uncorrected)
+    median_table(f'{label}: -R {rate} -t{threads} -c{conns} (median of {rounds})', rows)
+    base = rows['pace']
+    for peer in rows:
+        if peer != 'pace' and rows[peer]['grid_p99']:
+            print(f'  pace grid_p99 / {peer} = '
+                  f'{statistics.median(base["grid_p99"]) / statistics.median(rows[peer]["grid_p99"]):.3f}   '
+                  f'pace CPU per request / {peer} = '
+                  f'{statistics.median(base["cpu_us"]) / statistics.median(rows[peer]["cpu_us"]):.2f}')
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('--rounds', type=int, default=3)
+    ap.add_argument('--only', default='closed,paced,wide')
+    args = ap.parse_args()
+    if not have(PACE):
+        sys.exit(f'no pace binary at {PACE}: run cargo build --release (or set PACE)')
+    subprocess.run(['bash', os.path.join(SHARED, 'nginx-up')], check=True, capture_output=True)
+    parts = args.only.split(',')
+    if 'closed' in parts:
+        closed(args.rounds)
+    if 'paced' in parts:
+        paced(args.rounds, 1, 50, 'paced')
+    if 'wide' in parts:
+        paced(args.rounds, 2, 1000, 'wide')
+
+
+if __name__ == '__main__':
+    main()
