@@ -1,6 +1,6 @@
 //! The built-in server on its own, for throughput checks against other
-//! load generators: `cargo run --release --example serve -- [ADDR] [THREADS]`
-//! (defaults 127.0.0.1:8080 and 1). Stops on Ctrl-C.
+//! load generators: `cargo run --release --example serve -- [ADDR] [THREADS] [tls]`
+//! (defaults 127.0.0.1:8080, 1 thread, plain HTTP). Stops on Ctrl-C.
 
 use pace::serve::{self, ServeOptions};
 
@@ -13,5 +13,6 @@ fn main() -> std::io::Result<()> {
     if let Some(threads) = args.next() {
         opts.threads = threads.parse().map_err(std::io::Error::other)?;
     }
+    opts.tls = args.next().as_deref() == Some("tls");
     serve::run(opts)
 }

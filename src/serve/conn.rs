@@ -34,6 +34,17 @@ const MAX_ECHO_BODY: usize = 1024 * 1024;
 /// that could destroy that response.
 const LINGER_NS: u64 = 1_000_000_000;
 
+/// Why the connection is being serviced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Wake {
+    /// Its timer, or writability only: no new input was signalled.
+    Quiet,
+    /// Input arrived.
+    Input,
+    /// Input arrived and the peer hung up (or failed): read to the end.
+    Hangup,
+}
+
 /// What the event loop does with the connection next.
 #[derive(Debug, PartialEq, Eq)]
 pub(super) enum Outcome {
@@ -109,16 +120,17 @@ impl Conn {
     pub(super) fn service(
         &mut self,
         now: u64,
-        readable: bool,
+        wake: Wake,
         shared: &Shared,
         counters: &ThreadCounters,
     ) -> Outcome {
         if let Some(deadline) = self.linger_until {
-            return self.linger(now, readable, deadline);
+            return self.linger(now, wake != Wake::Quiet, deadline);
         }
-        let mut read = readable;
+        let read_to_end = wake == Wake::Hangup;
+        let mut read = wake != Wake::Quiet;
         loop {
-            if read && self.read_input(now, shared, counters).is_err() {
+            if read && self.read_input(now, read_to_end, shared, counters).is_err() {
                 return Outcome::Close;
             }
             let was_full = self.pending_full();
@@ -144,13 +156,15 @@ impl Conn {
     fn read_input(
         &mut self,
         now: u64,
+        read_to_end: bool,
         shared: &Shared,
         counters: &ThreadCounters,
     ) -> io::Result<()> {
         self.parse_input(now, shared);
         while !self.pending_full() && !self.peer_eof {
             let spare = self.input.spare();
-            if spare.is_empty() {
+            let room = spare.len();
+            if room == 0 {
                 break;
             }
             match self.transport.read(spare) {
@@ -158,6 +172,13 @@ impl Conn {
                 Ok(n) => {
                     self.input.filled(n);
                     counters.requests_read(self.parse_input(now, shared));
+                    // A short read from a TCP socket means its queue is
+                    // empty, and later data raises a new edge: this saves
+                    // the read that would only say EAGAIN. Unless the peer
+                    // hung up: that edge has been consumed already.
+                    if n < room && !read_to_end && self.transport.short_read_drains() {
+                        break;
+                    }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -87,7 +87,8 @@ pub(super) fn parse_head(input: &[u8]) -> HeadParse {
         head_only: method == "HEAD",
         connection: facts.connection(version),
         has_token: facts.has_token,
-        expect_continue: facts.expect_continue,
+        // An HTTP/1.0 client does not know 100 Continue (RFC 9110 15.2).
+        expect_continue: facts.expect_continue && version == 1,
         echo,
     };
     HeadParse::Complete(Head { request, body, len })

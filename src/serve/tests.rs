@@ -411,7 +411,7 @@ fn garbage_never_takes_the_server_down() {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
-            bytes.push(if state % 7 == 0 { b'\n' } else { state as u8 });
+            bytes.push(if state.is_multiple_of(7) { b'\n' } else { state as u8 });
         }
         let mut client = connect(&server);
         let _ = client.get_mut().write_all(&bytes);

@@ -26,6 +26,13 @@ impl Transport {
         }
     }
 
+    /// Whether a read shorter than asked means the socket has no more
+    /// data. True for TCP; not for TLS, whose plaintext reads say nothing
+    /// about the socket.
+    pub fn short_read_drains(&self) -> bool {
+        matches!(self, Transport::Plain(_))
+    }
+
     /// Like a socket write (std sends with MSG_NOSIGNAL: a closed peer is
     /// an error, not a SIGPIPE).
     pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {

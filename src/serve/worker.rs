@@ -14,7 +14,7 @@ use std::time::Duration;
 use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
-use super::conn::{Conn, Outcome};
+use super::conn::{Conn, Outcome, Wake};
 use super::tls::TlsStream;
 use super::transport::Transport;
 use super::Shared;
@@ -48,6 +48,15 @@ struct Slot {
 
 fn token(slot: usize, generation: u32) -> u64 {
     (u64::from(generation) << 32) | slot as u64
+}
+
+/// The connection a token names, if it is still the one that got it.
+fn lookup(slots: &mut [Slot], token: u64) -> Option<&mut Conn> {
+    let slot = slots.get_mut((token & u64::from(u32::MAX)) as usize)?;
+    if u64::from(slot.generation) != token >> 32 {
+        return None;
+    }
+    slot.conn.as_mut()
 }
 
 impl Worker {
@@ -90,7 +99,14 @@ impl Worker {
                 match ready.token {
                     LISTENER => self.accept_all(),
                     WAKER => {}
-                    token => self.service(token, now_ns(), ready.readable || ready.closed),
+                    token => {
+                        let wake = match (ready.readable, ready.closed) {
+                            (_, true) => Wake::Hangup,
+                            (true, false) => Wake::Input,
+                            (false, false) => Wake::Quiet,
+                        };
+                        self.service(token, now_ns(), wake);
+                    }
                 }
             }
             self.fire_timers();
@@ -113,27 +129,21 @@ impl Worker {
             self.timers.pop();
             // Only the connection's current wake-up counts; others are
             // leftovers of plans that changed.
-            let Some(conn) = self.conn_mut(token) else { continue };
+            let Some(conn) = lookup(&mut self.slots, token) else { continue };
             if conn.timer == Some(due) {
                 conn.timer = None;
-                self.service(token, now, false);
+                self.service(token, now, Wake::Quiet);
             }
         }
     }
 
-    fn conn_mut(&mut self, token: u64) -> Option<&mut Conn> {
-        let slot = self.slots.get_mut((token & u64::from(u32::MAX)) as usize)?;
-        if u64::from(slot.generation) != token >> 32 {
-            return None;
-        }
-        slot.conn.as_mut()
-    }
-
-    fn service(&mut self, token: u64, now: u64, readable: bool) {
-        let shared = Arc::clone(&self.shared);
+    fn service(&mut self, token: u64, now: u64, wake: Wake) {
+        // Borrowed field by field: cloning the Arc here would bounce its
+        // shared count between the server threads on every event.
+        let shared = &*self.shared;
         let counters = &shared.counters[self.index];
-        let Some(conn) = self.conn_mut(token) else { return };
-        match conn.service(now, readable, &shared, counters) {
+        let Some(conn) = lookup(&mut self.slots, token) else { return };
+        match conn.service(now, wake, shared, counters) {
             Outcome::Close => self.close(token),
             Outcome::Open { wake_at: Some(due) } if conn.timer != Some(due) => {
                 conn.timer = Some(due);
