@@ -15,6 +15,7 @@ pub mod plan;
 pub mod report;
 pub mod resolve;
 pub mod run;
+pub mod script;
 pub mod serve;
 pub mod stats;
 pub mod sys;

@@ -1,0 +1,275 @@
+//! The wrk Lua API (wrk's `src/script.c` and `src/wrk.lua`), so that wrk
+//! and wrk2 scripts run unchanged: one main state for `setup` and `done`,
+//! one state per engine thread for `init`, `delay`, `request` and
+//! `response`, created and called in wrk's order (reference 4.1):
+//!
+//! 1. [`Script::load`]: the main state runs the script (`script_create`),
+//!    then [`Script::set_addrs`] gives it the checked addresses
+//!    (`script_resolve`).
+//! 2. [`Script::thread`] for each thread in turn: create the thread's state,
+//!    set `wrk.thread`, call `setup(thread)` in the main state, then
+//!    `wrk.init(args)` in the thread state, which calls the script's
+//!    `init(args)` and freezes the static request (`script_init`).
+//! 3. During the run the engine thread owns its [`ThreadScript`]:
+//!    [`ThreadScript::request`], [`ThreadScript::response`],
+//!    [`ThreadScript::delay`] (`script_request`, `script_response`,
+//!    `script_delay`).
+//! 4. [`Script::done`]: `done(summary, latency, requests)` in the main
+//!    state, with the thread states back so `thread:get` still works
+//!    (`script_summary`, `script_errors`, `script_done`).
+//!
+//! States are `Send` (mlua's `send` feature), so thread states are created
+//! on the main thread in that order, moved to their engine threads and
+//! handed back for `done`. Nothing is shared between states except what
+//! `thread:get/set` copies and the thread's address and stop flag.
+//!
+//! Every call into Lua is protected: an error is a [`ScriptError`] (or
+//! [`Error::Script`]) with `file:line:` and the Lua traceback, never a
+//! process abort as in wrk.
+
+mod addr;
+mod errors;
+mod state;
+mod stats;
+mod thread;
+mod value;
+
+#[cfg(test)]
+mod tests;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use mlua::{Function, Lua, Table, Value};
+
+use crate::config::BenchConfig;
+use crate::error::Error;
+use crate::stats::RunResult;
+
+pub use errors::ScriptError;
+
+use addr::Addr;
+use errors::describe;
+use state::Recipe;
+use stats::StatsObject;
+use thread::{ThreadHandle, ThreadShared};
+
+/// The main Lua state: runs the script file, `setup(thread)` for every
+/// thread and `done()` at the end.
+pub struct Script {
+    main: Lua,
+    /// The main state's `wrk` table.
+    wrk: Table,
+    recipe: Recipe,
+    /// `init(args)`'s words: the URL, then the words after it.
+    args: Vec<String>,
+}
+
+impl Script {
+    /// Creates the main state and runs the script in it. A script that
+    /// cannot be read is [`Error::Setup`]; a syntax error or an error
+    /// raised while the script runs is [`Error::Script`]
+    /// (`<file>:<line>: <message>`, then the traceback for runtime errors).
+    pub fn load(path: &Path, cfg: &BenchConfig) -> Result<Script, Error> {
+        let source = std::fs::read(path)
+            .map_err(|err| Error::Setup(format!("cannot read script {}: {err}", path.display())))?;
+        let recipe = Recipe::new(path, source, cfg);
+        let (main, wrk) = recipe.create().map_err(script_error)?;
+        let args = std::iter::once(cfg.target.url.clone())
+            .chain(cfg.script_args.iter().cloned())
+            .collect();
+        Ok(Script { main, wrk, recipe, args })
+    }
+
+    /// Sets `wrk.addrs` in the main state: the target's addresses that
+    /// accepted a test connection (wrk's `wrk.resolve`, which runs after
+    /// the script was loaded, so a broken script stops pace before any
+    /// connection is made).
+    pub fn set_addrs(&mut self, addrs: &[SocketAddr]) -> Result<(), Error> {
+        let addrs = self
+            .main
+            .create_sequence_from(addrs.iter().copied().map(Addr))
+            .map_err(script_error)?;
+        self.wrk.raw_set("addrs", addrs).map_err(script_error)
+    }
+
+    /// Creates the next thread's state, in wrk's order: the state runs the
+    /// script, gets `wrk.thread`; `setup(thread)` runs in the main state
+    /// (it may set `thread.addr` and call `thread:set`); `wrk.init(args)`
+    /// runs in the thread state. The thread starts with `default_addr`.
+    ///
+    /// (wrk's thread index is not needed: threads are created in order and
+    /// scripts never see an index.)
+    pub fn thread(&mut self, default_addr: SocketAddr) -> Result<ThreadScript, Error> {
+        let (lua, shared) = self.set_up_thread(default_addr).map_err(script_error)?;
+        ThreadScript::new(lua, shared, &self.recipe.file).map_err(Error::from)
+    }
+
+    fn set_up_thread(&self, default_addr: SocketAddr) -> mlua::Result<(Lua, Arc<ThreadShared>)> {
+        let (lua, wrk) = self.recipe.create()?;
+        let shared = Arc::new(ThreadShared::new(default_addr, lua.weak()));
+        wrk.raw_set("thread", ThreadHandle(shared.clone()))?;
+        let setup: Function = self.wrk.raw_get("setup")?;
+        setup.call::<()>(ThreadHandle(shared.clone()))?;
+        let args = lua.create_table()?;
+        for (index, word) in self.args.iter().enumerate() {
+            // args[0] is the URL (wrk's lua_rawseti from 0).
+            args.raw_set(index, word.as_str())?;
+        }
+        let init: Function = wrk.raw_get("init")?;
+        init.call::<()>(args)?;
+        Ok((lua, shared))
+    }
+
+    /// The script defines a global `done` function.
+    pub fn has_done(&self) -> bool {
+        global_function(&self.main, "done").is_some()
+    }
+
+    /// Calls `done(summary, latency, requests)` in the main state, if the
+    /// script has one. `threads` are the thread states back from the
+    /// engine: `thread:get` in `done` reads them. `latency` is the
+    /// corrected histogram (us); `requests` the per-thread Req/Sec samples.
+    pub fn done(&mut self, result: &RunResult, threads: Vec<ThreadScript>) -> Result<(), Error> {
+        let Some(done) = global_function(&self.main, "done") else {
+            return Ok(());
+        };
+        let summary = stats::summary(&self.main, result).map_err(script_error)?;
+        let latency = StatsObject::latency(&result.total.corrected);
+        let requests = StatsObject::rates(&result.total.rate_samples);
+        done.call::<()>((summary, latency, requests)).map_err(script_error)?;
+        // Only now may the thread states go.
+        drop(threads);
+        Ok(())
+    }
+}
+
+/// One thread's Lua state, owned by its engine thread during the run.
+pub struct ThreadScript {
+    shared: Arc<ThreadShared>,
+    /// The request frozen by `wrk.init` (`wrk.request()`).
+    static_request: Arc<[u8]>,
+    request: Option<Function>,
+    response: Option<Function>,
+    delay: Option<Function>,
+    /// The script's path, for messages.
+    file: String,
+    /// Last: the functions above refer to it.
+    lua: Lua,
+}
+
+impl ThreadScript {
+    fn new(lua: Lua, shared: Arc<ThreadShared>, file: &str) -> Result<ThreadScript, ScriptError> {
+        let wrk: Table = lua.globals().get("wrk")?;
+        let frozen: Function = wrk.get("request")?;
+        let static_request = request_bytes(frozen.call(())?, file, "wrk.request()")?;
+        Ok(ThreadScript {
+            request: global_function(&lua, "request"),
+            response: global_function(&lua, "response"),
+            delay: global_function(&lua, "delay"),
+            shared,
+            static_request,
+            file: file.to_string(),
+            lua,
+        })
+    }
+
+    /// `thread.addr`: where this thread's next connection goes (`setup`
+    /// may have changed it; read it whenever a connection is opened).
+    pub fn addr(&self) -> SocketAddr {
+        self.shared.addr()
+    }
+
+    /// A global `request()` function exists: call [`ThreadScript::request`]
+    /// before every batch. Otherwise the request is static and costs
+    /// nothing per request.
+    pub fn request_is_dynamic(&self) -> bool {
+        self.request.is_some()
+    }
+
+    /// A global `response()` function exists: the engine must capture each
+    /// response's headers and body and call [`ThreadScript::response`].
+    pub fn has_response(&self) -> bool {
+        self.response.is_some()
+    }
+
+    /// A global `delay()` function exists (wrk >= 4.0.2).
+    pub fn has_delay(&self) -> bool {
+        self.delay.is_some()
+    }
+
+    /// The bytes of the next request batch (one request, or several for
+    /// pipelining). Static scripts: the frozen request, shared (no Lua
+    /// call, no copy). Dynamic scripts: `request()`'s string, copied once.
+    pub fn request(&mut self) -> Result<Arc<[u8]>, ScriptError> {
+        match &self.request {
+            None => Ok(self.static_request.clone()),
+            Some(request) => request_bytes(request.call(())?, &self.file, "request()"),
+        }
+    }
+
+    /// Calls `response(status, headers, body)` for a complete response:
+    /// headers as received (the last of duplicate names wins), the body
+    /// de-chunked.
+    pub fn response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<(), ScriptError> {
+        let Some(response) = &self.response else {
+            return Ok(());
+        };
+        let table = self.lua.create_table_with_capacity(0, headers.len())?;
+        for (name, value) in headers {
+            table.raw_set(name.as_str(), value.as_str())?;
+        }
+        let body = self.lua.create_string(body)?;
+        response.call::<()>((status, table, body))?;
+        Ok(())
+    }
+
+    /// Calls `delay()`: how long to wait before the next batch. wrk
+    /// truncates the milliseconds to an integer; pace keeps the fraction.
+    /// Anything but a positive number is no delay, as in wrk.
+    pub fn delay(&mut self) -> Result<Duration, ScriptError> {
+        let Some(delay) = &self.delay else {
+            return Ok(Duration::ZERO);
+        };
+        let ms = match delay.call::<Value>(())? {
+            Value::Integer(n) => n as f64,
+            Value::Number(n) => n,
+            Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0.0),
+            _ => 0.0,
+        };
+        Ok(Duration::try_from_secs_f64(ms / 1000.0).unwrap_or(Duration::ZERO))
+    }
+
+    /// `thread:stop()` was called, from this thread's state or the main
+    /// state: the thread should stop sending.
+    pub fn stop_requested(&self) -> bool {
+        self.shared.stop_requested()
+    }
+}
+
+/// The request string a Lua function returned.
+fn request_bytes(value: Value, file: &str, function: &str) -> Result<Arc<[u8]>, ScriptError> {
+    match value {
+        Value::String(s) => Ok(Arc::from(&*s.as_bytes())),
+        other => Err(ScriptError(format!(
+            "{file}: {function} returned {} instead of the request string",
+            value::lua_type_name(&other)
+        ))),
+    }
+}
+
+/// The global `name`, if it is a function (wrk's `script_is_function`).
+fn global_function(lua: &Lua, name: &str) -> Option<Function> {
+    lua.globals().get::<Option<Function>>(name).ok().flatten()
+}
+
+fn script_error(err: mlua::Error) -> Error {
+    Error::Script(describe(&err))
+}

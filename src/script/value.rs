@@ -1,0 +1,155 @@
+//! Copying a value from one Lua state to another, for `thread:get` and
+//! `thread:set` (wrk's `script_copy_value`): nil, booleans, numbers,
+//! strings and tables of these, nested to any depth. Anything else raises
+//! `cannot transfer '<type>' to thread`.
+//!
+//! Tables keep their keys as keys and their values as values; wrk2 and its
+//! forks swap them (giltene/wrk2#57, #91, #112). A table that contains
+//! itself raises an error instead of recursing until the stack overflows.
+
+use mlua::{Lua, Table, Value};
+
+/// A Lua value detached from any state.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Transfer {
+    Nil,
+    Boolean(bool),
+    Number(f64),
+    String(Vec<u8>),
+    /// Key/value pairs in the source's `next` order.
+    Table(Vec<(Transfer, Transfer)>),
+}
+
+impl Transfer {
+    /// Copies `value` out of its state.
+    pub fn from_lua(value: &Value) -> Result<Transfer, String> {
+        copy_out(value, &mut Vec::new())
+    }
+
+    /// Creates the value in `lua`.
+    pub fn into_lua(self, lua: &Lua) -> mlua::Result<Value> {
+        Ok(match self {
+            Transfer::Nil => Value::Nil,
+            Transfer::Boolean(b) => Value::Boolean(b),
+            Transfer::Number(n) => Value::Number(n),
+            Transfer::String(bytes) => Value::String(lua.create_string(bytes)?),
+            Transfer::Table(pairs) => {
+                let table = lua.create_table_with_capacity(0, pairs.len())?;
+                for (key, value) in pairs {
+                    table.raw_set(key.into_lua(lua)?, value.into_lua(lua)?)?;
+                }
+                Value::Table(table)
+            }
+        })
+    }
+}
+
+/// `path` holds the tables being copied, outermost first, to catch cycles.
+fn copy_out(value: &Value, path: &mut Vec<*const std::ffi::c_void>) -> Result<Transfer, String> {
+    Ok(match value {
+        Value::Nil => Transfer::Nil,
+        Value::Boolean(b) => Transfer::Boolean(*b),
+        Value::Integer(n) => Transfer::Number(*n as f64),
+        Value::Number(n) => Transfer::Number(*n),
+        Value::String(s) => Transfer::String(s.as_bytes().to_vec()),
+        Value::Table(table) => copy_table(table, path)?,
+        other => return Err(format!("cannot transfer '{}' to thread", lua_type_name(other))),
+    })
+}
+
+fn copy_table(table: &Table, path: &mut Vec<*const std::ffi::c_void>) -> Result<Transfer, String> {
+    let id = table.to_pointer();
+    if path.contains(&id) {
+        return Err("cannot transfer a table that contains itself to thread".to_string());
+    }
+    path.push(id);
+    let mut pairs = Vec::new();
+    // Raw iteration, as lua_next: metamethods are not consulted.
+    table
+        .for_each(|key: Value, value: Value| match (copy_out(&key, path), copy_out(&value, path)) {
+            (Ok(key), Ok(value)) => {
+                pairs.push((key, value));
+                Ok(())
+            }
+            (Err(message), _) | (_, Err(message)) => Err(mlua::Error::RuntimeError(message)),
+        })
+        .map_err(|err| match err {
+            mlua::Error::RuntimeError(message) => message,
+            other => other.to_string(),
+        })?;
+    path.pop();
+    Ok(Transfer::Table(pairs))
+}
+
+/// The type name Lua itself uses (`luaL_typename`), which mlua's
+/// `Value::type_name` does not always match (`integer`, `other`...).
+pub fn lua_type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Nil => "nil",
+        Value::Boolean(_) => "boolean",
+        Value::Integer(_) | Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Table(_) => "table",
+        Value::Function(_) => "function",
+        Value::Thread(_) => "thread",
+        Value::LightUserData(_) | Value::UserData(_) | Value::Error(_) => "userdata",
+        // LuaJIT's only other type.
+        _ => "cdata",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `code`'s value copied into another state, and detached again.
+    fn copy(code: &str) -> Result<Transfer, String> {
+        let from = Lua::new();
+        let to = Lua::new();
+        let value: Value = from.load(code).eval().unwrap();
+        let copied = Transfer::from_lua(&value)?.into_lua(&to).unwrap();
+        Transfer::from_lua(&copied)
+    }
+
+    #[test]
+    fn scalars_survive() {
+        assert_eq!(copy("return nil").unwrap(), Transfer::Nil);
+        assert_eq!(copy("return true").unwrap(), Transfer::Boolean(true));
+        assert_eq!(copy("return 1.5").unwrap(), Transfer::Number(1.5));
+        assert_eq!(copy("return 'a\\0b'").unwrap(), Transfer::String(b"a\0b".to_vec()));
+    }
+
+    #[test]
+    fn nested_tables_keep_keys_and_values_in_place() {
+        let to = Lua::new();
+        let from = Lua::new();
+        let value: Value = from
+            .load("return { 10, 20, name = 'x', [5] = true, inner = { id = 7, list = { 'a', 'b' } } }")
+            .eval()
+            .unwrap();
+        to.globals().set("t", Transfer::from_lua(&value).unwrap().into_lua(&to).unwrap()).unwrap();
+        let check: String = to
+            .load(
+                "return table.concat({ t[1], t[2], t.name, tostring(t[5]), t.inner.id, \
+                 t.inner.list[1], t.inner.list[2], #t.inner.list }, ',')",
+            )
+            .eval()
+            .unwrap();
+        assert_eq!(check, "10,20,x,true,7,a,b,2");
+    }
+
+    #[test]
+    fn functions_and_cycles_are_refused() {
+        assert_eq!(copy("return print").unwrap_err(), "cannot transfer 'function' to thread");
+        assert_eq!(
+            copy("return { f = { g = coroutine.create(print) } }").unwrap_err(),
+            "cannot transfer 'thread' to thread"
+        );
+        assert_eq!(
+            copy("local t = {} t.self = t return t").unwrap_err(),
+            "cannot transfer a table that contains itself to thread"
+        );
+        // The same table twice, but not inside itself, is fine.
+        assert!(copy("local t = {1} return { a = t, b = t }").is_ok());
+    }
+}
