@@ -429,9 +429,10 @@ mod tests {
                 "       0.100     0.850000            9         6.67",
                 "       0.100     0.875000            9         8.00",
                 "       0.100     0.887500            9         8.89",
-                "      12.351     0.900000           10        10.00",
+                "       0.100     0.900000            9        10.00",
+                "      12.351     0.912500           10        11.43",
                 "      12.351     1.000000           10          inf",
-                "#[Mean    =        1.325, StdDeviation   =        3.675]",
+                "#[Mean    =        1.325, StdDeviation   =        3.674]",
                 "#[Max     =       12.351, Total count    =           10]",
                 "#[Buckets =           27, SubBuckets     =         2048]",
             ]
@@ -456,7 +457,7 @@ mod tests {
         let text = spectrum(&h);
         assert!(text.contains("\n        1.24     0.000000            1         1.00\n"), "{text}");
         assert!(
-            text.ends_with("#[Buckets =           24, SubBuckets     =          256]\n"),
+            text.ends_with("#[Buckets =           30, SubBuckets     =          256]\n"),
             "{text}"
         );
     }

@@ -397,7 +397,7 @@ mod tests {
             render(|out| write_thread_stats(out, &stats)),
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
              \x20   Latency   500.50us  288.67us   1.00ms   58.00%\n\
-             \x20   Req/Sec   200.00    100.00   300.00     33.33%\n"
+             \x20   Req/Sec   200.00    100.00   300.00    100.00%\n"
         );
     }
 
@@ -433,7 +433,7 @@ mod tests {
         }
         let text = report(&cfg, &result(stats, Duration::from_secs(1)));
         assert!(text.contains(
-            "  Latency Distribution\n     50%    5.00ms\n     75%    7.50ms\n     90%    9.00ms\n     99%    9.90ms\n  0 requests in"
+            "  Latency Distribution\n     50%    5.00ms\n     75%    7.50ms\n     90%    9.01ms\n     99%    9.90ms\n  0 requests in"
         ), "{text}");
         assert!(!text.contains("Detailed Percentile spectrum"));
         assert!(!text.contains("Schedule lag"));
@@ -467,7 +467,7 @@ mod tests {
             render(|out| write_summary(out, &result(stats, Duration::from_micros(30_000_100))));
         assert_eq!(
             text,
-            "  22464657 requests in 30.00s, 3.46GB read\nRequests/sec: 748819.65\nTransfer/sec:    117.93MB\n"
+            "  22464657 requests in 30.00s, 3.46GB read\nRequests/sec: 748819.40\nTransfer/sec:    117.94MB\n"
         );
     }
 
@@ -477,7 +477,7 @@ mod tests {
         stats.requests = 5;
         stats.bytes = 500;
         let text = render(|out| write_summary(out, &result(stats, Duration::ZERO)));
-        assert_eq!(text, "  5 requests in 0.00us, 500.00B read\nRequests/sec:      0.00\nTransfer/sec:      0.00B\n");
+        assert_eq!(text, "  5 requests in 0.00us, 500.00B read\nRequests/sec:      0.00\nTransfer/sec:       0.00B\n");
     }
 
     #[test]
