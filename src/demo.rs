@@ -55,9 +55,9 @@ pub fn run() -> Result<i32, Error> {
         STALL_AT.as_secs()
     );
     eprintln!("Same as: pace -t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
-    let result = run::measure(&cfg);
+    let finished = run::measure(&cfg, run::fixed_workload(&cfg));
     server.stop();
-    let result = result?;
+    let result = finished?.result;
     let mut out = io::stdout().lock();
     run::print_result(&mut out, &cfg, &result)?;
     if result.interrupted.is_none() {

@@ -4,15 +4,9 @@
 
 use std::io::{self, Write};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use pace::cli::{self, Command};
-use pace::config::BenchConfig;
 use pace::error::Error;
-
-/// Upper bound of the test connection made to each resolved address: a
-/// long `--timeout` should not make a dead address stall the start.
-const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
 fn main() -> ExitCode {
     install_panic_hook();
@@ -36,7 +30,7 @@ fn run(command: Command) -> Result<i32, Error> {
                     return stdout_failed(err);
                 }
             }
-            bench(*config)
+            pace::run::bench(*config)
         }
         Command::Serve(opts) => {
             let bind = opts.bind;
@@ -49,12 +43,6 @@ fn run(command: Command) -> Result<i32, Error> {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))
         }
     }
-}
-
-fn bench(mut config: BenchConfig) -> Result<i32, Error> {
-    let probe_timeout = config.timeout.min(MAX_PROBE_TIMEOUT);
-    config.addrs = pace::resolve::resolve_target(&config.target, probe_timeout)?;
-    pace::run::bench(&config)
 }
 
 /// Writes `text` to stdout, ending it with exactly one newline.

@@ -6,25 +6,54 @@
 use std::io::{self, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::config::BenchConfig;
-use crate::engine::{Engine, RequestBatch};
+use crate::config::{BenchConfig, Mode};
+use crate::engine::{Engine, Finished, ThreadRequests, Workload};
 use crate::error::Error;
-use crate::http::request::{build_request, default_headers};
+use crate::http::request::{build_request, count_requests, default_headers};
 use crate::report;
+use crate::resolve::resolve_target;
+use crate::script::Script;
 use crate::stats::RunResult;
 
-/// Runs the benchmark and prints the report; returns the exit code.
-pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
-    let result = measure(cfg)?;
-    print_result(&mut io::stdout().lock(), cfg, &result)?;
-    Ok(exit_code(&result))
+/// Upper bound of the test connection made to each resolved address: a
+/// long `--timeout` should not make a dead address stall the start.
+const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Runs the benchmark described by the command line and prints the
+/// report; returns the exit code. In wrk's order: the script is loaded
+/// first (a broken script stops pace before any connection), then the
+/// target is resolved, the thread states are set up, the run happens, the
+/// report is printed, and the script's `done()` runs last.
+pub fn bench(mut cfg: BenchConfig) -> Result<i32, Error> {
+    let mut script = cfg.script.as_deref().map(|path| Script::load(path, &cfg)).transpose()?;
+    cfg.addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
+    let workload = match script.as_mut() {
+        Some(script) => scripted_workload(&cfg, script)?,
+        None => fixed_workload(&cfg),
+    };
+    let finished = measure(&cfg, workload)?;
+    let mut out = io::stdout().lock();
+    print_result(&mut out, &cfg, &finished.result)?;
+    if let Some(error) = &finished.script_error {
+        let _ = out.flush();
+        eprintln!("pace: the script failed, the run was stopped: {error}");
+        return Ok(Error::Script(String::new()).exit_code());
+    }
+    if let Some(script) = script.as_mut() {
+        // Lua writes through C's stdio: what Rust buffered goes first.
+        let _ = out.flush();
+        drop(out);
+        script.done(&finished.result, finished.scripts)?;
+    }
+    Ok(exit_code(&finished.result))
 }
 
 /// Prints the header, runs the benchmark and returns what it measured.
-pub fn measure(cfg: &BenchConfig) -> Result<RunResult, Error> {
+pub fn measure(cfg: &BenchConfig, workload: Workload) -> Result<Finished, Error> {
     let engine = Engine::prepare(cfg)?;
     let signals = Signals::install()?;
     {
@@ -32,14 +61,50 @@ pub fn measure(cfg: &BenchConfig) -> Result<RunResult, Error> {
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
         let _ = out.flush();
     }
-    let mut result = engine.run(static_request(cfg), signals.stop.clone(), &mut |_| {})?;
-    result.interrupted = signals.received();
-    Ok(result)
+    let mut finished = engine.run(workload, signals.stop.clone(), &mut |_| {})?;
+    finished.result.interrupted = signals.received();
+    Ok(finished)
 }
 
 /// 0, or 128 + the signal that interrupted the run (documented in README).
 pub fn exit_code(result: &RunResult) -> i32 {
     result.interrupted.map_or(0, |signal| 128 + signal)
+}
+
+/// Every thread sends the same request: GET of the URL's path with `Host`
+/// and the `-H` headers.
+pub fn fixed_workload(cfg: &BenchConfig) -> Workload {
+    let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
+    let bytes: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    Workload {
+        heads: Arc::from([false]),
+        threads: (0..cfg.threads).map(|_| ThreadRequests::Fixed(bytes.clone())).collect(),
+    }
+}
+
+/// One Lua state per thread, set up in wrk's order. As wrk's
+/// `script_verify_request`, the first request of the first thread must
+/// parse and fixes the pipelining depth (the number of requests in it).
+fn scripted_workload(cfg: &BenchConfig, script: &mut Script) -> Result<Workload, Error> {
+    script.set_addrs(&cfg.addrs)?;
+    let default_addr = cfg.addrs[0];
+    let mut heads = None;
+    let mut threads = Vec::with_capacity(cfg.threads);
+    for _ in 0..cfg.threads {
+        let mut thread = script.thread(default_addr)?;
+        if heads.is_none() {
+            let first = thread.request()?;
+            let batch = count_requests(&first).map_err(|e| {
+                Error::Script(format!("the script's request is not valid HTTP: {e}"))
+            })?;
+            heads = Some(batch.is_head);
+            if thread.has_delay() && matches!(cfg.mode, Mode::Paced { .. }) {
+                eprintln!("pace: delay() is ignored with -R: the plan sets when requests are sent");
+            }
+        }
+        threads.push(ThreadRequests::Script(Box::new(thread)));
+    }
+    Ok(Workload { heads: heads.unwrap_or_else(|| vec![false]).into(), threads })
 }
 
 /// Prints the report for a finished run.
@@ -54,16 +119,6 @@ pub fn print_result(
         eprintln!("pace: run stopped early by {name}; the report covers what was measured");
     }
     Ok(())
-}
-
-/// The request every connection sends when no script makes its own: GET
-/// of the URL's path with `Host` and the `-H` headers.
-pub fn static_request(cfg: &BenchConfig) -> RequestBatch {
-    let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    RequestBatch {
-        bytes: build_request("GET", &cfg.target.path, &headers, None),
-        heads: vec![false],
-    }
 }
 
 /// Output to a closed pipe (`pace ... | head`) is not an error worth a

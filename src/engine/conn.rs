@@ -1,6 +1,8 @@
 //! One connection slot of an engine thread: its socket (when it has one),
 //! where it is in its life cycle, and the request in flight on it.
 
+use std::sync::Arc;
+
 use crate::engine::transport::Transport;
 use crate::http::response::ResponseParser;
 
@@ -19,10 +21,14 @@ pub enum Phase {
     Reading,
     /// No socket; waiting for the reconnect back-off to expire.
     BackingOff,
+    /// Ready, but waiting for the script's `delay()` before the next batch.
+    Delayed,
 }
 
 pub struct Conn {
     pub stream: Option<Transport>,
+    /// The request batch in flight (kept for partial writes).
+    pub request: Arc<[u8]>,
     pub phase: Phase,
     pub parser: ResponseParser,
     /// Bytes of the current request batch already written.
@@ -44,6 +50,7 @@ impl Conn {
     pub fn new(capture: bool) -> Conn {
         Conn {
             stream: None,
+            request: Arc::from(&[][..]),
             phase: Phase::BackingOff,
             parser: ResponseParser::new(capture),
             written: 0,

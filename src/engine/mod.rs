@@ -16,6 +16,7 @@ use std::time::Duration;
 use crate::config::{BenchConfig, Mode, Scheme};
 use crate::error::Error;
 use crate::plan::Plan;
+use crate::script::ThreadScript;
 use crate::stats::{Interval, RunResult};
 use crate::sys;
 use crate::tls::TlsClient;
@@ -27,13 +28,30 @@ const DEFAULT_INTERVAL: Duration = Duration::from_secs(1);
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
 
-/// The bytes written for one request batch, and for each request in it
-/// whether it is a HEAD (whose response has no body). More than one request
-/// means pipelining: every write expects that many responses.
-#[derive(Clone, Debug)]
-pub struct RequestBatch {
-    pub bytes: Vec<u8>,
-    pub heads: Vec<bool>,
+/// What one engine thread sends.
+pub enum ThreadRequests {
+    /// The same bytes for every batch (no script).
+    Fixed(Arc<[u8]>),
+    /// A Lua state: `request()` per batch (or its frozen request),
+    /// `response()` per response, `delay()`, `thread:stop()`, `thread.addr`.
+    Script(Box<ThreadScript>),
+}
+
+/// What the threads send: each thread's requests, and for each request of
+/// a batch whether it is a HEAD (whose response has no body). More than one
+/// request per batch is pipelining: every write expects that many
+/// responses (the depth is fixed by the first batch, as in wrk).
+pub struct Workload {
+    pub heads: Arc<[bool]>,
+    pub threads: Vec<ThreadRequests>,
+}
+
+/// A finished run: the measurements, the thread scripts handed back (for
+/// `done()`), and the script error that stopped the run, if any.
+pub struct Finished {
+    pub result: RunResult,
+    pub scripts: Vec<ThreadScript>,
+    pub script_error: Option<String>,
 }
 
 /// Where all threads wait until every one of them has opened its
@@ -103,34 +121,33 @@ impl<'a> Engine<'a> {
         Ok(Engine { cfg, addr, tls })
     }
 
-    /// Runs the benchmark with `request` on every connection, until the
-    /// duration is over or `stop` is set. Every reporting period is passed
-    /// to `on_interval` as soon as all threads finished it.
+    /// Runs the benchmark, until the duration is over or `stop` is set.
+    /// Every reporting period is passed to `on_interval` as soon as all
+    /// threads finished it.
     pub fn run(
         self,
-        request: RequestBatch,
+        workload: Workload,
         stop: Arc<AtomicBool>,
         on_interval: &mut dyn FnMut(&Interval),
-    ) -> Result<RunResult, Error> {
+    ) -> Result<Finished, Error> {
         let cfg = self.cfg;
         let plan = match cfg.mode {
             Mode::ClosedLoop => None,
             Mode::Paced { rate } => Some(Plan::constant(rate)),
         };
-        let request = Arc::new(request);
         let interval = cfg.outputs.report_interval.unwrap_or(DEFAULT_INTERVAL);
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
         let (intervals_tx, intervals_rx) = mpsc::channel();
         let mut workers = Vec::with_capacity(cfg.threads);
-        for index in 0..cfg.threads {
+        for (index, requests) in workload.threads.into_iter().enumerate() {
             let setup = WorkerSetup {
                 index,
                 threads: cfg.threads,
                 connections: cfg.connections_of_thread(index),
                 addr: self.addr,
                 tls: self.tls.clone(),
-                request: request.clone(),
+                heads: workload.heads.clone(),
                 plan,
                 duration_ns: cfg.duration.as_nanos() as u64,
                 timeout_ns: cfg.timeout.as_nanos() as u64,
@@ -140,7 +157,7 @@ impl<'a> Engine<'a> {
                 intervals: intervals_tx.clone(),
                 series_ns: series.map(|s| s.as_nanos() as u64),
             };
-            let worker = Worker::new(setup, stop.clone())
+            let worker = Worker::new(setup, requests, stop.clone())
                 .map_err(|e| Error::Setup(format!("unable to create thread {index}: {e}")))?;
             workers.push(worker);
         }
@@ -165,15 +182,17 @@ impl<'a> Engine<'a> {
         for share in intervals_rx {
             collector.add(share, on_interval);
         }
-        let results: Vec<WorkerResult> = handles
+        let mut results: Vec<WorkerResult> = handles
             .into_iter()
             .map(|h| h.join().map_err(|_| Error::Setup("an engine thread panicked".into())))
             .collect::<Result<_, _>>()?;
+        let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
+        let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
         let runtime = Duration::from_nanos(finished.saturating_sub(start));
         let (total, threads) = collector.finish(on_interval);
-        Ok(RunResult {
+        let result = RunResult {
             total,
             threads,
             runtime,
@@ -181,6 +200,7 @@ impl<'a> Engine<'a> {
             interrupted: None,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),
-        })
+        };
+        Ok(Finished { result, scripts, script_error })
     }
 }

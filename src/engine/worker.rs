@@ -19,9 +19,10 @@ use std::time::Duration;
 
 use crate::engine::conn::{backoff_ns, Conn, Phase};
 use crate::engine::transport::{start_connect, Transport};
-use crate::engine::{RequestBatch, StartLine};
+use crate::engine::{StartLine, ThreadRequests};
 use crate::http::response::Response;
 use crate::plan::{Plan, ThreadPlan};
+use crate::script::ThreadScript;
 use crate::stats::{ErrorKind, Stats};
 use crate::sys::{self, Interest, Poller};
 use crate::tls::TlsClient;
@@ -42,7 +43,8 @@ pub struct WorkerSetup {
     pub connections: usize,
     pub addr: SocketAddr,
     pub tls: Option<TlsClient>,
-    pub request: Arc<RequestBatch>,
+    /// For each request of a batch, whether it is a HEAD.
+    pub heads: Arc<[bool]>,
     pub plan: Option<Plan>,
     pub duration_ns: u64,
     pub timeout_ns: u64,
@@ -75,10 +77,15 @@ pub struct WorkerResult {
     pub unsent: u64,
     /// Completed requests per time-series slot.
     pub series: Vec<u64>,
+    /// The thread's Lua state, handed back for `done()`.
+    pub script: Option<ThreadScript>,
+    /// The script error that stopped the run.
+    pub script_error: Option<String>,
 }
 
 pub struct Worker {
     setup: WorkerSetup,
+    requests: ThreadRequests,
     poller: Poller,
     conns: Vec<Conn>,
     /// Paced mode: idle connections in the order they became idle, so load
@@ -86,6 +93,8 @@ pub struct Worker {
     idle: VecDeque<usize>,
     /// Connections waiting to reconnect, earliest first.
     reconnects: BinaryHeap<Reverse<(u64, usize)>>,
+    /// Connections waiting out the script's `delay()`, earliest first.
+    delayed: BinaryHeap<Reverse<(u64, usize)>>,
     plan: Option<ThreadPlan>,
     /// Measurements of the current reporting period.
     stats: Stats,
@@ -100,20 +109,31 @@ pub struct Worker {
     buf: Vec<u8>,
     /// No new requests are sent once this is false (end of run or stop).
     sending: bool,
+    /// The script called `thread:stop()`, or failed: this thread is done.
+    thread_stopped: bool,
+    script_error: Option<String>,
     stop: Arc<AtomicBool>,
 }
 
 impl Worker {
-    pub fn new(setup: WorkerSetup, stop: Arc<AtomicBool>) -> io::Result<Worker> {
+    pub fn new(
+        setup: WorkerSetup,
+        requests: ThreadRequests,
+        stop: Arc<AtomicBool>,
+    ) -> io::Result<Worker> {
         let poller = Poller::new(setup.connections + 8)?;
-        let conns = (0..setup.connections).map(|_| Conn::new(false)).collect();
+        let capture = matches!(&requests, ThreadRequests::Script(s) if s.has_response());
+        let conns = (0..setup.connections).map(|_| Conn::new(capture)).collect();
         let stats = Stats::new(setup.digits);
+        let thread_stopped = matches!(&requests, ThreadRequests::Script(s) if s.stop_requested());
         Ok(Worker {
             setup,
+            requests,
             poller,
             conns,
             idle: VecDeque::new(),
             reconnects: BinaryHeap::new(),
+            delayed: BinaryHeap::new(),
             plan: None,
             stats,
             interval: 0,
@@ -123,6 +143,8 @@ impl Worker {
             series: Vec::new(),
             buf: vec![0; READ_BUFFER],
             sending: false,
+            thread_stopped,
+            script_error: None,
             stop,
         })
     }
@@ -141,7 +163,7 @@ impl Worker {
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
             self.hand_over_interval(true);
-            return WorkerResult { start_ns: now, finished_ns: now, unsent: 0, series: Vec::new() };
+            return self.result(now, now, 0);
         };
         self.start_ns = start_ns;
         let end_ns = start_ns + self.setup.duration_ns;
@@ -160,17 +182,34 @@ impl Worker {
 
         self.run_until(start_ns, end_ns);
         self.sending = false;
-        let unsent = self.plan.map_or(0, |p| p.unsent_before(end_ns));
+        let sending_ended = end_ns.min(sys::now_ns());
+        let unsent = self.plan.map_or(0, |p| p.unsent_before(sending_ended));
         if !self.stopped() {
             self.collect_in_flight(end_ns + self.setup.timeout_ns);
         }
         // The run lasts until the end of the plan (or the stop), or until
         // the last response that came after it; waiting for responses that
         // never came does not count.
-        let finished_ns = if self.stopped() { sys::now_ns() } else { end_ns.max(self.last_response_ns) };
+        let finished_ns =
+            if self.stopped() { sys::now_ns() } else { sending_ended.max(self.last_response_ns) };
         self.count_abandoned();
         self.hand_over_interval(true);
-        WorkerResult { start_ns, finished_ns, unsent, series: self.series }
+        self.result(start_ns, finished_ns, unsent)
+    }
+
+    fn result(self, start_ns: u64, finished_ns: u64, unsent: u64) -> WorkerResult {
+        let script = match self.requests {
+            ThreadRequests::Script(script) => Some(*script),
+            ThreadRequests::Fixed(_) => None,
+        };
+        WorkerResult {
+            start_ns,
+            finished_ns,
+            unsent,
+            series: self.series,
+            script,
+            script_error: self.script_error,
+        }
     }
 
     /// Sends the current period's measurements to the coordinator and
@@ -211,7 +250,7 @@ impl Worker {
         let mut next_timeout_scan = start_ns + timeout_scan;
         loop {
             let now = sys::now_ns();
-            if now >= end_ns || self.stopped() {
+            if now >= end_ns || self.stopped() || self.thread_stopped {
                 return;
             }
             self.dispatch_due(now);
@@ -230,6 +269,9 @@ impl Worker {
                 next_timeout_scan = now + timeout_scan;
             }
             let mut wake = end_ns.min(next_sample).min(next_timeout_scan).min(next_interval);
+            if let Some(Reverse((at, _))) = self.delayed.peek() {
+                wake = wake.min(*at);
+            }
             if let (Some(plan), false) = (&self.plan, self.idle.is_empty()) {
                 wake = wake.min(plan.next_due_ns());
             }
@@ -278,7 +320,9 @@ impl Worker {
                 self.on_readable(i, event.closed);
             }
         }
-        self.restart_backed_off(sys::now_ns());
+        let now = sys::now_ns();
+        self.restart_backed_off(now);
+        self.send_delayed(now);
     }
 
     // ----- sending -------------------------------------------------------
@@ -304,42 +348,106 @@ impl Worker {
     }
 
     /// A connection is ready for its next request: closed loop sends one
-    /// at once; paced mode queues the connection for the plan.
+    /// at once (after the script's `delay()`, if it has one); paced mode
+    /// queues the connection for the plan.
     fn became_idle(&mut self, i: usize) {
         self.conns[i].phase = Phase::Idle;
         if self.sending && self.plan.is_none() {
-            return self.send(i, sys::now_ns(), false);
+            return match self.script_delay() {
+                Some(delay) if delay > 0 => {
+                    self.conns[i].phase = Phase::Delayed;
+                    self.delayed.push(Reverse((sys::now_ns() + delay, i)));
+                }
+                Some(_) => self.send(i, sys::now_ns(), false),
+                None => {}
+            };
         }
         self.idle.push_back(i);
         self.dispatch_due(sys::now_ns());
+    }
+
+    /// The script's `delay()` in ns (0 without one); None if it failed.
+    /// wrk2 has no `delay()`, and with `-R` the plan sets the send times,
+    /// so it is only called in closed-loop mode.
+    fn script_delay(&mut self) -> Option<u64> {
+        let ThreadRequests::Script(script) = &mut self.requests else { return Some(0) };
+        if !script.has_delay() {
+            return Some(0);
+        }
+        match script.delay() {
+            Ok(delay) => Some(delay.as_nanos() as u64),
+            Err(e) => {
+                self.script_failed(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Sends on the connections whose `delay()` is over.
+    fn send_delayed(&mut self, now: u64) {
+        while let Some(&Reverse((at, i))) = self.delayed.peek() {
+            if at > now {
+                return;
+            }
+            self.delayed.pop();
+            if self.conns[i].phase == Phase::Delayed && self.sending && !self.thread_stopped {
+                self.send(i, now, false);
+            }
+        }
+    }
+
+    /// A script call failed: the run stops (all threads), the report of
+    /// what was measured is still printed, and pace exits with code 3.
+    fn script_failed(&mut self, error: String) {
+        self.script_error.get_or_insert(error);
+        self.thread_stopped = true;
+        self.sending = false;
+        self.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// After a script call: `thread:stop()` ends this thread's sending.
+    fn check_thread_stop(&mut self) {
+        if let ThreadRequests::Script(script) = &self.requests {
+            if script.stop_requested() {
+                self.thread_stopped = true;
+                self.sending = false;
+            }
+        }
     }
 
     /// Starts writing the request batch on connection `i`. `intended` is
     /// the plan's time for it (closed loop: now); in paced mode the
     /// schedule lag is recorded.
     fn send(&mut self, i: usize, intended: u64, paced: bool) {
+        let request = match &mut self.requests {
+            ThreadRequests::Fixed(bytes) => bytes.clone(),
+            ThreadRequests::Script(script) => match script.request() {
+                Ok(bytes) => bytes,
+                Err(e) => return self.script_failed(e.to_string()),
+            },
+        };
         let sent = sys::now_ns();
         if paced {
             self.stats.lag.saturating_record(sent.saturating_sub(intended) / 1000);
         }
-        let request = self.setup.request.clone();
         let conn = &mut self.conns[i];
+        conn.request = request;
         conn.intended_ns = intended;
         conn.sent_ns = sent;
-        conn.pending = request.heads.len();
+        conn.pending = self.setup.heads.len();
         conn.written = 0;
-        conn.parser.start(request.heads[0]);
+        conn.parser.start(self.setup.heads[0]);
         conn.phase = Phase::Writing;
         self.write_more(i);
+        self.check_thread_stop();
     }
 
     /// Writes as much of the request as the socket takes.
     fn write_more(&mut self, i: usize) {
-        let request = self.setup.request.clone();
         let conn = &mut self.conns[i];
         let Some(stream) = conn.stream.as_mut() else { return };
-        while conn.written < request.bytes.len() {
-            match stream.write(&request.bytes[conn.written..]) {
+        while conn.written < conn.request.len() {
+            match stream.write(&conn.request[conn.written..]) {
                 Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed"),
                 Ok(n) => conn.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -489,10 +597,14 @@ impl Worker {
             self.stats.uncorrected.saturating_record(now.saturating_sub(conn.sent_ns) / 1000);
         }
         if conn.pending > 0 {
-            let next = self.setup.request.heads.len() - conn.pending;
-            conn.parser.start(self.setup.request.heads[next]);
+            let next = self.setup.heads.len() - conn.pending;
+            conn.parser.start(self.setup.heads[next]);
+        }
+        self.script_response(&response);
+        if self.conns[i].pending > 0 {
             return true;
         }
+        let conn = &mut self.conns[i];
         conn.failures = 0;
         if !response.keep_alive {
             self.reconnect(i);
@@ -504,11 +616,28 @@ impl Worker {
         true
     }
 
+    /// Hands a captured response to the script's `response()`.
+    fn script_response(&mut self, response: &Response) {
+        let (ThreadRequests::Script(script), Some(captured)) =
+            (&mut self.requests, &response.captured)
+        else {
+            return;
+        };
+        match script.response(response.status, &captured.headers, &captured.body) {
+            Ok(()) => self.check_thread_stop(),
+            Err(e) => self.script_failed(e.to_string()),
+        }
+    }
+
     // ----- connection life cycle --------------------------------------------
 
     fn connect(&mut self, i: usize, now: u64) {
         self.conns[i].connect_started_ns = now;
-        let stream = match start_connect(self.setup.addr) {
+        let addr = match &self.requests {
+            ThreadRequests::Script(script) => script.addr(),
+            ThreadRequests::Fixed(_) => self.setup.addr,
+        };
+        let stream = match start_connect(addr) {
             Ok(socket) => socket,
             Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e)),
         };
