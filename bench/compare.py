@@ -29,6 +29,8 @@ WRK = shutil.which('wrk')
 WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
 OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
 URL = 'http://127.0.0.1:18080/index.html'
+# pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
+PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
 
 
 def have(path):
@@ -48,9 +50,9 @@ def requests_of(out):
     m = re.search(r'(\d+) requests in', out)  # wrk, wrk2, pace
     if m:
         return int(m.group(1))
-    m = re.search(r'Success rate:.*?\n.*?Total:\s+([\d.]+) sec.*?Requests/sec:\s+([\d.]+)', out, re.S)
-    if m:  # oha: total seconds x requests/s
-        return round(float(m.group(1)) * float(m.group(2)))
+    counts = re.findall(r'\[\d+\] (\d+) responses', out)  # oha's status code distribution
+    if counts:
+        return sum(map(int, counts))
     raise ValueError('no request count in output:\n' + out[-1500:])
 
 
@@ -75,7 +77,7 @@ def paced_run(cmd, rate):
     with tempfile.NamedTemporaryFile('r') as t, tempfile.NamedTemporaryFile('r') as o:
         wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c',
                    'exec taskset -c 1 ' + shlex.join(cmd) + ' > ' + o.name]
-        report = subprocess.run([sys.executable, os.path.join(SHARED, 'pacing.py'), '18080', str(rate), '2',
+        report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(SHARED, 'pacing.py'), '18080', str(rate), '2',
                                  '--'] + wrapped, capture_output=True, text=True).stdout
         figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
         user, system = map(float, t.read().split()[-2:])

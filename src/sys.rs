@@ -7,7 +7,7 @@
 //! syscall per wait.
 
 use std::io;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -31,6 +31,74 @@ pub fn set_minimal_timer_slack() {
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0);
     }
+}
+
+/// Asks the kernel to stamp every packet received on `socket` with its
+/// arrival time (`SO_TIMESTAMPNS`), so a response's completion time does
+/// not depend on when the thread got around to reading it.
+pub fn enable_receive_timestamps(socket: &impl AsRawFd) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: a plain integer option on a socket descriptor we own.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Reads from a socket like `read`, and returns with the byte count the
+/// kernel's arrival stamp of the last packet read (wall-clock ns), if
+/// receive timestamps are on ([`enable_receive_timestamps`]).
+pub fn recv_stamped(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+    // Room for one timestamp control message, aligned for cmsghdr.
+    let mut control = [0u64; 8];
+    // SAFETY: an all-zero msghdr is valid; the pointers set below stay
+    // alive for the call.
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    // SAFETY: msg points to valid buffers of the declared sizes.
+    let n = unsafe { libc::recvmsg(socket.as_raw_fd(), &mut msg, 0) };
+    if n < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let mut stamp = None;
+    // SAFETY: the CMSG_* macros walk the control buffer the kernel filled,
+    // within msg_controllen; the timestamp is read unaligned.
+    unsafe {
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_TIMESTAMPNS
+            {
+                let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                stamp = Some(ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64);
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+    }
+    Ok((n as usize, stamp))
+}
+
+/// Converts a wall-clock stamp (ns since the epoch) to this process's
+/// monotonic [`now_ns`] scale, never later than now.
+pub fn wall_to_now_ns(wall_ns: u64) -> u64 {
+    let now = now_ns();
+    let wall_now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    now.saturating_sub(wall_now.saturating_sub(wall_ns))
 }
 
 /// Which readiness a registration asks for.
@@ -142,6 +210,27 @@ mod tests {
         let a = now_ns();
         let b = now_ns();
         assert!(b >= a);
+    }
+
+    #[test]
+    fn receive_timestamps_come_with_the_data() {
+        use std::io::Write;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (server, _) = listener.accept().unwrap();
+        enable_receive_timestamps(&server).unwrap();
+        let before = now_ns();
+        client.write_all(b"hello").unwrap();
+        std::thread::sleep(Duration::from_millis(20));
+        let mut buf = [0u8; 16];
+        let (n, stamp) = recv_stamped(&server, &mut buf).unwrap();
+        let read_at = now_ns();
+        assert_eq!(&buf[..n], b"hello");
+        let arrived = wall_to_now_ns(stamp.expect("a timestamp"));
+        // Stamped on arrival, not when read 20 ms later (loose bounds for
+        // a noisy VM and clock conversion).
+        assert!(arrived + 1_000_000 >= before, "{arrived} {before}");
+        assert!(arrived + 10_000_000 <= read_at, "{arrived} {read_at}");
     }
 
     #[test]

@@ -7,18 +7,37 @@ use std::net::{SocketAddr, TcpStream};
 use rustls::ClientConnection;
 use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::sys;
+
 /// Starts a non-blocking connect with TCP_NODELAY; completion is signalled
 /// by the socket becoming writable.
 pub fn start_connect(addr: SocketAddr) -> io::Result<TcpStream> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_nonblocking(true)?;
     socket.set_tcp_nodelay(true)?;
+    // Best effort: without stamps, completion times fall back to the clock
+    // at read time.
+    let _ = sys::enable_receive_timestamps(&socket);
     match socket.connect(&addr.into()) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
         Err(e) => return Err(e),
     }
     Ok(socket.into())
+}
+
+/// The socket under TLS, keeping the arrival stamp of the last read.
+struct StampedSocket<'a> {
+    socket: &'a TcpStream,
+    stamp: Option<u64>,
+}
+
+impl Read for StampedSocket<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, stamp) = sys::recv_stamped(self.socket, buf)?;
+        self.stamp = stamp.or(self.stamp);
+        Ok(n)
+    }
 }
 
 pub enum Transport {
@@ -71,21 +90,26 @@ impl Transport {
         self.flush()
     }
 
-    /// Reads response bytes. Ok(0) = the peer closed the connection.
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    /// Reads response bytes. Ok(0) = the peer closed the connection. With
+    /// the count comes the kernel's arrival stamp of the last packet read
+    /// (wall-clock ns), when the socket has receive timestamps on.
+    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
         match self {
-            Transport::Plain(sock) => sock.read(buf),
-            Transport::Tls(sock, tls) => loop {
-                match tls.reader().read(buf) {
-                    Ok(n) => return Ok(n),
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                    Err(e) => return Err(e),
+            Transport::Plain(sock) => sys::recv_stamped(sock, buf),
+            Transport::Tls(sock, tls) => {
+                let mut stamped = StampedSocket { socket: sock, stamp: None };
+                loop {
+                    match tls.reader().read(buf) {
+                        Ok(n) => return Ok((n, stamped.stamp)),
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                        Err(e) => return Err(e),
+                    }
+                    if tls.read_tls(&mut stamped)? == 0 {
+                        return Ok((0, stamped.stamp));
+                    }
+                    tls.process_new_packets().map_err(io::Error::other)?;
                 }
-                if tls.read_tls(sock)? == 0 {
-                    return Ok(0);
-                }
-                tls.process_new_packets().map_err(io::Error::other)?;
-            },
+            }
         }
     }
 
