@@ -91,14 +91,52 @@ pub fn recv_stamped(socket: &impl AsRawFd, buf: &mut [u8]) -> io::Result<(usize,
     Ok((n as usize, stamp))
 }
 
-/// Converts a wall-clock stamp (ns since the epoch) to this process's
-/// monotonic [`now_ns`] scale, never later than now.
-pub fn wall_to_now_ns(wall_ns: u64) -> u64 {
-    let now = now_ns();
-    let wall_now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos() as u64);
-    now.saturating_sub(wall_now.saturating_sub(wall_ns))
+/// Converts wall-clock stamps (ns since the epoch, as the kernel's receive
+/// timestamps are) to this process's monotonic [`now_ns`] scale.
+///
+/// The offset between the two clocks is measured with care (the read of
+/// the wall clock bracketed by two monotonic reads, best of a few tries,
+/// so that a preemption between the reads cannot skew it) and kept until
+/// [`WallClock::calibrate`] is called again; it only drifts by NTP's slew.
+#[derive(Clone, Copy, Debug)]
+pub struct WallClock {
+    /// Wall-clock ns minus monotonic ns.
+    offset: i128,
+}
+
+impl WallClock {
+    pub fn calibrate() -> WallClock {
+        let mut best = (u64::MAX, 0i128);
+        for _ in 0..5 {
+            let before = now_ns();
+            let wall = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos() as i128);
+            let after = now_ns();
+            let spread = after - before;
+            if spread < best.0 {
+                let middle = (before + spread / 2) as i128;
+                best = (spread, wall - middle);
+            }
+        }
+        WallClock { offset: best.1 }
+    }
+
+    /// A wall-clock stamp on the monotonic scale, never later than `now`.
+    pub fn to_now_ns(&self, wall_ns: u64, now: u64) -> u64 {
+        let mono = wall_ns as i128 - self.offset;
+        mono.clamp(0, now as i128) as u64
+    }
+}
+
+/// Pushes out what Lua (C's stdio) has buffered for stdout, so it comes
+/// before what pace prints next, as in wrk where both share one buffer.
+pub fn flush_c_stdout() {
+    // SAFETY: fflush(NULL) flushes all C output streams; no arguments to
+    // get wrong.
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+    }
 }
 
 /// Which readiness a registration asks for.
@@ -226,7 +264,7 @@ mod tests {
         let (n, stamp) = recv_stamped(&server, &mut buf).unwrap();
         let read_at = now_ns();
         assert_eq!(&buf[..n], b"hello");
-        let arrived = wall_to_now_ns(stamp.expect("a timestamp"));
+        let arrived = WallClock::calibrate().to_now_ns(stamp.expect("a timestamp"), read_at);
         // Stamped on arrival, not when read 20 ms later (loose bounds for
         // a noisy VM and clock conversion).
         assert!(arrived + 1_000_000 >= before, "{arrived} {before}");

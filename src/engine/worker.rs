@@ -24,7 +24,7 @@ use crate::http::response::Response;
 use crate::plan::{Plan, ThreadPlan};
 use crate::script::ThreadScript;
 use crate::stats::{ErrorKind, Stats};
-use crate::sys::{self, Interest, Poller};
+use crate::sys::{self, Interest, Poller, WallClock};
 use crate::tls::TlsClient;
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
@@ -109,6 +109,8 @@ pub struct Worker {
     last_response_ns: u64,
     start_ns: u64,
     series: Vec<u64>,
+    /// Converts the kernel's receive stamps; recalibrated every rate sample.
+    wall_clock: WallClock,
     buf: Vec<u8>,
     /// No new requests are sent once this is false (end of run or stop).
     sending: bool,
@@ -144,6 +146,7 @@ impl Worker {
             last_response_ns: 0,
             start_ns: 0,
             series: Vec::new(),
+            wall_clock: WallClock::calibrate(),
             buf: vec![0; READ_BUFFER],
             sending: false,
             thread_stopped,
@@ -178,7 +181,9 @@ impl Worker {
             None => {
                 let idle: Vec<usize> = self.idle.drain(..).collect();
                 for i in idle {
-                    self.send(i, sys::now_ns(), false);
+                    // As every later request, the first one waits for the
+                    // script's delay() (wrk: "including the first").
+                    self.became_idle(i);
                 }
             }
         }
@@ -262,6 +267,7 @@ impl Worker {
                 self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
                 sampled_requests = self.completed;
                 next_sample += RATE_SAMPLE_NS;
+                self.wall_clock = WallClock::calibrate();
             }
             if now >= next_interval {
                 self.hand_over_interval(false);
@@ -549,7 +555,8 @@ impl Worker {
                 }
                 Ok((n, stamp)) => {
                     self.stats.bytes += n as u64;
-                    let arrived = stamp.map_or_else(sys::now_ns, sys::wall_to_now_ns);
+                    let now = sys::now_ns();
+                    let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
                     if !self.parse(i, &buf[..n], arrived) || (drains && !until_end && n < buf.len())
                     {
                         break;

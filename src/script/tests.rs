@@ -641,11 +641,21 @@ fn example_scripts_run_through_every_call() {
             .unwrap();
     cfg.addrs = vec![server.local_addr().unwrap()];
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
-    let mut names: Vec<_> =
-        std::fs::read_dir(&dir).unwrap().map(|entry| entry.unwrap().file_name()).collect();
-    names.sort();
-    let failing = ["syntax_error.lua", "request_error.lua"];
-    for name in names.iter().filter(|name| !failing.iter().any(|f| *name == *f)) {
+    // wrk's example scripts (the end-to-end tests run the others, which
+    // need arguments or fail on purpose).
+    let names = [
+        "addr.lua",
+        "auth.lua",
+        "counter.lua",
+        "delay.lua",
+        "old_api_pipeline.lua",
+        "pipeline.lua",
+        "post.lua",
+        "report.lua",
+        "setup.lua",
+        "stop.lua",
+    ];
+    for name in names {
         let path = dir.join(name);
         let run = || -> Result<(), Error> {
             let mut script = Script::load(&path, &cfg)?;
@@ -661,7 +671,7 @@ fn example_scripts_run_through_every_call() {
             script.done(&run_result(), threads)
         };
         if let Err(err) = run() {
-            panic!("{}: {err}", name.to_string_lossy());
+            panic!("{name}: {err}");
         }
     }
     let Err(Error::Script(message)) = Script::load(&dir.join("syntax_error.lua"), &cfg) else {
