@@ -11,13 +11,17 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            jitter seen on the wire (shared/bench/pacing.py: grid p50/p99),
            CPU per request, and pace's corrected - uncorrected p50
   wide     the same at -t2 -c1000 (pace and wrk2)
+  lua      wrk vs pace running the same Lua script, closed loop -t1 -c50:
+           bench/scripts/static.lua (sets method/body/headers only) and
+           dynamic.lua (wrk.format in request() for every request):
+           requests per CPU-second
 
 The server (nginx, one worker) is pinned to CPU 0 and the generator to
 CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk, tcpdump,
 python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
 (paths in $WRK2 and $OHA; see bench/README.md).
 
-usage: bench/compare.py [--rounds N] [--only closed,paced,wide]
+usage: bench/compare.py [--rounds N] [--only closed,lua,paced,wide]
 """
 import argparse, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -104,6 +108,20 @@ def closed(rounds):
           f'pace rps / wrk = {statistics.median(rows["pace"]["rps"]) / statistics.median(rows["wrk"]["rps"]):.2f}')
 
 
+def lua(rounds):
+    for script in ('static', 'dynamic'):
+        path = os.path.join(HERE, 'scripts', script + '.lua')
+        rows = {'wrk': {'rps': [], 'req_per_cpu_s': []}, 'pace': {'rps': [], 'req_per_cpu_s': []}}
+        for _ in range(rounds):
+            for name, cmd in [('wrk', [WRK]), ('pace', [PACE])]:
+                out, cpu = timed(cmd + ['-t1', '-c50', '-d5s', '-s', path, URL])
+                rows[name]['rps'].append(rate_of(out))
+                rows[name]['req_per_cpu_s'].append(requests_of(out) / cpu)
+        median_table(f'lua {script}.lua, closed loop -t1 -c50 (median of {rounds})', rows)
+        w, p = (statistics.median(rows[n]['req_per_cpu_s']) for n in ('wrk', 'pace'))
+        print(f'  pace requests per CPU-second / wrk = {p / w:.2f}')
+
+
 def paced(rounds, threads, conns, label):
     rate = 10000
     tools = [('pace', [PACE, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])]
@@ -139,7 +157,7 @@ def paced(rounds, threads, conns, label):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--only', default='closed,paced,wide')
+    ap.add_argument('--only', default='closed,lua,paced,wide')
     args = ap.parse_args()
     if not have(PACE):
         sys.exit(f'no pace binary at {PACE}: run cargo build --release (or set PACE)')
@@ -147,6 +165,8 @@ def main():
     parts = args.only.split(',')
     if 'closed' in parts:
         closed(args.rounds)
+    if 'lua' in parts:
+        lua(args.rounds)
     if 'paced' in parts:
         paced(args.rounds, 1, 50, 'paced')
     if 'wide' in parts:
