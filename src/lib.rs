@@ -11,6 +11,7 @@ pub mod demo;
 pub mod engine;
 pub mod error;
 pub mod http;
+pub mod output;
 pub mod plan;
 pub mod report;
 pub mod resolve;

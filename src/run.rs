@@ -14,10 +14,11 @@ use crate::config::{BenchConfig, Mode};
 use crate::engine::{Engine, Finished, ThreadRequests, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
+use crate::output::Outputs;
 use crate::report;
 use crate::resolve::resolve_target;
 use crate::script::Script;
-use crate::stats::RunResult;
+use crate::stats::{Interval, RunResult};
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
@@ -35,9 +36,18 @@ pub fn bench(mut cfg: BenchConfig) -> Result<i32, Error> {
         Some(script) => scripted_workload(&cfg, script)?,
         None => fixed_workload(&cfg),
     };
-    let finished = measure(&cfg, workload)?;
+    let mut outputs = Outputs::start(&cfg)?;
+    let text_header = outputs.text_header();
+    // The first error of the live outputs; the run goes on regardless.
+    let mut interval_error = None;
+    let finished = measure_with(&cfg, workload, text_header, &mut |interval| {
+        if let Err(error) = outputs.interval(&cfg, interval) {
+            interval_error.get_or_insert(error);
+        }
+    })?;
     let mut out = io::stdout().lock();
-    print_result(&mut out, &cfg, &finished.result)?;
+    let written = outputs.finish(&cfg, &finished.result, &mut out);
+    report_interruption(&finished.result);
     if let Some(error) = &finished.script_error {
         let _ = out.flush();
         eprintln!("pace: the script failed, the run was stopped: {error}");
@@ -49,19 +59,36 @@ pub fn bench(mut cfg: BenchConfig) -> Result<i32, Error> {
         drop(out);
         script.done(&finished.result, finished.scripts)?;
     }
+    if let Some(error) = interval_error {
+        return Err(error);
+    }
+    written?;
     Ok(exit_code(&finished.result))
 }
 
 /// Prints the header, runs the benchmark and returns what it measured.
 pub fn measure(cfg: &BenchConfig, workload: Workload) -> Result<Finished, Error> {
+    measure_with(cfg, workload, true, &mut |_| {})
+}
+
+/// [`measure`], printing the header only if `print_header`, and passing
+/// every reporting period to `on_interval` as soon as it is complete.
+pub fn measure_with(
+    cfg: &BenchConfig,
+    workload: Workload,
+    print_header: bool,
+    on_interval: &mut dyn FnMut(&Interval),
+) -> Result<Finished, Error> {
     let engine = Engine::prepare(cfg)?;
     let signals = Signals::install()?;
-    {
+    // What the script printed in setup()/init() comes before the header.
+    crate::sys::flush_c_stdout();
+    if print_header {
         let mut out = io::stdout().lock();
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
         let _ = out.flush();
     }
-    let mut finished = engine.run(workload, signals.stop.clone(), &mut |_| {})?;
+    let mut finished = engine.run(workload, signals.stop.clone(), on_interval)?;
     finished.result.interrupted = signals.received();
     Ok(finished)
 }
@@ -114,11 +141,16 @@ pub fn print_result(
     result: &RunResult,
 ) -> Result<(), Error> {
     print_ignoring_closed_stdout(report::text::write_report(out, cfg, result))?;
+    report_interruption(result);
+    Ok(())
+}
+
+/// Says on stderr when a signal ended the run early.
+fn report_interruption(result: &RunResult) {
     if let Some(signal) = result.interrupted {
         let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
         eprintln!("pace: run stopped early by {name}; the report covers what was measured");
     }
-    Ok(())
 }
 
 /// Output to a closed pipe (`pace ... | head`) is not an error worth a

@@ -257,6 +257,10 @@ mod tests {
         let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         enable_receive_timestamps(&server).unwrap();
+        // The kernel turns stamping on for the first socket that asks
+        // through deferred work: give it a moment (pace falls back to the
+        // clock for packets that arrive unstamped).
+        std::thread::sleep(Duration::from_millis(50));
         let before = now_ns();
         client.write_all(b"hello").unwrap();
         std::thread::sleep(Duration::from_millis(20));

@@ -7,6 +7,13 @@
 //! (`500ms`, `1.5s`), `-R` may be fractional and is optional (absent = wrk's
 //! closed loop), and every error says what is wrong in one line instead of
 //! printing the usage text.
+//!
+//! The report options come from the forks: yicwang/wrk2's `-p`, `-D`, `-e`
+//! (`--json_encoding`, also `--json`), wrx's `--timeseries`,
+//! `--thread-timeseries`, `--histogram`, and pace's `--hlog` and
+//! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
+//! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
+//! up to `--time`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -14,11 +21,11 @@ use std::time::Duration;
 
 use super::options::{bad_value, word_text, Item, Options, Spec};
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, Mode, Target};
+use crate::config::{BenchConfig, Mode, Outputs, Target};
 use crate::error::Error;
 use crate::units::{parse_count, parse_metric, parse_time};
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 pub(super) enum Flag {
     Connections,
     Duration,
@@ -32,12 +39,20 @@ pub(super) enum Flag {
     Rate,
     Digits,
     Insecure,
+    ReportInterval,
+    Json,
+    Hlog,
+    Timeseries,
+    ThreadTimeseries,
+    Histogram,
+    Percentiles,
     Version,
     Help,
 }
 
-/// wrk2's options (`t:c:d:s:H:T:R:LUBv`), yicwang's `-D`, and pace's `-k`.
-/// `--u_latency` and `--batch_latency` keep wrk2's underscores.
+/// wrk2's options (`t:c:d:s:H:T:R:LUBv`), yicwang's `-D -p -e`, wrx's long
+/// options, and pace's own. `--u_latency`, `--batch_latency`,
+/// `--report_interval`, `--json_encoding` keep their authors' underscores.
 pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('c'), long: "connections", flag: Flag::Connections },
     Spec { short: Some('d'), long: "duration", flag: Flag::Duration },
@@ -51,6 +66,14 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('R'), long: "rate", flag: Flag::Rate },
     Spec { short: Some('D'), long: "digits", flag: Flag::Digits },
     Spec { short: Some('k'), long: "insecure", flag: Flag::Insecure },
+    Spec { short: Some('p'), long: "report_interval", flag: Flag::ReportInterval },
+    Spec { short: Some('e'), long: "json", flag: Flag::Json },
+    Spec { short: None, long: "json_encoding", flag: Flag::Json },
+    Spec { short: None, long: "hlog", flag: Flag::Hlog },
+    Spec { short: None, long: "timeseries", flag: Flag::Timeseries },
+    Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
+    Spec { short: None, long: "histogram", flag: Flag::Histogram },
+    Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -61,6 +84,13 @@ const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// HdrHistogram accepts 1 to 5 significant digits.
 const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
+
+/// Shortest `-p` period or `--timeseries` slot: shorter ones would cost
+/// the engine threads more hand-overs than they measure.
+const MIN_PERIOD: Duration = Duration::from_millis(10);
+
+/// wrx's time-series slot.
+const DEFAULT_SERIES_SLOT: Duration = Duration::from_millis(250);
 
 /// The options as typed, before the checks that need all of them.
 struct BenchArgs {
@@ -76,6 +106,7 @@ struct BenchArgs {
     rate: Option<f64>,
     digits: usize,
     insecure: bool,
+    outputs: Outputs,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -97,6 +128,7 @@ impl Default for BenchArgs {
             rate: None,
             digits: 3,
             insecure: false,
+            outputs: Outputs::default(),
             print_version: false,
             words: Vec::new(),
         }
@@ -129,6 +161,23 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Rate => typed.rate = Some(metric(name, &options.text(name)?)?),
             Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
             Flag::Insecure => typed.insecure = true,
+            Flag::ReportInterval => {
+                typed.outputs.report_interval = report_interval(name, &options.text(name)?)?
+            }
+            Flag::Json => typed.outputs.json = true,
+            Flag::Hlog => typed.outputs.hlog = Some(PathBuf::from(options.value(name)?)),
+            Flag::Timeseries => {
+                let slot = match options.optional_text(name)? {
+                    Some(text) => period(name, &text)?,
+                    None => DEFAULT_SERIES_SLOT,
+                };
+                typed.outputs.timeseries = Some(slot);
+            }
+            Flag::ThreadTimeseries => typed.outputs.thread_timeseries = true,
+            Flag::Histogram => typed.outputs.histogram = true,
+            Flag::Percentiles => {
+                typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
+            }
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -174,7 +223,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         script: typed.script,
         script_args: words.collect(),
         addrs: Vec::new(),
-        outputs: Default::default(),
+        outputs: typed.outputs,
     })
 }
 
@@ -234,6 +283,47 @@ pub(super) fn time(option: &str, text: &str) -> Result<Duration, Error> {
     Ok(duration)
 }
 
+/// `-p`: a period of at least [`MIN_PERIOD`]; 0 turns periodic reports off,
+/// as in yicwang/wrk2.
+fn report_interval(option: &str, text: &str) -> Result<Option<Duration>, Error> {
+    let duration = time(option, text)?;
+    if duration.is_zero() {
+        return Ok(None);
+    }
+    period(option, text).map(Some)
+}
+
+/// A reporting period or time-series slot, at least [`MIN_PERIOD`].
+fn period(option: &str, text: &str) -> Result<Duration, Error> {
+    let duration = time(option, text)?;
+    if duration < MIN_PERIOD {
+        return Err(bad_value(option, format!("'{text}' is shorter than 10ms")));
+    }
+    Ok(duration)
+}
+
+/// `--percentiles 50,90,99,99.9`: numbers from 0 to 100, used in
+/// increasing order, each once.
+fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
+    let mut list = Vec::new();
+    for word in text.split(',').map(str::trim) {
+        let bad = || {
+            bad_value(
+                option,
+                format!("'{word}' is not a percentile from 0 to 100 (e.g. 50,99,99.9)"),
+            )
+        };
+        let p: f64 = word.parse().map_err(|_| bad())?;
+        if !(0.0..=100.0).contains(&p) {
+            return Err(bad());
+        }
+        list.push(p);
+    }
+    list.sort_by(f64::total_cmp);
+    list.dedup();
+    Ok(list)
+}
+
 /// `-H "Name: value"`, also without the space (`Name:value`, which wrk
 /// silently dropped: wg/wrk#404). Split at the first ':' so values may hold
 /// colons (`Host: x:8080`).
@@ -287,17 +377,34 @@ mod tests {
 
     const URL: &str = "http://127.0.0.1:8080/";
 
-    /// Every way getopt_long accepts a value, for one option.
+    /// Every way getopt_long accepts a value, for one option, abbreviated
+    /// to its shortest unambiguous prefix.
     fn value_forms(short: &str, long: &str, value: &str) -> Vec<Vec<String>> {
-        let abbreviated = &long[..long.len().min(5)];
-        vec![
+        let mut forms = vec![
             vec![format!("{short}{value}"), URL.into()],
             vec![short.into(), value.into(), URL.into()],
             vec![format!("{long}={value}"), URL.into()],
             vec![long.into(), value.into(), URL.into()],
-            vec![abbreviated.into(), value.into(), URL.into()],
             vec![URL.into(), short.into(), value.into()],
-        ]
+        ];
+        if let Some(abbreviated) = shortest_prefix(long) {
+            forms.push(vec![abbreviated, value.into(), URL.into()]);
+        }
+        forms
+    }
+
+    /// The shortest prefix of `--long` that names only that option, if a
+    /// prefix shorter than the name does.
+    fn shortest_prefix(long: &str) -> Option<String> {
+        let name = long.trim_start_matches('-');
+        let flag = SPECS.iter().find(|spec| spec.long == name)?.flag;
+        (1..name.len()).map(|n| &name[..n]).find_map(|prefix| {
+            let unique = SPECS
+                .iter()
+                .filter(|spec| spec.long.starts_with(prefix))
+                .all(|spec| spec.flag == flag);
+            unique.then(|| format!("--{prefix}"))
+        })
     }
 
     fn each_form(short: &str, long: &str, value: &str, check: impl Fn(&BenchConfig)) {
@@ -319,6 +426,7 @@ mod tests {
         assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.insecure);
         assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
         assert!(cfg.addrs.is_empty());
+        assert_eq!(cfg.outputs, Outputs::default());
         assert_eq!(cfg.target.port, 8080);
     }
 
@@ -334,7 +442,11 @@ mod tests {
     fn threads() {
         each_form("-t", "--threads", "4", |cfg| assert_eq!(cfg.threads, 4));
         assert_eq!(config(&["-t2", "-t5", URL]).threads, 5);
-        assert_eq!(config(&["--thr", "3", URL]).threads, 3);
+        // As in wrx, --thread-timeseries takes every shorter prefix.
+        assert_eq!(
+            error(&["--thr", "3", URL]),
+            "option '--thr' is ambiguous; possibilities: '--threads' '--thread-timeseries'"
+        );
     }
 
     #[test]
@@ -370,6 +482,86 @@ mod tests {
         each_form("-D", "--digits", "2", |cfg| assert_eq!(cfg.digits, 2));
         assert_eq!(config(&["-D1", URL]).digits, 1);
         assert_eq!(config(&["-D5", URL]).digits, 5);
+    }
+
+    #[test]
+    fn report_interval() {
+        each_form("-p", "--report_interval", "2s", |cfg| {
+            assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(2)))
+        });
+        assert_eq!(
+            config(&["-p", "500ms", URL]).outputs.report_interval,
+            Some(Duration::from_millis(500))
+        );
+        // yicwang: 0 = disabled.
+        assert_eq!(config(&["-p5", "-p0", URL]).outputs.report_interval, None);
+        assert_eq!(
+            error(&["-p", "5ms", URL]),
+            "invalid value for '-p': '5ms' is shorter than 10ms"
+        );
+        assert!(error(&["-p", "x", URL]).contains("'-p'"));
+    }
+
+    #[test]
+    fn json() {
+        for flag in ["-e", "--json", "--json_encoding", "--js", "--json_"] {
+            assert!(config(&[flag, URL]).outputs.json, "{flag}");
+        }
+        assert!(config(&["-Le", URL]).outputs.json);
+    }
+
+    #[test]
+    fn hlog() {
+        for line in [
+            &["--hlog", "run.hlog", URL][..],
+            &["--hlog=run.hlog", URL],
+            &["--hl", "run.hlog", URL],
+            &[URL, "--hlog", "run.hlog"],
+        ] {
+            assert_eq!(config(line).outputs.hlog.as_deref(), Some("run.hlog".as_ref()), "{line:?}");
+        }
+    }
+
+    #[test]
+    fn wrx_options() {
+        let cfg = config(&["--timeseries", "--thread-timeseries", "--histogram", URL]);
+        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
+        assert!(cfg.outputs.thread_timeseries && cfg.outputs.histogram);
+        let cfg = config(&["--timeseries=1s", URL]);
+        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_secs(1)));
+        assert_eq!(
+            config(&["--times=100ms", URL]).outputs.timeseries,
+            Some(Duration::from_millis(100))
+        );
+        // As getopt's optional arguments: only an attached value is taken.
+        let cfg = config(&["--timeseries", URL, "500ms"]);
+        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
+        assert_eq!(cfg.script_args, ["500ms"]);
+        assert!(error(&["--timeseries=1ms", URL]).contains("shorter than 10ms"));
+        assert!(config(&["--thread-", URL]).outputs.thread_timeseries);
+        assert!(config(&["--hi", URL]).outputs.histogram);
+        assert_eq!(
+            error(&["--h", URL]),
+            "option '--h' is ambiguous; possibilities: '--header' '--hlog' '--histogram' '--help'"
+        );
+        assert_eq!(
+            error(&["--histogram=yes", URL]),
+            "option '--histogram' does not take a value (got 'yes')"
+        );
+    }
+
+    #[test]
+    fn percentiles() {
+        let cfg = config(&["--percentiles", "99.9, 50,90,99,50", URL]);
+        assert_eq!(cfg.outputs.percentiles, Some(vec![50.0, 90.0, 99.0, 99.9]));
+        assert_eq!(config(&["--perc=0,100", URL]).outputs.percentiles, Some(vec![0.0, 100.0]));
+        assert_eq!(
+            error(&["--percentiles", "50,101", URL]),
+            "invalid value for '--percentiles': '101' is not a percentile from 0 to 100 (e.g. 50,99,99.9)"
+        );
+        for bad in ["", "50,", "p99", "nan", "-1", "inf"] {
+            assert!(error(&["--percentiles", bad, URL]).contains("is not a percentile"), "{bad}");
+        }
     }
 
     #[test]
@@ -469,7 +661,8 @@ mod tests {
     fn ambiguous_long_options() {
         assert_eq!(
             error(&["--t", "2", URL]),
-            "option '--t' is ambiguous; possibilities: '--threads' '--timeout'"
+            "option '--t' is ambiguous; possibilities: '--threads' '--timeout' '--timeseries' \
+             '--thread-timeseries'"
         );
         assert_eq!(
             error(&["--d=1", URL]),

@@ -5,7 +5,9 @@
 //! `-Lt2`, attached values `-t2`, `--threads=2`, `--` ends options); this
 //! module adds what getopt has and lexopt leaves to the caller: a table of
 //! known options per command, long options abbreviated to any unambiguous
-//! prefix (`--conn`, `--lat`), and one-line error messages.
+//! prefix (`--conn`, `--lat`; a prefix of several names of one option, such
+//! as `--js` for `--json` and `--json_encoding`, is not ambiguous either),
+//! and one-line error messages.
 
 use std::ffi::OsString;
 
@@ -40,7 +42,7 @@ pub(super) struct Options<F: 'static> {
     specs: &'static [Spec<F>],
 }
 
-impl<F: Copy> Options<F> {
+impl<F: Copy + PartialEq> Options<F> {
     /// `args` excludes the program name (and the subcommand word, if any).
     pub fn new(args: impl IntoIterator<Item = OsString>, specs: &'static [Spec<F>]) -> Self {
         Options { parser: lexopt::Parser::from_args(args), specs }
@@ -73,16 +75,27 @@ impl<F: Copy> Options<F> {
         })
     }
 
+    /// The value of an option whose value is optional (getopt's
+    /// `optional_argument`): only an attached one (`--timeseries=500ms`);
+    /// a separate next word is not the option's.
+    pub fn optional_text(&mut self, option: &str) -> Result<Option<String>, Error> {
+        self.parser.optional_value().map(|value| text_value(option, value)).transpose()
+    }
+
     /// Like [`Options::value`], for values that must be text.
     pub fn text(&mut self, option: &str) -> Result<String, Error> {
         let value = self.value(option)?;
-        value.into_string().map_err(|raw| {
-            Error::Usage(format!(
-                "value of option '{option}' is not valid UTF-8: '{}'",
-                raw.to_string_lossy()
-            ))
-        })
+        text_value(option, value)
     }
+}
+
+fn text_value(option: &str, value: OsString) -> Result<String, Error> {
+    value.into_string().map_err(|raw| {
+        Error::Usage(format!(
+            "value of option '{option}' is not valid UTF-8: '{}'",
+            raw.to_string_lossy()
+        ))
+    })
 }
 
 /// A positional word as text; URLs and script arguments must be UTF-8.
@@ -97,7 +110,7 @@ pub(super) fn bad_value(option: &str, why: impl std::fmt::Display) -> Error {
     Error::Usage(format!("invalid value for '{option}': {why}"))
 }
 
-fn find_short<F: Copy>(specs: &[Spec<F>], typed: char) -> Result<Found<F>, Error> {
+fn find_short<F: Copy + PartialEq>(specs: &[Spec<F>], typed: char) -> Result<Found<F>, Error> {
     specs
         .iter()
         .find(|spec| spec.short == Some(typed))
@@ -106,8 +119,8 @@ fn find_short<F: Copy>(specs: &[Spec<F>], typed: char) -> Result<Found<F>, Error
 }
 
 /// getopt_long's rule: an exact name wins, otherwise the typed text must be
-/// the prefix of exactly one name.
-fn find_long<F: Copy>(specs: &[Spec<F>], typed: &str) -> Result<Found<F>, Error> {
+/// the prefix of the names of exactly one option.
+fn find_long<F: Copy + PartialEq>(specs: &[Spec<F>], typed: &str) -> Result<Found<F>, Error> {
     let found = |spec: &Spec<F>| Found { flag: spec.flag, name: format!("--{}", spec.long) };
     if let Some(exact) = specs.iter().find(|spec| spec.long == typed) {
         return Ok(found(exact));
@@ -120,7 +133,7 @@ fn find_long<F: Copy>(specs: &[Spec<F>], typed: &str) -> Result<Found<F>, Error>
         specs.iter().filter(|spec| spec.long.starts_with(typed)).collect();
     match candidates.as_slice() {
         [] => Err(unknown_option(&format!("--{typed}"))),
-        [only] => Ok(found(only)),
+        [first, rest @ ..] if rest.iter().all(|spec| spec.flag == first.flag) => Ok(found(first)),
         several => {
             let names: Vec<String> =
                 several.iter().map(|spec| format!("'--{}'", spec.long)).collect();

@@ -19,7 +19,7 @@ pub(super) const DEFAULT_THREADS: usize = 1;
 /// Largest `--body-size`: the server keeps the body in memory.
 const MAX_BODY_SIZE: usize = 1_000_000_000;
 
-#[derive(Clone, Copy)]
+#[derive(Clone, Copy, PartialEq)]
 pub(super) enum ServeFlag {
     Port,
     Bind,

@@ -12,43 +12,55 @@ Usage: pace <options> <url> [script args...]
        pace serve <options>
        pace demo
   Options:
-    -c, --connections <N>  Connections to keep open (default 10)
-    -d, --duration    <T>  Duration of test (default 10s)
-    -t, --threads     <N>  Number of threads to use (default 2)
+    -c, --connections     <N>  Connections to keep open (default 10)
+    -d, --duration        <T>  Duration of test (default 10s)
+    -t, --threads         <N>  Number of threads to use (default 2)
 
-    -s, --script      <S>  Load Lua script file
-    -H, --header      <H>  Add header to request (\"Name: value\")
-    -L, --latency          Print latency statistics
-    -U, --u_latency        Print uncorrected latency statistics
-    -B, --batch_latency    Measure latency of whole
-                           batches of pipelined ops
-                           (as opposed to each op)
-    -T, --timeout     <T>  Socket/request timeout (default 2s)
-    -R, --rate        <N>  Work rate (throughput)
-                           in requests/sec (total);
-                           without it, as fast as possible (wrk)
-    -D, --digits      <N>  Latency precision digits [1..5] (default 3)
-    -k, --insecure         Do not verify TLS certificates
-    -v, --version          Print version details
-    -h, --help             Print this help
+    -s, --script          <S>  Load Lua script file
+    -H, --header          <H>  Add header to request (\"Name: value\")
+    -L, --latency              Print latency statistics
+    -U, --u_latency            Print uncorrected latency statistics
+    -B, --batch_latency        Measure latency of whole
+                               batches of pipelined ops
+                               (as opposed to each op)
+    -T, --timeout         <T>  Socket/request timeout (default 2s)
+    -R, --rate            <N>  Work rate (throughput)
+                               in requests/sec (total);
+                               without it, as fast as possible (wrk)
+    -D, --digits          <N>  Latency precision digits [1..5] (default 3)
+    -k, --insecure             Do not verify TLS certificates
+    -v, --version              Print version details
+    -h, --help                 Print this help
+
+  Reports:
+    -p, --report_interval <T>  Also report each period of T alone (0 = off)
+    -e, --json                 Print JSON on stdout instead of text
+        --json_encoding        Same as --json (yicwang/wrk2's name)
+        --percentiles     <L>  Latency percentiles to print
+                               (e.g. 50,90,99,99.9)
+        --hlog            <F>  Write an HdrHistogram interval log to F
+        --timeseries[=T]       Print requests per period of T
+                               (default 250ms)
+        --thread-timeseries    Print requests per period and thread
+        --histogram            Print requests per 1us of latency
 
   Numeric arguments may include a SI unit (1k, 1M, 1G)
   Time arguments may include a time unit (2s, 2m, 2h)
   Fractions and sub-second times work too (-R 0.5, -d 500ms)
 
   Commands:
-    serve                  Run the built-in target server (pace serve -h)
-    demo                   Benchmark the built-in server with a stall:
-                           corrected vs uncorrected latency, no setup
+    serve                      Run the built-in target server (pace serve -h)
+    demo                       Benchmark the built-in server with a stall:
+                               corrected vs uncorrected latency, no setup
 
   Exit status:
-    0                      The run completed
-    1                      Bad command line
-    2                      Target unusable (resolve, connect, TLS)
-                           or a file cannot be read or written
-    3                      The Lua script failed
-    130, 143               Interrupted by SIGINT, SIGTERM
-                           (the report so far is printed)
+    0                          The run completed
+    1                          Bad command line
+    2                          Target unusable (resolve, connect, TLS)
+                               or a file cannot be read or written
+    3                          The Lua script failed
+    130, 143                   Interrupted by SIGINT, SIGTERM
+                               (the report so far is printed)
 "
     .to_string()
 }
@@ -98,7 +110,9 @@ mod tests {
     /// Every option of the table is documented, and nothing else is.
     fn documents_exactly<F>(text: &str, specs: &[super::super::options::Spec<F>]) {
         for spec in specs {
-            assert!(text.contains(&format!("--{} ", spec.long)), "--{} missing", spec.long);
+            let documented = |after: &str| text.contains(&format!("--{}{after}", spec.long));
+            // `--timeseries[=T]`: an optional value.
+            assert!(documented(" ") || documented("[="), "--{} missing", spec.long);
             if let Some(short) = spec.short {
                 assert!(text.contains(&format!("-{short}, --{} ", spec.long)), "-{short}");
             }

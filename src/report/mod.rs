@@ -1,7 +1,14 @@
 //! Reports of a finished run. [`text`] is the wrk/wrk2 text report;
 //! [`spectrum`] is HdrHistogram_c's statistics and "Detailed Percentile
 //! spectrum", which the text report prints and other outputs reuse.
+//! [`periodic`] is the text report of one `-p` period, [`json`] the JSON
+//! report, [`hlog`] the HdrHistogram interval log and [`series`] wrx's
+//! time series and raw histogram.
 
+pub mod hlog;
+pub mod json;
+pub mod periodic;
+pub mod series;
 pub mod spectrum;
 pub mod text;
 

@@ -4,7 +4,8 @@
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
 //! cause, and in paced mode the schedule lag and a warning when the load
-//! generator could not keep the plan.
+//! generator could not keep the plan. The pieces are public for the
+//! periodic reports (`-p`), which print them for one period.
 
 use std::io::{self, Write};
 use std::time::Duration;
@@ -19,6 +20,8 @@ use crate::units::{format_binary, format_metric, format_time_s, format_time_us, 
 
 /// wrk's `--latency` percentiles.
 pub const WRK_PERCENTILES: [f64; 4] = [50.0, 75.0, 90.0, 99.0];
+/// wrx's `--latency` percentiles.
+pub const WRX_PERCENTILES: [f64; 6] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99];
 /// wrk2's `-L`/`-U` percentiles.
 pub const WRK2_PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
 
@@ -55,18 +58,59 @@ fn format_test_duration(duration: Duration) -> String {
 pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
     let stats = &result.total;
     write_thread_stats(out, stats)?;
-    if cfg.latency || cfg.u_latency {
-        match cfg.mode {
-            Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, &WRK_PERCENTILES)?,
-            Mode::Paced { .. } => write_wrk2_distributions(out, cfg, stats, &WRK2_PERCENTILES)?,
-        }
-    }
-    write_summary(out, result)?;
+    write_latency_distributions(out, cfg, stats)?;
+    write_summary(out, stats, result.runtime)?;
     if let Mode::Paced { rate } = cfg.mode {
         write_schedule_lag(out, &stats.lag)?;
         write_plan_warning(out, cfg.connections, rate, result)?;
     }
     Ok(())
+}
+
+/// The percentiles of the latency distributions and how many decimals
+/// their labels get. `--percentiles` replaces the list in both modes. The
+/// closed-loop block is wrk's (`     50%`) unless a wrx option
+/// (`--histogram`, `--timeseries`, `--thread-timeseries`) asks for wrx's
+/// output, which adds 99.9 and 99.99 (`  50.00%`); the paced block is
+/// wrk2's (` 50.000%`). Labels get more decimals when a percentile needs
+/// them (99.999 never prints as 100.00).
+fn distribution_percentiles(cfg: &BenchConfig) -> (&[f64], usize) {
+    let outputs = &cfg.outputs;
+    let wrx = outputs.histogram || outputs.timeseries.is_some() || outputs.thread_timeseries;
+    let (list, decimals): (&[f64], usize) = match (&cfg.mode, outputs.percentiles.as_deref()) {
+        (Mode::Paced { .. }, list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
+        (Mode::ClosedLoop, Some(list)) => (list, 2),
+        (Mode::ClosedLoop, None) if wrx => (&WRX_PERCENTILES, 2),
+        (Mode::ClosedLoop, None) => (&WRK_PERCENTILES, 0),
+    };
+    (list, label_decimals(list, decimals))
+}
+
+/// The fewest decimals, at least `minimum`, that print every percentile of
+/// `list` exactly (at most 6).
+fn label_decimals(list: &[f64], minimum: usize) -> usize {
+    let exact = |decimals: usize| {
+        let scale = 10f64.powi(decimals as i32);
+        list.iter().all(|p| ((p * scale).round() - p * scale).abs() < 1e-6)
+    };
+    (minimum..6).find(|&decimals| exact(decimals)).unwrap_or(6)
+}
+
+/// The latency blocks `-L`/`-U` ask for: wrk's in closed loop, wrk2's
+/// (with the spectrum) in paced mode; nothing without `-L`.
+pub fn write_latency_distributions(
+    out: &mut dyn Write,
+    cfg: &BenchConfig,
+    stats: &Stats,
+) -> io::Result<()> {
+    if !(cfg.latency || cfg.u_latency) {
+        return Ok(());
+    }
+    let (percentiles, decimals) = distribution_percentiles(cfg);
+    match cfg.mode {
+        Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, percentiles, decimals),
+        Mode::Paced { .. } => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
+    }
 }
 
 /// One row of the Thread Stats table.
@@ -108,7 +152,8 @@ fn rate_row(samples: &[f64]) -> Row {
     Row { mean, stdev, max, within_stdev: within / n * 100.0 }
 }
 
-fn write_thread_stats(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
+/// The Thread Stats table: its header, Latency and Req/Sec rows.
+pub fn write_thread_stats(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     writeln!(out, "  Thread Stats{:>6}{:>11}{:>8}{:>12}", "Avg", "Stdev", "Max", "+/- Stdev")?;
     write_row(out, "Latency", &latency_row(&stats.corrected), format_time_us)?;
     write_row(out, "Req/Sec", &rate_row(&stats.rate_samples), format_metric)
@@ -131,15 +176,16 @@ fn write_row(
     )
 }
 
-/// wrk's `print_stats_latency`: `     50%  635.00us`.
+/// wrk's `print_stats_latency`: `     50%  635.00us` (wrx: `  50.00%`).
 fn write_wrk_distribution(
     out: &mut dyn Write,
     h: &Histogram<u64>,
     percentiles: &[f64],
+    decimals: usize,
 ) -> io::Result<()> {
     writeln!(out, "  Latency Distribution")?;
     for &p in percentiles {
-        writeln!(out, "{}%{}", c_fixed(p, 7, 0), latency_cell(h, p))?;
+        writeln!(out, "{}%{}", c_fixed(p, 7, decimals), latency_cell(h, p))?;
     }
     Ok(())
 }
@@ -150,13 +196,14 @@ fn write_wrk2_distributions(
     cfg: &BenchConfig,
     stats: &Stats,
     percentiles: &[f64],
+    decimals: usize,
 ) -> io::Result<()> {
-    write_hdr_distribution(out, "Recorded Latency", &stats.corrected, percentiles)?;
+    write_hdr_distribution(out, "Recorded Latency", &stats.corrected, percentiles, decimals)?;
     if cfg.u_latency {
         writeln!(out)?;
         let description =
             "Uncorrected Latency (measured without taking delayed starts into account)";
-        write_hdr_distribution(out, description, &stats.uncorrected, percentiles)?;
+        write_hdr_distribution(out, description, &stats.uncorrected, percentiles, decimals)?;
     }
     Ok(())
 }
@@ -167,10 +214,11 @@ fn write_hdr_distribution(
     description: &str,
     h: &Histogram<u64>,
     percentiles: &[f64],
+    decimals: usize,
 ) -> io::Result<()> {
     writeln!(out, "  Latency Distribution (HdrHistogram - {description})")?;
     for &p in percentiles {
-        writeln!(out, "{}%{}", c_fixed(p, 7, 3), latency_cell(h, p))?;
+        writeln!(out, "{}%{}", c_fixed(p, 7, decimals), latency_cell(h, p))?;
     }
     write_spectrum(out, h, 5, 1000.0)?;
     writeln!(out, "{SEPARATOR}")
@@ -181,11 +229,11 @@ fn latency_cell(h: &Histogram<u64>, percentile: f64) -> String {
     pad_units(&format_time_us(value_at_percentile(h, percentile) as f64), 10)
 }
 
-/// From `N requests in T, B read` to `Transfer/sec`.
-fn write_summary(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
-    let stats = &result.total;
+/// From `N requests in T, B read` to `Transfer/sec`, for `stats`
+/// measured over `runtime`.
+pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> io::Result<()> {
     // wrk counts whole microseconds.
-    let runtime_us = result.runtime.as_micros() as f64;
+    let runtime_us = runtime.as_micros() as f64;
     let runtime_s = runtime_us / 1_000_000.0;
     writeln!(
         out,
@@ -200,7 +248,7 @@ fn write_summary(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
 }
 
 /// `n / seconds`, 0 for a run that took no measurable time.
-fn per_second(n: u64, seconds: f64) -> f64 {
+pub fn per_second(n: u64, seconds: f64) -> f64 {
     if seconds > 0.0 {
         n as f64 / seconds
     } else {
@@ -232,7 +280,7 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
 }
 
 /// How late the generator sent requests compared with the plan.
-fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Result<()> {
+pub fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Result<()> {
     writeln!(
         out,
         "Schedule lag: p50 {}, p99 {}, max {} (actual send - intended send; measures the load generator)",
@@ -440,6 +488,39 @@ mod tests {
     }
 
     #[test]
+    fn wrx_and_custom_percentiles() {
+        let mut cfg = config(Mode::ClosedLoop);
+        cfg.latency = true;
+        let mut stats = Stats::new(3);
+        for v in 1..=10_000 {
+            stats.corrected.record(v).unwrap();
+        }
+        let run = result(stats, Duration::from_secs(1));
+        // A wrx option brings wrx's six percentiles with two decimals.
+        cfg.outputs.histogram = true;
+        let text = report(&cfg, &run);
+        assert!(text.contains(
+            "  Latency Distribution\n  50.00%    5.00ms\n  75.00%    7.50ms\n  90.00%    9.01ms\n  99.00%    9.90ms\n  99.90%    9.99ms\n  99.99%   10.00ms\n  0 requests in"
+        ), "{text}");
+        // --percentiles replaces the list, with the decimals it needs.
+        cfg.outputs.percentiles = Some(vec![50.0, 99.999]);
+        assert!(report(&cfg, &run).contains(
+            "  Latency Distribution\n 50.000%    5.00ms\n 99.999%   10.01ms\n  0 requests in"
+        ));
+        cfg.outputs.histogram = false;
+        cfg.outputs.percentiles = Some(vec![90.0]);
+        assert!(report(&cfg, &run).contains("  Latency Distribution\n  90.00%    9.01ms\n"));
+        // In paced mode the wrk2 block keeps its three decimals.
+        cfg.mode = Mode::Paced { rate: 1000.0 };
+        cfg.outputs.percentiles = Some(vec![50.0, 99.9999]);
+        let text = report(&cfg, &kept_plan());
+        assert!(
+            text.contains("Recorded Latency)\n50.0000%    1.00ms\n99.9999%    1.00ms\n\n"),
+            "{text}"
+        );
+    }
+
+    #[test]
     fn wrk2_latency_distributions() {
         let mut cfg = config(Mode::Paced { rate: 1000.0 });
         cfg.latency = true;
@@ -463,8 +544,7 @@ mod tests {
         let mut stats = Stats::new(3);
         stats.requests = 22_464_657;
         stats.bytes = 3_710_000_000;
-        let text =
-            render(|out| write_summary(out, &result(stats, Duration::from_micros(30_000_100))));
+        let text = render(|out| write_summary(out, &stats, Duration::from_micros(30_000_100)));
         assert_eq!(
             text,
             "  22464657 requests in 30.00s, 3.46GB read\nRequests/sec: 748819.40\nTransfer/sec:    117.94MB\n"
@@ -476,7 +556,7 @@ mod tests {
         let mut stats = Stats::new(3);
         stats.requests = 5;
         stats.bytes = 500;
-        let text = render(|out| write_summary(out, &result(stats, Duration::ZERO)));
+        let text = render(|out| write_summary(out, &stats, Duration::ZERO));
         assert_eq!(text, "  5 requests in 0.00us, 500.00B read\nRequests/sec:      0.00\nTransfer/sec:       0.00B\n");
     }
 

@@ -577,3 +577,44 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
     stream.read_to_string(&mut response).ok()?;
     Some(response)
 }
+
+// ----- Python hdrh: an independent HdrHistogram implementation -------------------
+
+/// Whether `python3` can import `hdrh` (PyPI `hdrhistogram`). Locally its
+/// absence skips the caller's test after saying so loudly; in CI (`CI`
+/// set) it fails the test.
+pub fn hdrh_available() -> bool {
+    let imported = Command::new("python3")
+        .args(["-c", "import hdrh.histogram, hdrh.log"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if imported {
+        return true;
+    }
+    let install = "python3 -m pip install hdrhistogram";
+    if std::env::var_os("CI").is_some() {
+        panic!("the Python package hdrh is missing: CI must install it ({install})");
+    }
+    eprintln!("\n!!!!!!!!!! SKIPPED: Python hdrh is not installed ({install}); this check did not run !!!!!!!!!!\n");
+    false
+}
+
+/// Runs `python3 -c script args...` and returns its stdout; fails the test
+/// with Python's stderr if the script fails.
+pub fn python(script: &str, args: &[&str]) -> String {
+    let output = Command::new("python3")
+        .arg("-c")
+        .arg(script)
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run python3");
+    assert!(
+        output.status.success(),
+        "python3 failed: {}\n--- script ---\n{script}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).expect("python3 printed UTF-8")
+}

@@ -1,0 +1,484 @@
+//! Everything a run writes after its header, in one place: the periodic
+//! reports of `-p` (text or JSON lines) and the `--hlog` interval log while
+//! the run goes on, then the final report (text, or JSON with `-e`) and
+//! wrx's `--thread-timeseries`, `--timeseries` and `--histogram` blocks.
+//!
+//! With `-e` stdout carries JSON only: the header is not printed (see
+//! [`Outputs::text_header`]) and wrx's blocks become fields of the final
+//! JSON object.
+//!
+//! Files named by options are written completely or not at all: they are
+//! written to `<name>.tmp-<pid>` beside the target and renamed over it only
+//! when complete ([`Outputs::finish`], which also runs after Ctrl-C); on
+//! any error, or if `finish` is never reached, the temporary file is
+//! removed. (A second Ctrl-C, which quits at once, leaves it behind.)
+
+use std::fs::{self, File};
+use std::io::{self, BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use crate::config::BenchConfig;
+use crate::error::Error;
+use crate::report::{hlog, json, periodic, series, text};
+use crate::stats::{Interval, RunResult};
+
+/// The outputs of one run, opened before it starts.
+pub struct Outputs {
+    /// Where the periodic reports go as they happen: stdout.
+    live: Box<dyn Write>,
+    hlog: Option<HlogFile>,
+    json: bool,
+}
+
+impl Outputs {
+    /// Validates and opens what the run will write: the temporary files
+    /// next to their targets. Fails (exit code 2) when a file cannot be
+    /// created, before any request is sent.
+    pub fn start(cfg: &BenchConfig) -> Result<Outputs, Error> {
+        Outputs::with_live_output(cfg, Box::new(io::stdout()))
+    }
+
+    fn with_live_output(cfg: &BenchConfig, live: Box<dyn Write>) -> Result<Outputs, Error> {
+        let hlog = match &cfg.outputs.hlog {
+            Some(path) => Some(HlogFile::create(path)?),
+            None => None,
+        };
+        Ok(Outputs { live, hlog, json: cfg.outputs.json })
+    }
+
+    /// Whether the `Running ...` header belongs on stdout: not with `-e`,
+    /// where stdout carries only JSON.
+    pub fn text_header(&self) -> bool {
+        !self.json
+    }
+
+    /// Takes one reporting period as soon as it is complete: with `-p`,
+    /// its report (text ending in `=== REPORT END ===`, or one JSON line);
+    /// with `--hlog`, its two log lines.
+    /// One output failing does not keep the period from the others.
+    pub fn interval(&mut self, cfg: &BenchConfig, interval: &Interval) -> Result<(), Error> {
+        let report = match cfg.outputs.report_interval {
+            Some(_) => ignore_closed_stdout(self.write_period(cfg, interval)).map_err(report_error),
+            None => Ok(()),
+        };
+        let log = match &mut self.hlog {
+            Some(hlog) => hlog.write_interval(interval),
+            None => Ok(()),
+        };
+        report.and(log)
+    }
+
+    fn write_period(&mut self, cfg: &BenchConfig, interval: &Interval) -> io::Result<()> {
+        if self.json {
+            json::write_line(&mut self.live, &json::period_report(cfg, interval)?)?;
+        } else {
+            periodic::write_period(&mut self.live, cfg, interval)?;
+        }
+        // Each period is news; a pipe would otherwise hold it back.
+        self.live.flush()
+    }
+
+    /// After the run, interrupted or not: the final report and wrx's
+    /// blocks on `out`, then the files are committed. A file is committed
+    /// even when `out` fails; the first error is returned.
+    pub fn finish(
+        self,
+        cfg: &BenchConfig,
+        result: &RunResult,
+        out: &mut dyn Write,
+    ) -> Result<(), Error> {
+        let report = ignore_closed_stdout(write_final(out, cfg, result)).map_err(report_error);
+        let files = match self.hlog {
+            Some(hlog) => hlog.commit(result.runtime),
+            None => Ok(()),
+        };
+        report.and(files)
+    }
+}
+
+/// The final report: JSON, or the text report followed by wrx's blocks in
+/// wrx's order (its thread table comes first, as it printed that live).
+fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
+    if cfg.outputs.json {
+        json::write_line(out, &json::final_report(cfg, result)?)?;
+        return out.flush();
+    }
+    text::write_report(out, cfg, result)?;
+    let outputs = &cfg.outputs;
+    if outputs.thread_timeseries || outputs.timeseries.is_some() {
+        let slots = series::slot_count(result, cfg.duration);
+        let per_thread = series::per_thread(result, slots);
+        if outputs.thread_timeseries {
+            series::write_thread_timeseries(out, &per_thread)?;
+        }
+        if outputs.timeseries.is_some() {
+            let totals = series::totals(&per_thread, slots);
+            series::write_timeseries(out, result.series_interval, &totals)?;
+        }
+    }
+    if outputs.histogram {
+        series::write_histogram(out, &result.total.corrected)?;
+    }
+    out.flush()
+}
+
+/// Output to a closed pipe (`pace ... | head`) is not an error worth a
+/// message; the reader has what it wanted.
+fn ignore_closed_stdout(result: io::Result<()>) -> io::Result<()> {
+    match result {
+        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
+}
+
+fn report_error(e: io::Error) -> Error {
+    Error::Setup(format!("cannot write the report: {e}"))
+}
+
+/// The `--hlog` file being written.
+struct HlogFile {
+    file: PendingFile,
+    /// When the run started, by the wall clock; known at the first period.
+    started: Option<SystemTime>,
+    /// A write failed: the file is incomplete and must not be committed.
+    failed: bool,
+}
+
+impl HlogFile {
+    fn create(path: &Path) -> Result<HlogFile, Error> {
+        let file = PendingFile::create(path).map_err(|e| file_error(path, e))?;
+        Ok(HlogFile { file, started: None, failed: false })
+    }
+
+    fn write_interval(&mut self, interval: &Interval) -> Result<(), Error> {
+        let written = self.try_write_interval(interval);
+        self.failed |= written.is_err();
+        written.map_err(|e| file_error(&self.file.target, e))
+    }
+
+    fn try_write_interval(&mut self, interval: &Interval) -> io::Result<()> {
+        // Periods are passed on just after they end, so the run started
+        // about the end of this one ago (within milliseconds).
+        self.write_header_once(interval.start + interval.length)?;
+        let out = &mut self.file.writer;
+        let (start, length) = (interval.start, interval.length);
+        hlog::write_interval(out, None, start, length, &interval.stats.corrected)?;
+        let uncorrected = &interval.stats.uncorrected;
+        hlog::write_interval(out, Some(hlog::UNCORRECTED_TAG), start, length, uncorrected)
+    }
+
+    /// Writes the header the first time, for a run that started `ago`.
+    fn write_header_once(&mut self, ago: Duration) -> io::Result<()> {
+        if self.started.is_none() {
+            let start = SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH);
+            hlog::write_header(&mut self.file.writer, start)?;
+            self.started = Some(start);
+        }
+        Ok(())
+    }
+
+    /// Completes the log (a run without a single period still gets its
+    /// header) and moves it into place.
+    fn commit(mut self, runtime: Duration) -> Result<(), Error> {
+        let target = self.file.target.clone();
+        if self.failed {
+            return Err(Error::Setup(format!(
+                "{} was not written: an earlier write failed",
+                target.display()
+            )));
+        }
+        self.write_header_once(runtime).map_err(|e| file_error(&target, e))?;
+        self.file.commit().map_err(|e| file_error(&target, e))
+    }
+}
+
+fn file_error(path: &Path, e: io::Error) -> Error {
+    Error::Setup(format!("cannot write {}: {e}", path.display()))
+}
+
+/// A file written under a temporary name beside its target and renamed
+/// over it when complete. Dropped without [`PendingFile::commit`], the
+/// temporary file is removed and the target left as it was.
+struct PendingFile {
+    target: PathBuf,
+    temp: PathBuf,
+    writer: BufWriter<File>,
+    committed: bool,
+}
+
+impl PendingFile {
+    fn create(target: &Path) -> io::Result<PendingFile> {
+        if target.is_dir() {
+            return Err(io::Error::other("it is a directory"));
+        }
+        let mut temp = target.as_os_str().to_owned();
+        temp.push(format!(".tmp-{}", std::process::id()));
+        let temp = PathBuf::from(temp);
+        let file = File::create(&temp)?;
+        Ok(PendingFile {
+            target: target.to_path_buf(),
+            temp,
+            writer: BufWriter::new(file),
+            committed: false,
+        })
+    }
+
+    fn commit(mut self) -> io::Result<()> {
+        self.writer.flush()?;
+        self.writer.get_ref().sync_all()?;
+        fs::rename(&self.temp, &self.target)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            // Nothing more to do if it cannot be removed.
+            let _ = fs::remove_file(&self.temp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::config::{Mode, Outputs as Options, Target};
+    use crate::stats::Stats;
+
+    /// A `Write` whose bytes the test can read afterwards.
+    #[derive(Clone, Default)]
+    struct Shared(Arc<Mutex<Vec<u8>>>);
+
+    impl Write for Shared {
+        fn write(&mut self, bytes: &[u8]) -> io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Shared {
+        fn text(&self) -> String {
+            String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+        }
+    }
+
+    fn config(options: Options) -> BenchConfig {
+        BenchConfig {
+            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
+            connections: 2,
+            threads: 1,
+            duration: Duration::from_secs(2),
+            timeout: Duration::from_secs(2),
+            mode: Mode::Paced { rate: 100.0 },
+            headers: vec![],
+            latency: false,
+            u_latency: false,
+            batch_latency: false,
+            insecure: false,
+            digits: 3,
+            script: None,
+            script_args: vec![],
+            addrs: vec![],
+            outputs: options,
+        }
+    }
+
+    fn period(index: u64, requests: u64) -> Interval {
+        let mut stats = Stats::new(3);
+        for _ in 0..requests {
+            stats.response(200);
+            stats.corrected.record(1500).unwrap();
+            stats.uncorrected.record(700).unwrap();
+        }
+        Interval { index, start: Duration::from_secs(index), length: Duration::from_secs(1), stats }
+    }
+
+    /// A one-thread run that measured `total` in `runtime`.
+    fn measured(total: Stats, runtime: Duration) -> RunResult {
+        RunResult {
+            threads: vec![total.clone()],
+            total,
+            runtime,
+            unsent: 0,
+            interrupted: None,
+            series: vec![],
+            series_interval: Duration::from_millis(250),
+        }
+    }
+
+    /// Runs `cfg` over two periods of 100 and 50 requests; returns what
+    /// went to the live output during the run and to `out` at the end.
+    fn run(cfg: &BenchConfig) -> (String, String) {
+        let live = Shared::default();
+        let mut outputs = Outputs::with_live_output(cfg, Box::new(live.clone())).unwrap();
+        let periods = [period(0, 100), period(1, 50)];
+        let mut result = measured(Stats::new(3), Duration::from_secs(2));
+        result.series = vec![vec![100, 50]];
+        result.series_interval = Duration::from_secs(1);
+        for p in &periods {
+            outputs.interval(cfg, p).unwrap();
+            result.total.merge(&p.stats);
+        }
+        result.threads = vec![result.total.clone()];
+        let mut out = Vec::new();
+        outputs.finish(cfg, &result, &mut out).unwrap();
+        (live.text(), String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn text_mode_prints_only_the_final_report() {
+        let cfg = config(Options::default());
+        let (live, out) = run(&cfg);
+        assert_eq!(live, "");
+        assert!(out.starts_with("  Thread Stats"), "{out}");
+        assert!(out.contains("  150 requests in 2.00s"), "{out}");
+        assert!(Outputs::start(&cfg).unwrap().text_header());
+    }
+
+    #[test]
+    fn periodic_text_reports_then_the_final_one() {
+        let cfg =
+            config(Options { report_interval: Some(Duration::from_secs(1)), ..Options::default() });
+        let (live, out) = run(&cfg);
+        assert_eq!(live.matches("=== REPORT END ===\n").count(), 2, "{live}");
+        assert!(live.contains("  100 requests in 1.00s"), "{live}");
+        assert!(live.contains("  50 requests in 1.00s"), "{live}");
+        assert!(out.contains("  150 requests in 2.00s"), "{out}");
+        assert!(!out.contains("REPORT END"));
+    }
+
+    #[test]
+    fn json_mode_writes_json_lines_only() {
+        let cfg = config(Options {
+            json: true,
+            report_interval: Some(Duration::from_secs(1)),
+            timeseries: Some(Duration::from_secs(1)),
+            histogram: true,
+            ..Options::default()
+        });
+        assert!(!Outputs::start(&cfg).unwrap().text_header());
+        let (live, out) = run(&cfg);
+        let periods: Vec<serde_json::Value> =
+            live.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let requests: Vec<u64> = periods.iter().map(|p| p["total_req"].as_u64().unwrap()).collect();
+        assert_eq!(requests, vec![100, 50]);
+        assert!(periods.iter().all(|p| p["report"] == "period"));
+        assert_eq!(out.lines().count(), 1, "{out}");
+        let last: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(last["report"], "final");
+        assert_eq!(last["total_req"], 150);
+        assert_eq!(last["timeseries"]["requests"], serde_json::json!([100, 50]));
+        assert!(last["latency_histogram"]["bins"].is_array());
+    }
+
+    #[test]
+    fn wrx_blocks_follow_the_text_report() {
+        let cfg = config(Options {
+            timeseries: Some(Duration::from_secs(1)),
+            thread_timeseries: true,
+            histogram: true,
+            ..Options::default()
+        });
+        let (_, out) = run(&cfg);
+        let tail = out.split_once("Schedule lag:").unwrap().1;
+        let table = tail.find("\nTHREAD  |  EPOCH  |  REQUESTS\n").unwrap();
+        let series =
+            tail.find("Request counts time series (interval = 1000ms) \n100\n50\n").unwrap();
+        let histogram = tail.find("Latency histogram (bin width = 1us)\n").unwrap();
+        assert!(table < series && series < histogram, "{out}");
+        let bins: Vec<u64> =
+            tail[histogram..].lines().skip(1).map(|l| l.parse().unwrap()).collect();
+        assert_eq!(bins.len(), 1501);
+        assert_eq!(bins.iter().sum::<u64>(), 150);
+    }
+
+    #[test]
+    fn hlog_is_written_under_a_temporary_name_then_renamed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
+        let mut outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        let temp = dir.path().join(format!("run.hlog.tmp-{}", std::process::id()));
+        assert!(temp.exists());
+        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        assert!(!path.exists(), "visible before the run ended");
+        let mut result = measured(period(0, 10).stats, Duration::from_secs(1));
+        result.interrupted = Some(2);
+        outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
+        assert!(!temp.exists());
+        let log = fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = log.lines().collect();
+        assert_eq!(lines.len(), 5 + 2, "{log}");
+        assert_eq!(lines[1], "#[Histogram log format version 1.3]");
+        assert!(lines[5].starts_with("0.000,1.000,1.500,HISTFAAA"), "{log}");
+        assert!(lines[6].starts_with("Tag=uncorrected,0.000,1.000,0.700,HISTFAAA"), "{log}");
+    }
+
+    #[test]
+    fn hlog_of_a_run_without_periods_has_its_header() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("empty.hlog");
+        let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
+        let outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        let result = measured(Stats::new(3), Duration::ZERO);
+        outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
+        assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
+    }
+
+    #[test]
+    fn abandoned_outputs_leave_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        fs::write(&path, "previous").unwrap();
+        let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
+        let mut outputs = Outputs::start(&cfg).unwrap();
+        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        drop(outputs);
+        let names: Vec<_> =
+            fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("run.hlog")]);
+        assert_eq!(fs::read_to_string(&path).unwrap(), "previous");
+    }
+
+    #[test]
+    fn a_log_with_a_failed_write_is_not_committed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.hlog");
+        let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
+        let mut outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        outputs.hlog.as_mut().unwrap().failed = true;
+        let result = measured(period(0, 10).stats, Duration::from_secs(1));
+        let mut out = Vec::new();
+        match outputs.finish(&cfg, &result, &mut out) {
+            Err(Error::Setup(message)) => assert!(message.contains("was not written"), "{message}"),
+            _ => panic!("committed an incomplete log"),
+        }
+        // The report was still printed, and nothing is left on disk.
+        assert!(String::from_utf8(out).unwrap().contains("10 requests in 1.00s"));
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn unwritable_files_fail_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        for path in [dir.path().join("missing/run.hlog"), dir.path().to_path_buf()] {
+            let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
+            match Outputs::start(&cfg) {
+                Err(Error::Setup(message)) => {
+                    assert!(message.starts_with("cannot write "), "{message}")
+                }
+                _ => panic!("{} accepted", path.display()),
+            }
+        }
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+}

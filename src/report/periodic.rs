@@ -1,0 +1,112 @@
+//! The text report of one `-p/--report_interval` period, as the yicwang
+//! wrk2 fork prints it (`period_report_func`): the Thread Stats table, the
+//! latency blocks `-L`/`-U` ask for, and the summary lines, all for that
+//! period only, then `=== REPORT END ===`. No `Running ...` header.
+//!
+//! pace adds the schedule lag line in paced mode, as in the final report.
+//! It leaves out the final report's plan warning: one short period at a
+//! low rate may complete one request less than planned without anything
+//! being wrong, and the final report judges the whole run.
+
+use std::io::{self, Write};
+
+use super::text::{
+    write_latency_distributions, write_schedule_lag, write_summary, write_thread_stats,
+};
+use crate::config::{BenchConfig, Mode};
+use crate::stats::Interval;
+
+/// The line that closes every period report.
+pub const REPORT_END: &str = "=== REPORT END ===";
+
+/// The report of one period.
+pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval) -> io::Result<()> {
+    let stats = &interval.stats;
+    write_thread_stats(out, stats)?;
+    write_latency_distributions(out, cfg, stats)?;
+    write_summary(out, stats, interval.length)?;
+    if let Mode::Paced { .. } = cfg.mode {
+        write_schedule_lag(out, &stats.lag)?;
+    }
+    writeln!(out, "{REPORT_END}")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Outputs, Target};
+    use crate::stats::Stats;
+
+    fn config(mode: Mode, latency: bool) -> BenchConfig {
+        BenchConfig {
+            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
+            connections: 10,
+            threads: 2,
+            duration: Duration::from_secs(5),
+            timeout: Duration::from_secs(2),
+            mode,
+            headers: vec![],
+            latency,
+            u_latency: false,
+            batch_latency: false,
+            insecure: false,
+            digits: 3,
+            script: None,
+            script_args: vec![],
+            addrs: vec![],
+            outputs: Outputs {
+                report_interval: Some(Duration::from_secs(1)),
+                ..Outputs::default()
+            },
+        }
+    }
+
+    fn period() -> Interval {
+        let mut stats = Stats::new(3);
+        for _ in 0..200 {
+            stats.response(200);
+            stats.corrected.record(1000).unwrap();
+            stats.lag.record(30).unwrap();
+        }
+        stats.bytes = 200 * 100;
+        stats.rate_samples = vec![200.0; 10];
+        Interval { index: 2, start: Duration::from_secs(2), length: Duration::from_secs(1), stats }
+    }
+
+    fn render(cfg: &BenchConfig, interval: &Interval) -> String {
+        let mut out = Vec::new();
+        write_period(&mut out, cfg, interval).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn paced_period() {
+        let text = render(&config(Mode::Paced { rate: 200.0 }, false), &period());
+        assert_eq!(
+            text,
+            "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
+             \x20   Latency     1.00ms    0.00us   1.00ms  100.00%\n\
+             \x20   Req/Sec   200.00      0.00   200.00    100.00%\n\
+             \x20 200 requests in 1.00s, 19.53KB read\n\
+             Requests/sec:    200.00\n\
+             Transfer/sec:     19.53KB\n\
+             Schedule lag: p50 30.00us, p99 30.00us, max 30.00us (actual send - intended send; measures the load generator)\n\
+             === REPORT END ===\n"
+        );
+    }
+
+    #[test]
+    fn closed_loop_period_with_latency_and_a_short_last_period() {
+        let mut last = period();
+        last.length = Duration::from_millis(500);
+        let text = render(&config(Mode::ClosedLoop, true), &last);
+        assert!(text.contains("  Latency Distribution\n     50%    1.00ms\n"), "{text}");
+        assert!(
+            text.contains("  200 requests in 500.00ms, 19.53KB read\nRequests/sec:    400.00\n")
+        );
+        assert!(!text.contains("Schedule lag"));
+        assert!(text.ends_with("Transfer/sec:     39.06KB\n=== REPORT END ===\n"), "{text}");
+    }
+}
