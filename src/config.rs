@@ -192,6 +192,29 @@ pub struct Outputs {
 }
 
 impl BenchConfig {
+    /// wrk's defaults for `target`: 2 threads, 10 connections, 10 s,
+    /// 2 s timeout, closed loop, no script, text report.
+    pub fn new(target: Target) -> BenchConfig {
+        BenchConfig {
+            target,
+            connections: 10,
+            threads: 2,
+            duration: Duration::from_secs(10),
+            timeout: Duration::from_secs(2),
+            mode: Mode::ClosedLoop,
+            headers: Vec::new(),
+            latency: false,
+            u_latency: false,
+            batch_latency: false,
+            insecure: false,
+            digits: 3,
+            script: None,
+            script_args: Vec::new(),
+            addrs: Vec::new(),
+            outputs: Outputs::default(),
+        }
+    }
+
     /// Connections owned by thread `i`: the remainder of
     /// `connections / threads` is spread over the first threads instead of
     /// being dropped (wrk bug wg/wrk#157).
@@ -260,22 +283,8 @@ mod tests {
 
     fn test_config() -> BenchConfig {
         BenchConfig {
-            target: Target::parse("http://127.0.0.1:1/").unwrap(),
-            connections: 10,
-            threads: 2,
             duration: Duration::from_secs(1),
-            timeout: Duration::from_secs(2),
-            mode: Mode::ClosedLoop,
-            headers: vec![],
-            latency: false,
-            u_latency: false,
-            batch_latency: false,
-            insecure: false,
-            digits: 3,
-            script: None,
-            script_args: vec![],
-            addrs: vec![],
-            outputs: Outputs::default(),
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:1/").unwrap())
         }
     }
 }

@@ -32,22 +32,14 @@ pub fn run() -> Result<i32, Error> {
     let addr = server.addr();
     let url = format!("http://{addr}/");
     let cfg = BenchConfig {
-        target: Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?,
         connections: 50,
-        threads: 2,
         duration: DURATION,
         timeout: Duration::from_secs(5),
         mode: Mode::Paced { rate: RATE },
-        headers: Vec::new(),
         latency: true,
         u_latency: true,
-        batch_latency: false,
-        insecure: false,
-        digits: 3,
-        script: None,
-        script_args: Vec::new(),
         addrs: vec![addr],
-        outputs: Default::default(),
+        ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
     };
     eprintln!(
         "pace demo: the built-in server listens on {url} and will freeze for {}s, {}s into the run.",

@@ -272,22 +272,12 @@ mod tests {
 
     fn config(options: Options) -> BenchConfig {
         BenchConfig {
-            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
             connections: 2,
             threads: 1,
             duration: Duration::from_secs(2),
-            timeout: Duration::from_secs(2),
             mode: Mode::Paced { rate: 100.0 },
-            headers: vec![],
-            latency: false,
-            u_latency: false,
-            batch_latency: false,
-            insecure: false,
-            digits: 3,
-            script: None,
-            script_args: vec![],
-            addrs: vec![],
             outputs: options,
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }
     }
 

@@ -322,7 +322,7 @@ fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::{Outputs, Target};
+    use crate::config::Target;
     use crate::stats::{latency_histogram, ErrorKind};
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine;
@@ -331,22 +331,9 @@ mod tests {
 
     fn config(mode: Mode) -> BenchConfig {
         BenchConfig {
-            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
-            connections: 10,
-            threads: 2,
             duration: Duration::from_secs(2),
-            timeout: Duration::from_secs(2),
             mode,
-            headers: vec![],
-            latency: false,
-            u_latency: false,
-            batch_latency: false,
-            insecure: false,
-            digits: 3,
-            script: None,
-            script_args: vec![],
-            addrs: vec![],
-            outputs: Outputs::default(),
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }
     }
 

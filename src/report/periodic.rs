@@ -41,25 +41,14 @@ mod tests {
 
     fn config(mode: Mode, latency: bool) -> BenchConfig {
         BenchConfig {
-            target: Target::parse("http://127.0.0.1:8080/").unwrap(),
-            connections: 10,
-            threads: 2,
             duration: Duration::from_secs(5),
-            timeout: Duration::from_secs(2),
             mode,
-            headers: vec![],
             latency,
-            u_latency: false,
-            batch_latency: false,
-            insecure: false,
-            digits: 3,
-            script: None,
-            script_args: vec![],
-            addrs: vec![],
             outputs: Outputs {
                 report_interval: Some(Duration::from_secs(1)),
                 ..Outputs::default()
             },
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }
     }
 

@@ -349,22 +349,9 @@ mod tests {
 
     fn config(mode: Mode) -> BenchConfig {
         BenchConfig {
-            target: Target::parse("http://127.0.0.1:8080/index.html").unwrap(),
-            connections: 10,
-            threads: 2,
             duration: Duration::from_secs(30),
-            timeout: Duration::from_secs(2),
             mode,
-            headers: vec![],
-            latency: false,
-            u_latency: false,
-            batch_latency: false,
-            insecure: false,
-            digits: 3,
-            script: None,
-            script_args: vec![],
-            addrs: vec![],
-            outputs: Default::default(),
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/index.html").unwrap())
         }
     }
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 use tempfile::NamedTempFile;
 
 use super::*;
-use crate::config::{BenchConfig, Mode, Outputs, Target};
+use crate::config::{BenchConfig, Target};
 use crate::http::request::count_requests;
 use crate::stats::{latency_histogram, Stats};
 
@@ -18,22 +18,11 @@ const URL: &str = "http://127.0.0.1:8080/index.html?q=1";
 
 fn config() -> BenchConfig {
     BenchConfig {
-        target: Target::parse(URL).unwrap(),
         connections: 2,
-        threads: 2,
         duration: Duration::from_secs(1),
-        timeout: Duration::from_secs(2),
-        mode: Mode::ClosedLoop,
-        headers: vec![],
-        latency: false,
-        u_latency: false,
-        batch_latency: false,
-        insecure: false,
-        digits: 3,
-        script: None,
         script_args: vec!["first".into(), "second".into()],
         addrs: vec![addr()],
-        outputs: Outputs::default(),
+        ..BenchConfig::new(Target::parse(URL).unwrap())
     }
 }
 
