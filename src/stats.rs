@@ -17,6 +17,20 @@ pub fn latency_histogram(digits: u8) -> Histogram<u64> {
     Histogram::new_with_bounds(1, MAX_LATENCY_US, digits).expect("digits is validated to 1..=5")
 }
 
+/// Mean and sample standard deviation (n - 1, 0 below two samples) of
+/// plain samples, as wrk's `stats_mean` / `stats_stdev` (used for the
+/// per-thread Req/Sec samples).
+pub fn sample_mean_stdev(samples: &[f64]) -> (f64, f64) {
+    let n = samples.len() as f64;
+    let mean = if samples.is_empty() { 0.0 } else { samples.iter().sum::<f64>() / n };
+    let stdev = if samples.len() < 2 {
+        0.0
+    } else {
+        (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    };
+    (mean, stdev)
+}
+
 /// Socket and HTTP errors, counted as wrk counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Errors {

@@ -139,17 +139,11 @@ fn latency_row(h: &Histogram<u64>) -> Row {
 /// `stats_stdev` with n - 1, `stats_within_stdev`); no samples give wrk's
 /// `0.00  0.00  0.00  -nan%`.
 fn rate_row(samples: &[f64]) -> Row {
-    let n = samples.len() as f64;
-    let mean = if samples.is_empty() { 0.0 } else { samples.iter().sum::<f64>() / n };
-    let stdev = if samples.len() < 2 {
-        0.0
-    } else {
-        (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-    };
+    let (mean, stdev) = crate::stats::sample_mean_stdev(samples);
     let max = samples.iter().copied().fold(0.0, f64::max);
     let (lower, upper) = (mean - stdev, mean + stdev);
     let within = samples.iter().filter(|&&x| x >= lower && x <= upper).count() as f64;
-    Row { mean, stdev, max, within_stdev: within / n * 100.0 }
+    Row { mean, stdev, max, within_stdev: within / samples.len() as f64 * 100.0 }
 }
 
 /// The Thread Stats table: its header, Latency and Req/Sec rows.

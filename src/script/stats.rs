@@ -53,13 +53,7 @@ impl StatsObject {
         for &rate in samples {
             histogram.saturating_record(rate.round().max(0.0) as u64);
         }
-        let n = samples.len() as f64;
-        let mean = if samples.is_empty() { 0.0 } else { samples.iter().sum::<f64>() / n };
-        let stdev = if samples.len() < 2 {
-            0.0
-        } else {
-            (samples.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
-        };
+        let (mean, stdev) = crate::stats::sample_mean_stdev(samples);
         let min = samples.iter().copied().reduce(f64::min).unwrap_or(0.0);
         let max = samples.iter().copied().reduce(f64::max).unwrap_or(0.0);
         StatsObject { histogram, min, max, mean, stdev }
