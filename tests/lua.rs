@@ -695,3 +695,31 @@ fn request_that_is_not_http_stops_before_the_run() {
     }
     assert_eq!(server.stats().requests, 0, "a malformed request was sent");
 }
+
+// ----- HEAD: responses with a length and no body ----------------------------------
+
+#[test]
+fn head_requests_complete_without_a_body() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let run = pace(&["-t1", "-c2", "-d1s", "-s", script!("head"), &target], LIMIT);
+    run.assert_ok();
+    assert_clean(&run);
+    let requests = run.report().requests();
+    assert!(requests > 100, "only {requests} HEAD requests in 1 s\n{run}");
+    assert_eq!(server.stats().requests, requests, "{run}");
+}
+
+#[test]
+fn head_in_a_pipelined_batch_is_framed_without_a_body() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let run = pace(&["-t1", "-c2", "-d1s", "-s", script!("head_pipeline"), &target], LIMIT);
+    run.assert_ok();
+    assert_clean(&run);
+    let requests = run.report().requests();
+    assert!(requests > 100 && requests.is_multiple_of(3), "{requests} responses\n{run}");
+    assert_eq!(server.stats().requests, requests, "{run}");
+}

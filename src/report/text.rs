@@ -296,9 +296,16 @@ fn write_plan_warning(
     if reasons.is_empty() {
         return Ok(());
     }
+    // Failing connections also leave requests unsent; more of them would
+    // not help.
+    let advice = if result.total.errors.socket_total() > 0 {
+        "see the socket errors above, then raise -c or -t"
+    } else {
+        "raise -c or -t"
+    };
     writeln!(
         out,
-        "Warning: the load generator could not keep the plan ({}): raise -c or -t. \
+        "Warning: the load generator could not keep the plan ({}): {advice}. \
          Latency above includes the wait.",
         reasons.join("; ")
     )
