@@ -108,6 +108,8 @@ pub struct Worker {
     /// When the latest response completed (ns).
     last_response_ns: u64,
     start_ns: u64,
+    /// When the plan ends (start + duration).
+    end_ns: u64,
     series: Vec<u64>,
     /// Converts the kernel's receive stamps; recalibrated every rate sample.
     wall_clock: WallClock,
@@ -145,6 +147,7 @@ impl Worker {
             completed: 0,
             last_response_ns: 0,
             start_ns: 0,
+            end_ns: 0,
             series: Vec::new(),
             wall_clock: WallClock::calibrate(),
             buf: vec![0; READ_BUFFER],
@@ -173,6 +176,7 @@ impl Worker {
         };
         self.start_ns = start_ns;
         let end_ns = start_ns + self.setup.duration_ns;
+        self.end_ns = end_ns;
         self.sending = true;
         match self.setup.plan {
             Some(plan) => {
@@ -371,7 +375,9 @@ impl Worker {
         }
         while let Some(plan) = self.plan.as_mut() {
             let intended = plan.next_due_ns();
-            if intended > now {
+            // The plan ends with the run: a request due at or after the end
+            // is not part of it, even if a response lets us look late.
+            if intended > now || intended >= self.end_ns {
                 return;
             }
             let Some(i) = self.idle.pop_front() else { return };
