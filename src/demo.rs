@@ -79,13 +79,16 @@ fn explain(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
     )?;
     writeln!(
         out,
-        "  The server froze for 1 s. pace kept its plan of 2000 requests/s, so about \n  \
+        "  The server froze for 1 s. pace kept its plan of 2000 requests/s, so about\n  \
          2000 requests fell due during the freeze; they could not be sent or answered\n  \
          until it ended. Corrected latency counts from when each request should have\n  \
          been sent: those requests waited up to a second, evenly spread over 0-1 s,\n  \
          and the upper percentiles show it. Uncorrected latency counts from when a\n  \
          request was actually sent, which is what most load generators report: the\n  \
          requests stuck behind the freeze are sent late and answered fast, so the\n  \
-         stall almost disappears. That hidden wait is coordinated omission."
+         stall almost disappears. That hidden wait is coordinated omission.\n  \
+         The Warning above is expected here: while the server was frozen, every\n  \
+         connection waited for it, so pace could not send on schedule; the schedule\n  \
+         lag is that wait, and the corrected latency includes it."
     )
 }
