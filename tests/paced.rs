@@ -66,3 +66,22 @@ fn fractional_rate() {
     let served = server.stats().requests;
     assert_eq!(served, requests, "server read {served} requests\n{run}");
 }
+
+/// Between sends a paced thread sleeps and lets responses wait in the
+/// socket, timed by the kernel's receive stamps. A large body must not wait
+/// for those sleeps: TCP flow control would hold the rest of it back until
+/// pace reads, and the response would look as slow as pace's naps.
+#[test]
+fn large_bodies_are_read_as_they_arrive() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/bytes/20000000");
+    let run = pace(&["-t1", "-c2", "-d2s", "-R5", "-U", &target], Duration::from_secs(15));
+    run.assert_ok();
+    let report = run.report();
+    assert_eq!(report.requests(), 10, "{run}");
+    // 20 MB over loopback takes ~10-20 ms; read only at pace's wake-ups
+    // (every 50 ms at most at this rate) it took ~100 ms.
+    let p50 = report.latency_us(Block::Uncorrected, 50.0);
+    assert!(p50 < 60_000.0, "20 MB responses took {p50}us at p50\n{run}");
+}

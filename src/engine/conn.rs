@@ -44,6 +44,8 @@ pub struct Conn {
     pub pending: usize,
     /// Consecutive failures since the last good response; drives back-off.
     pub failures: u32,
+    /// Part of a response has arrived and the rest has not.
+    pub receiving: bool,
 }
 
 impl Conn {
@@ -59,6 +61,7 @@ impl Conn {
             connect_started_ns: 0,
             pending: 0,
             failures: 0,
+            receiving: false,
         }
     }
 

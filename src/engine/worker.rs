@@ -114,6 +114,8 @@ pub struct Worker {
     /// Converts the kernel's receive stamps; recalibrated every rate sample.
     wall_clock: WallClock,
     buf: Vec<u8>,
+    /// Connections in the middle of receiving a response.
+    receiving: usize,
     /// No new requests are sent once this is false (end of run or stop).
     sending: bool,
     /// The script called `thread:stop()`, or failed: this thread is done.
@@ -151,6 +153,7 @@ impl Worker {
             series: Vec::new(),
             wall_clock: WallClock::calibrate(),
             buf: vec![0; READ_BUFFER],
+            receiving: 0,
             sending: false,
             thread_stopped,
             script_error: None,
@@ -286,7 +289,10 @@ impl Worker {
                 wake = wake.min(*at);
             }
             match &self.plan {
-                Some(plan) if plan.next_due_ns() > now || !self.idle.is_empty() => {
+                Some(plan)
+                    if self.receiving == 0
+                        && (plan.next_due_ns() > now || !self.idle.is_empty()) =>
+                {
                     self.sleep_then_collect(now, wake.min(plan.next_due_ns()));
                 }
                 _ => self.poll(now, wake),
@@ -304,6 +310,9 @@ impl Worker {
     ///
     /// A wait shorter than a wake-up costs is spent spinning on the clock
     /// instead: cheaper, and on time (high rates per thread).
+    ///
+    /// Not while a response is half received: TCP flow control would make
+    /// the rest of it wait for our reads, and its arrival stamp with it.
     fn sleep_then_collect(&mut self, now: u64, wake_at: u64) {
         let nap = wake_at.saturating_sub(now).min(MAX_SLEEP_NS);
         if nap >= SPIN_BELOW_NS {
@@ -577,6 +586,21 @@ impl Worker {
             }
         }
         self.buf = buf;
+        let conn = &self.conns[i];
+        self.set_receiving(i, conn.stream.is_some() && conn.in_flight() && !conn.parser.is_idle());
+    }
+
+    /// Keeps the count of connections in the middle of a response.
+    fn set_receiving(&mut self, i: usize, receiving: bool) {
+        let conn = &mut self.conns[i];
+        if conn.receiving != receiving {
+            conn.receiving = receiving;
+            if receiving {
+                self.receiving += 1;
+            } else {
+                self.receiving -= 1;
+            }
+        }
     }
 
     /// Feeds bytes to connection `i`'s parser. Returns false when the
@@ -709,6 +733,7 @@ impl Worker {
         conn.pending = 0;
         conn.phase = Phase::BackingOff;
         self.idle.retain(|&c| c != i);
+        self.set_receiving(i, false);
     }
 
     /// Closes and reopens at once (the server closed an idle keep-alive
