@@ -7,6 +7,13 @@
 //! written directly when it is due (no writable-event round trip), and a
 //! read shorter than the buffer ends the read loop (no read that would only
 //! return EAGAIN).
+//!
+//! Paced mode wakes once per send, not once per response: between sends
+//! the thread sleeps on the clock alone and collects the responses at the
+//! next wake-up, timed by the kernel's receive stamps (see
+//! [`Worker::sleep_then_collect`]). It falls back to waiting on epoll when
+//! a request is overdue with no idle connection, or a response is half
+//! received.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
