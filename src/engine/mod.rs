@@ -1,5 +1,5 @@
 //! The load engine: one OS thread per `-t`, each running its own event loop
-//! over its own connections (see [`worker`]), started together on a common
+//! over its own connections (see `worker.rs`), started together on a common
 //! start line and merged at the end.
 
 mod conn;
