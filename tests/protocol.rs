@@ -122,7 +122,7 @@ fn ipv6_loopback() {
     assert!(target.starts_with("http://[::1]:"), "{target}");
     let run = pace(&["-t1", "-c2", "-d500ms", &target], LIMIT);
     run.assert_ok();
-    assert!(run.stdout.starts_with(&format!("Running 500.00ms test @ {target}\n")), "{run}");
+    assert!(run.stdout.starts_with(&format!("Running 500ms test @ {target}\n")), "{run}");
     let report = run.report();
     assert!(report.requests() >= 50, "{run}");
     assert!(report.socket_errors().is_none(), "{run}");

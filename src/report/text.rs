@@ -44,11 +44,14 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
 }
 
 /// wrk's whole seconds (`30s`, `2m`) when the duration is whole seconds, as
-/// wrk's always are; otherwise (`500ms`, `1.5s`, which pace accepts) the
-/// finer time format, so a sub-second run does not read `0s`.
+/// wrk's always are; whole milliseconds below a second as typed (`500ms`);
+/// otherwise (`1.5s`, which pace accepts) the finer time format, so a
+/// sub-second run does not read `0s`.
 fn format_test_duration(duration: Duration) -> String {
     if duration.subsec_nanos() == 0 {
         format_time_s(duration.as_secs_f64())
+    } else if duration < Duration::from_secs(1) && duration.subsec_nanos().is_multiple_of(1_000_000) {
+        format!("{}ms", duration.as_millis())
     } else {
         format_time_us(duration.as_micros() as f64)
     }
@@ -403,7 +406,7 @@ mod tests {
         cfg.duration = Duration::from_secs(90);
         assert!(header(&cfg).starts_with("Running 2m test"));
         cfg.duration = Duration::from_millis(500);
-        assert!(header(&cfg).starts_with("Running 500.00ms test"));
+        assert!(header(&cfg).starts_with("Running 500ms test"));
         cfg.duration = Duration::from_millis(1500);
         assert!(header(&cfg).starts_with("Running 1.50s test"));
     }
