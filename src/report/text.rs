@@ -50,7 +50,8 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
 fn format_test_duration(duration: Duration) -> String {
     if duration.subsec_nanos() == 0 {
         format_time_s(duration.as_secs_f64())
-    } else if duration < Duration::from_secs(1) && duration.subsec_nanos().is_multiple_of(1_000_000) {
+    } else if duration < Duration::from_secs(1) && duration.subsec_nanos().is_multiple_of(1_000_000)
+    {
         format!("{}ms", duration.as_millis())
     } else {
         format_time_us(duration.as_micros() as f64)
