@@ -44,7 +44,9 @@ pub struct Conn {
     pub pending: usize,
     /// Consecutive failures since the last good response; drives back-off.
     pub failures: u32,
-    /// Part of a response has arrived and the rest has not.
+    /// Bytes read since the last complete response.
+    pub received: usize,
+    /// A large part of a response has arrived and the rest has not.
     pub receiving: bool,
 }
 
@@ -61,6 +63,7 @@ impl Conn {
             connect_started_ns: 0,
             pending: 0,
             failures: 0,
+            received: 0,
             receiving: false,
         }
     }

@@ -12,7 +12,7 @@
 //! the thread sleeps on the clock alone and collects the responses at the
 //! next wake-up, timed by the kernel's receive stamps (see
 //! [`Worker::sleep_then_collect`]). It falls back to waiting on epoll when
-//! a request is overdue with no idle connection, or a response is half
+//! a request is overdue with no idle connection, or a large response is half
 //! received.
 
 use std::cmp::Reverse;
@@ -41,6 +41,9 @@ const MAX_SLEEP_NS: u64 = 50_000_000;
 /// Paced mode spins instead of sleeping when the next send is closer than
 /// this: about what a sleep and wake-up cost in CPU on these VMs.
 const SPIN_BELOW_NS: u64 = 20_000;
+/// An incomplete response of at least this many bytes may be held back
+/// by TCP flow control until it is read: paced mode then reads promptly.
+const LARGE_RESPONSE: usize = 16 * 1024;
 /// Read buffer per thread. Large enough that big bodies take few reads.
 const READ_BUFFER: usize = 64 * 1024;
 /// How long a thread waits for its connections before the plan starts.
@@ -302,6 +305,7 @@ impl Worker {
                 {
                     self.sleep_then_collect(now, wake.min(plan.next_due_ns()));
                 }
+                Some(plan) if !self.idle.is_empty() => self.poll(now, wake.min(plan.next_due_ns())),
                 _ => self.poll(now, wake),
             }
         }
@@ -318,8 +322,10 @@ impl Worker {
     /// A wait shorter than a wake-up costs is spent spinning on the clock
     /// instead: cheaper, and on time (high rates per thread).
     ///
-    /// Not while a response is half received: TCP flow control would make
-    /// the rest of it wait for our reads, and its arrival stamp with it.
+    /// Not while a large response is half received: TCP flow control would
+    /// make the rest of it wait for our reads, and its arrival stamp with
+    /// it. (A small response split over two segments fits in the socket
+    /// buffer and arrives on its own.)
     fn sleep_then_collect(&mut self, now: u64, wake_at: u64) {
         let nap = wake_at.saturating_sub(now).min(MAX_SLEEP_NS);
         if nap >= SPIN_BELOW_NS {
@@ -577,6 +583,7 @@ impl Worker {
                 }
                 Ok((n, stamp)) => {
                     self.stats.bytes += n as u64;
+                    self.conns[i].received += n;
                     let now = sys::now_ns();
                     let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
                     if !self.parse(i, &buf[..n], arrived) || (drains && !until_end && n < buf.len())
@@ -594,7 +601,11 @@ impl Worker {
         }
         self.buf = buf;
         let conn = &self.conns[i];
-        self.set_receiving(i, conn.stream.is_some() && conn.in_flight() && !conn.parser.is_idle());
+        let large_and_incomplete = conn.stream.is_some()
+            && conn.in_flight()
+            && !conn.parser.is_idle()
+            && conn.received >= LARGE_RESPONSE;
+        self.set_receiving(i, large_and_incomplete);
     }
 
     /// Keeps the count of connections in the middle of a response.
@@ -665,6 +676,7 @@ impl Worker {
             self.series[slot] += 1;
         }
         let conn = &mut self.conns[i];
+        conn.received = 0;
         conn.pending -= 1;
         if conn.pending == 0 || !self.setup.batch_latency {
             self.stats.corrected.saturating_record(now.saturating_sub(conn.intended_ns) / 1000);
@@ -738,6 +750,7 @@ impl Worker {
             self.poller.delete(stream.socket());
         }
         conn.pending = 0;
+        conn.received = 0;
         conn.phase = Phase::BackingOff;
         self.idle.retain(|&c| c != i);
         self.set_receiving(i, false);
