@@ -751,8 +751,13 @@ impl Worker {
         }
         conn.pending = 0;
         conn.received = 0;
+        // Only idle connections wait in the queue; a connection closed
+        // after its response (`Connection: close`) is not searched for.
+        let was_idle = conn.phase == Phase::Idle;
         conn.phase = Phase::BackingOff;
-        self.idle.retain(|&c| c != i);
+        if was_idle {
+            self.idle.retain(|&c| c != i);
+        }
         self.set_receiving(i, false);
     }
 
