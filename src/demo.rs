@@ -8,12 +8,13 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::config::{BenchConfig, Mode, Target};
+use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
 use crate::report::spectrum::value_at_percentile;
 use crate::run;
 use crate::serve::{self, ServeOptions, Stall};
 use crate::stats::RunResult;
+use crate::target::Target;
 use crate::units::format_time_us;
 
 const RATE: f64 = 2000.0;
@@ -38,7 +39,6 @@ pub fn run() -> Result<i32, Error> {
         mode: Mode::Paced { rate: RATE },
         latency: true,
         u_latency: true,
-        addrs: vec![addr],
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
     };
     eprintln!(
@@ -47,7 +47,7 @@ pub fn run() -> Result<i32, Error> {
         STALL_AT.as_secs()
     );
     eprintln!("Same as: pace -t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
-    let finished = run::measure(&cfg, run::fixed_workload(&cfg));
+    let finished = run::measure(&cfg, addr, run::fixed_workload(&cfg, addr));
     server.stop();
     let result = finished?.result;
     let mut out = io::stdout().lock();

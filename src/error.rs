@@ -11,6 +11,7 @@
 //!   the report of what was measured is still printed).
 //! - 130 / 143: the run was stopped by SIGINT / SIGTERM; the report of what
 //!   was measured was printed.
+//! - 101: a bug in pace (a panic; one line on stderr).
 
 use std::fmt;
 
@@ -23,6 +24,8 @@ pub enum Error {
     Setup(String),
     /// The Lua script failed.
     Script(String),
+    /// A bug in pace: a part of it stopped unexpectedly.
+    Internal(String),
 }
 
 impl Error {
@@ -31,6 +34,7 @@ impl Error {
             Error::Usage(_) => 1,
             Error::Setup(_) => 2,
             Error::Script(_) => 3,
+            Error::Internal(_) => 101,
         }
     }
 }
@@ -38,11 +42,11 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::Setup(m) | Error::Script(m) => f.write_str(m),
+            Error::Usage(m) | Error::Setup(m) | Error::Script(m) | Error::Internal(m) => {
+                f.write_str(m)
+            }
         }
     }
 }
 
 impl std::error::Error for Error {}
-
-pub type Result<T> = std::result::Result<T, Error>;

@@ -3,22 +3,32 @@
 //!
 //! Data flows one way: options ([`cli`]) -> validated [`config`] ->
 //! [`engine`] threads (each records into its own [`stats`], no locks on the
-//! hot path) -> merged stats -> [`report`].
+//! hot path) -> merged stats -> [`report`]. `docs/architecture.md` walks
+//! through the modules.
+//!
+//! The library serves the `pace` binary ([`main`]) and the end-to-end tests,
+//! which start the built-in server in-process ([`serve`]); nothing else is
+//! public.
 
-pub mod cli;
-pub mod config;
-pub mod demo;
-pub mod engine;
-pub mod error;
-pub mod http;
-pub mod output;
-pub mod plan;
-pub mod report;
-pub mod resolve;
-pub mod run;
-pub mod script;
+mod app;
+mod cli;
+mod config;
+mod demo;
+mod engine;
+mod error;
+mod http;
+mod output;
+mod plan;
+mod report;
+mod resolve;
+mod run;
+mod script;
 pub mod serve;
-pub mod stats;
-pub mod sys;
-pub mod tls;
-pub mod units;
+mod signals;
+mod stats;
+mod sys;
+mod target;
+mod tls;
+mod units;
+
+pub use app::main;

@@ -247,8 +247,10 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::config::{Mode, Outputs as Options, Target};
-    use crate::stats::Stats;
+    use crate::config::{Mode, OutputOptions as Options};
+    use crate::signals::Interruption;
+    use crate::stats::{HistogramShape, Stats, ThreadTotals};
+    use crate::target::Target;
 
     /// A `Write` whose bytes the test can read afterwards.
     #[derive(Clone, Default)]
@@ -282,7 +284,7 @@ mod tests {
     }
 
     fn period(index: u64, requests: u64) -> Interval {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for _ in 0..requests {
             stats.response(200);
             stats.corrected.record(1500).unwrap();
@@ -294,7 +296,7 @@ mod tests {
     /// A one-thread run that measured `total` in `runtime`.
     fn measured(total: Stats, runtime: Duration) -> RunResult {
         RunResult {
-            threads: vec![total.clone()],
+            threads: vec![ThreadTotals::from(&total)],
             total,
             runtime,
             unsent: 0,
@@ -310,14 +312,14 @@ mod tests {
         let live = Shared::default();
         let mut outputs = Outputs::with_live_output(cfg, Box::new(live.clone())).unwrap();
         let periods = [period(0, 100), period(1, 50)];
-        let mut result = measured(Stats::new(3), Duration::from_secs(2));
+        let mut result = measured(Stats::new(HistogramShape::digits(3)), Duration::from_secs(2));
         result.series = vec![vec![100, 50]];
         result.series_interval = Duration::from_secs(1);
         for p in &periods {
             outputs.interval(cfg, p).unwrap();
             result.total.merge(&p.stats);
         }
-        result.threads = vec![result.total.clone()];
+        result.threads = vec![ThreadTotals::from(&result.total)];
         let mut out = Vec::new();
         outputs.finish(cfg, &result, &mut out).unwrap();
         (live.text(), String::from_utf8(out).unwrap())
@@ -401,7 +403,7 @@ mod tests {
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
         let mut result = measured(period(0, 10).stats, Duration::from_secs(1));
-        result.interrupted = Some(2);
+        result.interrupted = Some(Interruption::Interrupt);
         outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
         assert!(!temp.exists());
         let log = fs::read_to_string(&path).unwrap();
@@ -418,7 +420,7 @@ mod tests {
         let path = dir.path().join("empty.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
-        let result = measured(Stats::new(3), Duration::ZERO);
+        let result = measured(Stats::new(HistogramShape::digits(3)), Duration::ZERO);
         outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }

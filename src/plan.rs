@@ -26,12 +26,6 @@ impl Plan {
         (k as f64 * self.interval_ns) as u64
     }
 
-    /// How many requests the plan intends to send in the first `ns`
-    /// nanoseconds of the run.
-    pub fn count_before(&self, ns: u64) -> u64 {
-        (ns as f64 / self.interval_ns).ceil() as u64
-    }
-
     /// The share of this plan owned by thread `thread` of `threads`.
     pub fn for_thread(&self, thread: usize, threads: usize, start_ns: u64) -> ThreadPlan {
         ThreadPlan { plan: *self, start_ns, next_k: thread as u64, stride: threads as u64 }
@@ -108,6 +102,5 @@ mod tests {
         let p = plan.for_thread(1, 2, 0);
         // Thread 1 owns k = 1, 3, 5, 7, 9 in the first 10 ms.
         assert_eq!(p.unsent_before(10_000_000), 5);
-        assert_eq!(plan.count_before(10_000_000), 10);
     }
 }

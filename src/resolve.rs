@@ -11,8 +11,8 @@ use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::config::Target;
 use crate::error::Error;
+use crate::target::Target;
 
 /// The addresses of `target` that accept a TCP connection within
 /// `connect_timeout`, in resolver order. A zero timeout is taken as 1 ms.

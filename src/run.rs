@@ -4,20 +4,19 @@
 //! once.
 
 use std::io::{self, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use signal_hook::consts::{SIGINT, SIGTERM};
-
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Engine, Finished, ThreadRequests, Workload};
+use crate::engine::{Engine, Finished, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
 use crate::output::Outputs;
 use crate::report;
 use crate::resolve::resolve_target;
 use crate::script::Script;
+use crate::signals::Signals;
 use crate::stats::{Interval, RunResult};
 
 /// Upper bound of the test connection made to each resolved address: a
@@ -29,34 +28,32 @@ const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// first (a broken script stops pace before any connection), then the
 /// target is resolved, the thread states are set up, the run happens, the
 /// report is printed, and the script's `done()` runs last.
-pub fn bench(mut cfg: BenchConfig) -> Result<i32, Error> {
-    let mut script = cfg.script.as_deref().map(|path| Script::load(path, &cfg)).transpose()?;
-    cfg.addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
+pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
+    let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
+    let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {
-        Some(script) => scripted_workload(&cfg, script)?,
-        None => fixed_workload(&cfg),
+        Some(script) => scripted_workload(cfg, &addrs, script)?,
+        None => fixed_workload(cfg, addrs[0]),
     };
-    let mut outputs = Outputs::start(&cfg)?;
+    let mut outputs = Outputs::start(cfg)?;
     let text_header = outputs.text_header();
     // The first error of the live outputs; the run goes on regardless.
     let mut interval_error = None;
-    let finished = measure_with(&cfg, workload, text_header, &mut |interval| {
-        if let Err(error) = outputs.interval(&cfg, interval) {
+    let finished = measure_with(cfg, addrs[0], workload, text_header, &mut |interval| {
+        if let Err(error) = outputs.interval(cfg, interval) {
             interval_error.get_or_insert(error);
         }
     })?;
     let mut out = io::stdout().lock();
-    let written = outputs.finish(&cfg, &finished.result, &mut out);
+    let written = outputs.finish(cfg, &finished.result, &mut out);
     report_interruption(&finished.result);
-    if let Some(error) = &finished.script_error {
-        let _ = out.flush();
-        eprintln!("pace: the script failed, the run was stopped: {error}");
-        return Ok(Error::Script(String::new()).exit_code());
+    // Lua writes through C's stdio: what Rust buffered goes first.
+    let _ = out.flush();
+    drop(out);
+    if let Some(error) = finished.script_error {
+        return Err(Error::Script(format!("the script failed, the run was stopped: {error}")));
     }
     if let Some(script) = script.as_mut() {
-        // Lua writes through C's stdio: what Rust buffered goes first.
-        let _ = out.flush();
-        drop(out);
         script.done(&finished.result, finished.scripts)?;
     }
     if let Some(error) = interval_error {
@@ -66,20 +63,22 @@ pub fn bench(mut cfg: BenchConfig) -> Result<i32, Error> {
     Ok(exit_code(&finished.result))
 }
 
-/// Prints the header, runs the benchmark and returns what it measured.
-pub fn measure(cfg: &BenchConfig, workload: Workload) -> Result<Finished, Error> {
-    measure_with(cfg, workload, true, &mut |_| {})
+/// Prints the header, runs the benchmark against `addr` and returns what
+/// it measured.
+pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
+    measure_with(cfg, addr, workload, true, &mut |_| {})
 }
 
 /// [`measure`], printing the header only if `print_header`, and passing
 /// every reporting period to `on_interval` as soon as it is complete.
-pub fn measure_with(
+fn measure_with(
     cfg: &BenchConfig,
+    addr: SocketAddr,
     workload: Workload,
     print_header: bool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<Finished, Error> {
-    let engine = Engine::prepare(cfg)?;
+    let engine = Engine::prepare(cfg, addr)?;
     let signals = Signals::install()?;
     // What the script printed in setup()/init() comes before the header.
     crate::sys::flush_c_stdout();
@@ -93,45 +92,54 @@ pub fn measure_with(
     Ok(finished)
 }
 
-/// 0, or 128 + the signal that interrupted the run (documented in README).
+/// 0, or the exit code of the signal that interrupted the run.
 pub fn exit_code(result: &RunResult) -> i32 {
-    result.interrupted.map_or(0, |signal| 128 + signal)
+    result.interrupted.map_or(0, |signal| signal.exit_code())
 }
 
-/// Every thread sends the same request: GET of the URL's path with `Host`
-/// and the `-H` headers.
-pub fn fixed_workload(cfg: &BenchConfig) -> Workload {
+/// Every thread sends the same request to `addr`: GET of the URL's path
+/// with `Host` and the `-H` headers.
+pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
     let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    let bytes: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    let request: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
     Workload {
         heads: Arc::from([false]),
-        threads: (0..cfg.threads).map(|_| ThreadRequests::Fixed(bytes.clone())).collect(),
+        sources: (0..cfg.threads)
+            .map(|_| RequestSource::Fixed { request: request.clone(), addr })
+            .collect(),
     }
 }
 
 /// One Lua state per thread, set up in wrk's order. As wrk's
 /// `script_verify_request`, the first request of the first thread must
 /// parse and fixes the pipelining depth (the number of requests in it).
-fn scripted_workload(cfg: &BenchConfig, script: &mut Script) -> Result<Workload, Error> {
-    script.set_addrs(&cfg.addrs)?;
-    let default_addr = cfg.addrs[0];
+fn scripted_workload(
+    cfg: &BenchConfig,
+    addrs: &[SocketAddr],
+    script: &mut Script,
+) -> Result<Workload, Error> {
+    script.set_addrs(addrs)?;
+    let paced = matches!(cfg.mode, Mode::Paced { .. });
     let mut heads = None;
-    let mut threads = Vec::with_capacity(cfg.threads);
+    let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
-        let mut thread = script.thread(default_addr)?;
+        let mut thread = script.thread(addrs[0])?;
         if heads.is_none() {
             let first = thread.request()?;
             let batch = count_requests(&first).map_err(|e| {
                 Error::Script(format!("the script's request is not valid HTTP: {e}"))
             })?;
             heads = Some(batch.is_head);
-            if thread.has_delay() && matches!(cfg.mode, Mode::Paced { .. }) {
+            if thread.has_delay() && paced {
                 eprintln!("pace: delay() is ignored with -R: the plan sets when requests are sent");
             }
         }
-        threads.push(ThreadRequests::Script(Box::new(thread)));
+        if paced {
+            thread.ignore_delay();
+        }
+        sources.push(RequestSource::Script(Box::new(thread)));
     }
-    Ok(Workload { heads: heads.unwrap_or_else(|| vec![false]).into(), threads })
+    Ok(Workload { heads: heads.unwrap_or_else(|| vec![false]).into(), sources })
 }
 
 /// Prints the report for a finished run.
@@ -148,8 +156,10 @@ pub fn print_result(
 /// Says on stderr when a signal ended the run early.
 fn report_interruption(result: &RunResult) {
     if let Some(signal) = result.interrupted {
-        let name = if signal == SIGINT { "SIGINT" } else { "SIGTERM" };
-        eprintln!("pace: run stopped early by {name}; the report covers what was measured");
+        eprintln!(
+            "pace: run stopped early by {}; the report covers what was measured",
+            signal.name()
+        );
     }
 }
 
@@ -161,46 +171,5 @@ fn print_ignoring_closed_stdout(result: io::Result<()>) -> Result<(), Error> {
             Err(Error::Setup(format!("cannot write the report: {e}")))
         }
         _ => Ok(()),
-    }
-}
-
-/// SIGINT/SIGTERM flags: `stop` tells the engine threads to stop; the
-/// others remember which signal it was, for the exit code.
-struct Signals {
-    stop: Arc<AtomicBool>,
-    interrupt: Arc<AtomicBool>,
-    terminate: Arc<AtomicBool>,
-}
-
-impl Signals {
-    fn install() -> Result<Signals, Error> {
-        let signals = Signals {
-            stop: Arc::new(AtomicBool::new(false)),
-            interrupt: Arc::new(AtomicBool::new(false)),
-            terminate: Arc::new(AtomicBool::new(false)),
-        };
-        let register = || -> io::Result<()> {
-            // Order matters: the conditional shutdown must see `stop` as it
-            // was before this signal, so a first Ctrl-C stops gracefully
-            // and only a second one exits at once.
-            signal_hook::flag::register_conditional_shutdown(SIGINT, 130, signals.stop.clone())?;
-            for (signal, flag) in [(SIGINT, &signals.interrupt), (SIGTERM, &signals.terminate)] {
-                signal_hook::flag::register(signal, flag.clone())?;
-                signal_hook::flag::register(signal, signals.stop.clone())?;
-            }
-            Ok(())
-        };
-        register().map_err(|e| Error::Setup(format!("cannot install signal handlers: {e}")))?;
-        Ok(signals)
-    }
-
-    fn received(&self) -> Option<i32> {
-        if self.interrupt.load(Ordering::Relaxed) {
-            Some(SIGINT)
-        } else if self.terminate.load(Ordering::Relaxed) {
-            Some(SIGTERM)
-        } else {
-            None
-        }
     }
 }

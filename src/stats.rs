@@ -5,16 +5,54 @@
 //! HdrHistograms with the same geometry add count by count.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-/// Highest latency a histogram tracks: one day in microseconds, as wrk2.
+use crate::signals::Interruption;
+
+/// Highest latency recorded: one day in microseconds, as wrk2 (longer
+/// values are recorded as one day).
 pub const MAX_LATENCY_US: u64 = 24 * 60 * 60 * 1_000_000;
 
-/// A latency histogram in microseconds, 1 us .. 1 day, `digits` significant
-/// figures (wrk2's `hdr_init(1, MAX_LATENCY, 3)`).
+/// The geometry of a run's histograms: microseconds from 1, `digits`
+/// significant figures (wrk2's `hdr_init(1, MAX_LATENCY, digits)`), and a
+/// first range that covers the longest latency the run can measure.
+///
+/// The range is what costs memory (at 5 digits a histogram up to one day
+/// takes 22 MB, up to 12 s a third of that, and every page is touched when
+/// it is created), so it starts at what the run needs and the histograms
+/// grow if a value ever exceeds it: nothing is clamped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct HistogramShape {
+    digits: u8,
+    highest_us: u64,
+}
+
+impl HistogramShape {
+    /// For a run whose latencies stay under `longest` (its duration plus
+    /// its timeout: no request waits longer).
+    pub fn new(digits: u8, longest: Duration) -> HistogramShape {
+        let highest_us = u64::try_from(longest.as_micros()).unwrap_or(MAX_LATENCY_US);
+        HistogramShape { digits, highest_us: highest_us.clamp(1_000_000, MAX_LATENCY_US) }
+    }
+
+    /// Histograms with `digits` and a one-second first range.
+    pub fn digits(digits: u8) -> HistogramShape {
+        HistogramShape::new(digits, Duration::from_secs(1))
+    }
+
+    pub fn histogram(&self) -> Histogram<u64> {
+        let mut histogram = Histogram::new_with_bounds(1, self.highest_us, self.digits)
+            .expect("digits is validated to 1..=5");
+        histogram.auto(true);
+        histogram
+    }
+}
+
+/// A latency histogram in microseconds with `digits` significant figures.
 pub fn latency_histogram(digits: u8) -> Histogram<u64> {
-    Histogram::new_with_bounds(1, MAX_LATENCY_US, digits).expect("digits is validated to 1..=5")
+    HistogramShape::digits(digits).histogram()
 }
 
 /// Mean and sample standard deviation (n - 1, 0 below two samples) of
@@ -53,7 +91,7 @@ impl Errors {
         self.connect + self.read + self.write + self.timeout
     }
 
-    fn add(&mut self, other: &Errors) {
+    pub fn add(&mut self, other: &Errors) {
         self.connect += other.connect;
         self.read += other.read;
         self.write += other.write;
@@ -97,11 +135,11 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn new(digits: u8) -> Stats {
+    pub fn new(shape: HistogramShape) -> Stats {
         Stats {
-            corrected: latency_histogram(digits),
-            uncorrected: latency_histogram(digits),
-            lag: latency_histogram(digits),
+            corrected: shape.histogram(),
+            uncorrected: shape.histogram(),
+            lag: shape.histogram(),
             requests: 0,
             bytes: 0,
             errors: Errors::default(),
@@ -134,12 +172,25 @@ impl Stats {
         *self.statuses.entry(status).or_insert(0) += 1;
     }
 
+    /// Empties these measurements, keeping the histograms' memory.
+    pub fn clear(&mut self) {
+        self.corrected.reset();
+        self.uncorrected.reset();
+        self.lag.reset();
+        self.requests = 0;
+        self.bytes = 0;
+        self.errors = Errors::default();
+        self.statuses.clear();
+        self.error_causes.clear();
+        self.rate_samples.clear();
+    }
+
     /// Adds another thread's measurements to these.
     pub fn merge(&mut self, other: &Stats) {
-        // Same geometry by construction, so adding cannot fail.
-        self.corrected.add(&other.corrected).expect("same histogram geometry");
-        self.uncorrected.add(&other.uncorrected).expect("same histogram geometry");
-        self.lag.add(&other.lag).expect("same histogram geometry");
+        // The histograms resize to take any value, so adding cannot fail.
+        self.corrected.add(&other.corrected).expect("auto-resizing histogram");
+        self.uncorrected.add(&other.uncorrected).expect("auto-resizing histogram");
+        self.lag.add(&other.lag).expect("auto-resizing histogram");
         self.requests += other.requests;
         self.bytes += other.bytes;
         self.errors.add(&other.errors);
@@ -159,8 +210,8 @@ mod tests {
 
     #[test]
     fn merge_adds_everything() {
-        let mut a = Stats::new(3);
-        let mut b = Stats::new(3);
+        let mut a = Stats::new(HistogramShape::digits(3));
+        let mut b = Stats::new(HistogramShape::digits(3));
         a.corrected.record(100).unwrap();
         b.corrected.record(200).unwrap();
         a.response(200);
@@ -178,9 +229,54 @@ mod tests {
     }
 
     #[test]
-    fn geometry_matches_wrk2() {
-        let h = latency_histogram(3);
-        assert_eq!(h.buckets(), 27);
+    fn histograms_are_sized_to_the_run_and_grow() {
+        let short = HistogramShape::new(3, Duration::from_secs(12)).histogram();
+        let day = HistogramShape::new(3, Duration::from_secs(100_000)).histogram();
+        // wrk2's one-day geometry, and a run of 12 s in half the buckets.
+        assert_eq!(day.buckets(), 27);
+        assert_eq!(short.buckets(), 14);
+        let mut grown = short.clone();
+        grown.record(MAX_LATENCY_US).unwrap();
+        assert_eq!(grown.max(), day.highest_equivalent(MAX_LATENCY_US));
+        let mut merged = latency_histogram(3);
+        merged.add(&grown).unwrap();
+        assert_eq!(merged.len(), 1);
+    }
+
+    #[test]
+    fn clear_empties_everything() {
+        let mut a = Stats::new(HistogramShape::digits(3));
+        a.corrected.record(5).unwrap();
+        a.response(500);
+        a.error(ErrorKind::Read, "x");
+        a.rate_samples.push(1.0);
+        a.clear();
+        assert!(a.corrected.is_empty() && a.statuses.is_empty() && a.error_causes.is_empty());
+        assert_eq!((a.requests, a.errors, a.rate_samples.len()), (0, Errors::default(), 0));
+    }
+}
+
+/// One thread's counts over the whole run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ThreadTotals {
+    pub requests: u64,
+    pub bytes: u64,
+    pub errors: Errors,
+}
+
+impl From<&Stats> for ThreadTotals {
+    fn from(stats: &Stats) -> ThreadTotals {
+        let mut totals = ThreadTotals::default();
+        totals.add(stats);
+        totals
+    }
+}
+
+impl ThreadTotals {
+    pub fn add(&mut self, stats: &Stats) {
+        self.requests += stats.requests;
+        self.bytes += stats.bytes;
+        self.errors.add(&stats.errors);
     }
 }
 
@@ -190,19 +286,19 @@ mod tests {
 pub struct RunResult {
     /// All threads' measurements added together.
     pub total: Stats,
-    /// Each thread's own measurements, in thread order.
-    pub threads: Vec<Stats>,
+    /// Each thread's counts, in thread order.
+    pub threads: Vec<ThreadTotals>,
     /// From the start of the plan until the last response was collected.
-    pub runtime: std::time::Duration,
+    pub runtime: Duration,
     /// Paced mode: requests the plan wanted sent before the end of the run
     /// that were never sent because no connection was free.
     pub unsent: u64,
-    /// Set when SIGINT/SIGTERM ended the run early (the signal number).
-    pub interrupted: Option<i32>,
+    /// Set when SIGINT/SIGTERM ended the run early.
+    pub interrupted: Option<Interruption>,
     /// Completed requests per thread and per [`RunResult::series_interval`]
     /// since the start (wrx's time series).
     pub series: Vec<Vec<u64>>,
-    pub series_interval: std::time::Duration,
+    pub series_interval: Duration,
 }
 
 /// The measurements of one reporting period (`-p`, `--hlog`), all threads
@@ -212,8 +308,8 @@ pub struct Interval {
     /// 0 for the first period of the run.
     pub index: u64,
     /// Start of the period, from the start of the run.
-    pub start: std::time::Duration,
+    pub start: Duration,
     /// Length of the period (the last one may be shorter).
-    pub length: std::time::Duration,
+    pub length: Duration,
     pub stats: Stats,
 }

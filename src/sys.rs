@@ -123,7 +123,7 @@ impl WallClock {
     }
 
     /// A wall-clock stamp on the monotonic scale, never later than `now`.
-    pub fn to_now_ns(&self, wall_ns: u64, now: u64) -> u64 {
+    pub fn to_now_ns(self, wall_ns: u64, now: u64) -> u64 {
         let mono = wall_ns as i128 - self.offset;
         mono.clamp(0, now as i128) as u64
     }
@@ -191,11 +191,6 @@ impl Poller {
         Ok(())
     }
 
-    pub fn modify(&self, fd: impl AsFd, token: u64, interest: Interest) -> io::Result<()> {
-        epoll::modify(&self.epoll, fd, epoll::EventData::new_u64(token), Self::flags(interest))?;
-        Ok(())
-    }
-
     pub fn delete(&self, fd: impl AsFd) {
         // A closed descriptor is removed by the kernel anyway; nothing to do
         // if this fails.
@@ -227,15 +222,6 @@ impl Poller {
                 epoll::EventFlags::ERR | epoll::EventFlags::HUP | epoll::EventFlags::RDHUP,
             ),
         }
-    }
-
-    /// Waits like [`Poller::poll`] and iterates over the events.
-    pub fn wait(
-        &mut self,
-        timeout: Option<Duration>,
-    ) -> io::Result<impl Iterator<Item = Ready> + '_> {
-        let n = self.poll(timeout)?;
-        Ok((0..n).map(move |k| self.ready(k)))
     }
 }
 
@@ -280,7 +266,7 @@ mod tests {
         set_minimal_timer_slack();
         let mut p = Poller::new(8).unwrap();
         let start = Instant::now();
-        let n = p.wait(Some(Duration::from_micros(200))).unwrap().count();
+        let n = p.poll(Some(Duration::from_micros(200))).unwrap();
         assert_eq!(n, 0);
         // Generous bound for a noisy VM: the point is that it is not rounded
         // up to whole milliseconds every time.

@@ -21,8 +21,9 @@ use std::time::Duration;
 
 use super::options::{bad_value, word_text, Item, Options, Spec};
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, Mode, Outputs, Target};
+use crate::config::{BenchConfig, Mode, OutputOptions};
 use crate::error::Error;
+use crate::target::Target;
 use crate::units::{parse_count, parse_metric, parse_time};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -106,7 +107,7 @@ struct BenchArgs {
     rate: Option<f64>,
     digits: usize,
     insecure: bool,
-    outputs: Outputs,
+    outputs: OutputOptions,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -128,7 +129,7 @@ impl Default for BenchArgs {
             rate: None,
             digits: 3,
             insecure: false,
-            outputs: Outputs::default(),
+            outputs: OutputOptions::default(),
             print_version: false,
             words: Vec::new(),
         }
@@ -222,7 +223,6 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         digits: typed.digits as u8,
         script: typed.script,
         script_args: words.collect(),
-        addrs: Vec::new(),
         outputs: typed.outputs,
     })
 }
@@ -425,8 +425,7 @@ mod tests {
         assert_eq!(cfg.digits, 3);
         assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.insecure);
         assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
-        assert!(cfg.addrs.is_empty());
-        assert_eq!(cfg.outputs, Outputs::default());
+        assert_eq!(cfg.outputs, OutputOptions::default());
         assert_eq!(cfg.target.port, 8080);
     }
 

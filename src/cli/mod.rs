@@ -20,8 +20,7 @@ use crate::serve::ServeOptions;
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {
-    /// Benchmark a URL. `config.addrs` is left empty: resolving the target
-    /// is not the parser's job.
+    /// Benchmark a URL (resolving it is not the parser's job).
     Bench {
         /// Boxed: it is many times larger than the other variants.
         config: Box<BenchConfig>,

@@ -1,5 +1,5 @@
 //! One connection slot of an engine thread: its socket (when it has one),
-//! where it is in its life cycle, and the request in flight on it.
+//! where it is in its life cycle, and the request batch in flight on it.
 
 use std::sync::Arc;
 
@@ -13,16 +13,32 @@ pub enum Phase {
     Connecting,
     /// TCP is up; TLS handshake in progress.
     Handshaking,
-    /// Ready for a request.
+    /// Ready for a request (handed to the schedule).
     Idle,
     /// Request bytes (or TLS records) still to be written.
     Writing,
     /// Request written, responses outstanding.
     Reading,
-    /// No socket; waiting for the reconnect back-off to expire.
-    BackingOff,
-    /// Ready, but waiting for the script's `delay()` before the next batch.
-    Delayed,
+    /// No socket; waiting to be reopened (at once, or after a back-off).
+    Closed,
+}
+
+/// One readiness of one connection: handed to the schedule when the
+/// connection can carry a request, and still good when its turn comes only
+/// if the connection did not close (and become ready again) meanwhile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ticket {
+    pub conn: usize,
+    pub serial: u32,
+}
+
+/// When the batch in flight was meant to go and when it went (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exchange {
+    /// The plan's intended send time; the send time in the closed loop.
+    pub intended: u64,
+    /// When its first byte was written.
+    pub sent: u64,
 }
 
 pub struct Conn {
@@ -33,11 +49,7 @@ pub struct Conn {
     pub parser: ResponseParser,
     /// Bytes of the current request batch already written.
     pub written: usize,
-    /// Intended send time of the batch in flight (ns); equals `sent_ns` in
-    /// closed-loop mode.
-    pub intended_ns: u64,
-    /// When the first byte of the batch in flight was written (ns).
-    pub sent_ns: u64,
+    pub exchange: Exchange,
     /// When the current connect attempt started (ns), for connect timeouts.
     pub connect_started_ns: u64,
     /// Responses still expected for the batch in flight.
@@ -47,7 +59,9 @@ pub struct Conn {
     /// Bytes read since the last complete response.
     pub received: usize,
     /// A large part of a response has arrived and the rest has not.
-    pub receiving: bool,
+    pub receiving_large: bool,
+    /// How many times the connection became ready (see [`Ticket`]).
+    pub ready_serial: u32,
 }
 
 impl Conn {
@@ -55,16 +69,16 @@ impl Conn {
         Conn {
             stream: None,
             request: Arc::from(&[][..]),
-            phase: Phase::BackingOff,
+            phase: Phase::Closed,
             parser: ResponseParser::new(capture),
             written: 0,
-            intended_ns: 0,
-            sent_ns: 0,
+            exchange: Exchange::default(),
             connect_started_ns: 0,
             pending: 0,
             failures: 0,
             received: 0,
-            receiving: false,
+            receiving_large: false,
+            ready_serial: 0,
         }
     }
 

@@ -5,13 +5,18 @@
 //! thread has sent its share of `k` or has already finished; complete
 //! periods are merged, passed on in order (to periodic reports and logs),
 //! and added to the run totals. Nothing on the threads' hot path waits for
-//! this.
+//! this. A period's first share and the first period become the period's
+//! and the run's measurements (moved, not copied); the others, once added,
+//! go back to their thread emptied, so the histograms of a run are
+//! allocated once.
 
+use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
+use std::sync::mpsc::Sender;
 use std::time::Duration;
 
-use crate::engine::worker::ThreadInterval;
-use crate::stats::{Interval, Stats};
+use crate::engine::recorder::ThreadInterval;
+use crate::stats::{HistogramShape, Interval, Stats, ThreadTotals};
 
 /// A period that not every thread has reported yet.
 struct Pending {
@@ -25,26 +30,40 @@ struct Pending {
 }
 
 pub struct IntervalCollector {
-    digits: u8,
+    shape: HistogramShape,
+    /// The length of a period (`Duration::MAX` without periods: one share
+    /// per thread, at its end).
     length: Duration,
     /// Periods with some threads' shares, by index.
     pending: BTreeMap<u64, Pending>,
     /// For each finished thread, the index of its last period.
     last_of_thread: Vec<Option<u64>>,
-    /// Each thread's measurements over all its periods.
-    per_thread: Vec<Stats>,
-    total: Stats,
+    /// Each thread's counts over all its periods.
+    per_thread: Vec<ThreadTotals>,
+    /// The run's measurements, once a period was emitted.
+    total: Option<Stats>,
+    /// Where each thread's measurements go back emptied.
+    recycle: Vec<Sender<Stats>>,
+    /// Emptied period measurements, for the next period.
+    spare: Vec<Stats>,
 }
 
 impl IntervalCollector {
-    pub fn new(threads: usize, digits: u8, length: Duration) -> IntervalCollector {
+    /// `recycle[i]` takes thread `i`'s measurements back.
+    pub fn new(
+        shape: HistogramShape,
+        length: Option<Duration>,
+        recycle: Vec<Sender<Stats>>,
+    ) -> IntervalCollector {
         IntervalCollector {
-            digits,
-            length,
+            shape,
+            length: length.unwrap_or(Duration::MAX),
             pending: BTreeMap::new(),
-            last_of_thread: vec![None; threads],
-            per_thread: (0..threads).map(|_| Stats::new(digits)).collect(),
-            total: Stats::new(digits),
+            last_of_thread: vec![None; recycle.len()],
+            per_thread: vec![ThreadTotals::default(); recycle.len()],
+            total: None,
+            recycle,
+            spare: Vec::new(),
         }
     }
 
@@ -52,16 +71,35 @@ impl IntervalCollector {
     /// became complete to `emit`.
     pub fn add(&mut self, share: ThreadInterval, emit: &mut dyn FnMut(&Interval)) {
         let threads = self.per_thread.len();
-        self.per_thread[share.thread].merge(&share.stats);
-        let digits = self.digits;
-        let pending = self.pending.entry(share.index).or_insert_with(|| Pending {
-            seen: vec![false; threads],
-            stats: Stats::new(digits),
-            continued: false,
-            ended: Duration::ZERO,
-        });
+        self.per_thread[share.thread].add(&share.stats);
+        let continues = share.ended.is_none();
+        let back = match self.pending.entry(share.index) {
+            Entry::Vacant(entry) => {
+                entry.insert(Pending {
+                    seen: vec![false; threads],
+                    stats: share.stats,
+                    continued: false,
+                    ended: Duration::ZERO,
+                });
+                self.spare.pop()
+            }
+            Entry::Occupied(mut entry) => {
+                let mut stats = share.stats;
+                entry.get_mut().stats.merge(&stats);
+                stats.clear();
+                Some(stats)
+            }
+        };
+        // A thread that finished takes nothing back.
+        if let Some(stats) = back {
+            if continues {
+                let _ = self.recycle[share.thread].send(stats);
+            } else {
+                self.spare.push(stats);
+            }
+        }
+        let pending = self.pending.get_mut(&share.index).expect("inserted above");
         pending.seen[share.thread] = true;
-        pending.stats.merge(&share.stats);
         match share.ended {
             Some(ended) => {
                 pending.ended = pending.ended.max(ended);
@@ -91,39 +129,57 @@ impl IntervalCollector {
     /// Passes on period `index`: full length, unless every thread in it
     /// finished during it (the last period of the run).
     fn emit(&mut self, index: u64, pending: Pending, emit: &mut dyn FnMut(&Interval)) {
-        let start = self.length * index as u32;
+        let start = self.length.checked_mul(index as u32).unwrap_or(Duration::MAX);
         let length = if pending.continued {
             self.length
         } else {
             pending.ended.saturating_sub(start).min(self.length)
         };
-        self.total.merge(&pending.stats);
-        emit(&Interval { index, start, length, stats: pending.stats });
+        let interval = Interval { index, start, length, stats: pending.stats };
+        emit(&interval);
+        match &mut self.total {
+            None => self.total = Some(interval.stats),
+            Some(total) => {
+                total.merge(&interval.stats);
+                let mut stats = interval.stats;
+                stats.clear();
+                self.spare.push(stats);
+            }
+        }
     }
 
     /// After all threads finished: passes on anything left and returns the
-    /// run totals and each thread's totals.
-    pub fn finish(mut self, emit: &mut dyn FnMut(&Interval)) -> (Stats, Vec<Stats>) {
+    /// run totals and each thread's counts.
+    pub fn finish(mut self, emit: &mut dyn FnMut(&Interval)) -> (Stats, Vec<ThreadTotals>) {
         while let Some((index, pending)) = self.pending.pop_first() {
             self.emit(index, pending, emit);
         }
-        (self.total, self.per_thread)
+        let total = self.total.unwrap_or_else(|| Stats::new(self.shape));
+        (total, self.per_thread)
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::sync::mpsc;
+
     use super::*;
 
     fn share(thread: usize, index: u64, requests: u64, ended_ms: Option<u64>) -> ThreadInterval {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         stats.requests = requests;
         ThreadInterval { thread, index, stats, ended: ended_ms.map(Duration::from_millis) }
     }
 
+    fn collector(threads: usize) -> (IntervalCollector, Vec<mpsc::Receiver<Stats>>) {
+        let (recycle, recycled) = (0..threads).map(|_| mpsc::channel()).unzip();
+        let shape = HistogramShape::digits(3);
+        (IntervalCollector::new(shape, Some(Duration::from_secs(1)), recycle), recycled)
+    }
+
     #[test]
     fn emits_periods_in_order_when_all_threads_reported() {
-        let mut c = IntervalCollector::new(2, 3, Duration::from_secs(1));
+        let (mut c, recycled) = collector(2);
         let mut seen = Vec::new();
         let mut emit = |i: &Interval| seen.push((i.index, i.stats.requests));
         c.add(share(0, 0, 5, None), &mut emit);
@@ -136,11 +192,20 @@ mod tests {
         assert_eq!(total.requests, 22);
         assert_eq!(threads[0].requests, 14);
         assert_eq!(threads[1].requests, 8);
+        // Shares merged into a period's first go back to threads that go
+        // on, emptied; thread 0's share of period 1 came first, so it
+        // got a spare back instead.
+        let back: Vec<Vec<Stats>> = recycled.iter().map(|r| r.try_iter().collect()).collect();
+        assert_eq!((back[0].len(), back[1].len()), (0, 1));
+        assert!(back
+            .iter()
+            .flatten()
+            .all(|stats| stats.requests == 0 && stats.corrected.is_empty()));
     }
 
     #[test]
     fn last_partial_period_is_cut_at_the_runtime() {
-        let mut c = IntervalCollector::new(2, 3, Duration::from_secs(1));
+        let (mut c, _recycled) = collector(2);
         let mut lengths = Vec::new();
         let mut emit = |i: &Interval| lengths.push(i.length);
         c.add(share(0, 0, 1, None), &mut emit);

@@ -77,14 +77,6 @@ pub struct RequestBatch {
     pub is_head: Vec<bool>,
 }
 
-impl RequestBatch {
-    /// How many requests the buffer holds: the responses each write of it
-    /// waits for.
-    pub fn depth(&self) -> usize {
-        self.is_head.len()
-    }
-}
-
 /// Why a request buffer cannot be used, and where: displays as wrk's
 /// `<cause> at <line>:<column>`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -371,7 +363,7 @@ mod tests {
     #[test]
     fn counts_one_request() {
         let batch = count_requests(b"GET / HTTP/1.1\r\nHost: h\r\n\r\n").unwrap();
-        assert_eq!(batch.depth(), 1);
+        assert_eq!(batch.is_head.len(), 1);
         assert_eq!(batch.is_head, vec![false]);
     }
 
@@ -379,7 +371,7 @@ mod tests {
     fn counts_pipelined_requests() {
         let get = "GET / HTTP/1.1\r\nHost: h\r\n\r\n";
         let batch = count_requests(format!("{get}{get}{get}").as_bytes()).unwrap();
-        assert_eq!(batch.depth(), 3);
+        assert_eq!(batch.is_head.len(), 3);
         let mixed = format!("{get}HEAD /h HTTP/1.1\r\n\r\n\r\n{get}\r\n");
         assert_eq!(count_requests(mixed.as_bytes()).unwrap().is_head, vec![false, true, false]);
     }
@@ -391,7 +383,7 @@ mod tests {
             4;x=y\r\nGET \r\n1\r\n/\r\n0\r\nTrailer: t\r\n\r\n";
         let get = "GET / HTTP/1.1\r\n\r\n";
         let batch = count_requests(format!("{post}{chunked}{get}").as_bytes()).unwrap();
-        assert_eq!(batch.depth(), 3);
+        assert_eq!(batch.is_head.len(), 3);
     }
 
     #[test]

@@ -16,7 +16,6 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
-use signal_hook::consts::SIGINT;
 
 use super::hlog::encode_compressed;
 use super::series;
@@ -220,9 +219,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
         unsent: result.unsent,
-        interrupted_by: result
-            .interrupted
-            .map(|signal| if signal == SIGINT { "SIGINT" } else { "SIGTERM" }),
+        interrupted_by: result.interrupted.map(|signal| signal.name()),
         per_thread: result
             .threads
             .iter()
@@ -322,8 +319,9 @@ fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Target;
-    use crate::stats::{latency_histogram, ErrorKind};
+    use crate::signals::Interruption;
+    use crate::stats::{latency_histogram, ErrorKind, HistogramShape, ThreadTotals};
+    use crate::target::Target;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine;
     use hdrhistogram::serialization::Deserializer;
@@ -341,7 +339,7 @@ mod tests {
     /// (corrected; uncorrected half of that), thread 1 answered 100 at
     /// 5 ms, 10 of them 503, and saw 2 connect errors.
     fn run() -> RunResult {
-        let mut a = Stats::new(3);
+        let mut a = Stats::new(HistogramShape::digits(3));
         for v in 1..=300 {
             a.response(200);
             a.corrected.record(v).unwrap();
@@ -349,7 +347,7 @@ mod tests {
             a.lag.record(10).unwrap();
         }
         a.bytes = 30_000;
-        let mut b = Stats::new(3);
+        let mut b = Stats::new(HistogramShape::digits(3));
         for i in 0..100 {
             b.response(if i < 10 { 503 } else { 200 });
             b.corrected.record(5000).unwrap();
@@ -359,12 +357,12 @@ mod tests {
         b.bytes = 10_000;
         b.error(ErrorKind::Connect, "Connection refused");
         b.error(ErrorKind::Connect, "Connection refused");
-        let mut total = Stats::new(3);
+        let mut total = Stats::new(HistogramShape::digits(3));
         total.merge(&a);
         total.merge(&b);
         RunResult {
             total,
-            threads: vec![a, b],
+            threads: vec![ThreadTotals::from(&a), ThreadTotals::from(&b)],
             runtime: Duration::from_secs(2),
             unsent: 3,
             interrupted: None,
@@ -508,7 +506,7 @@ mod tests {
     fn empty_histograms_give_nulls() {
         let cfg = config(Mode::ClosedLoop);
         let mut result = run();
-        result.total = Stats::new(3);
+        result.total = Stats::new(HistogramShape::digits(3));
         let v = to_value(&final_report(&cfg, &result).unwrap());
         let lag = &v["schedule_lag"];
         assert_eq!(lag["count"], 0);
@@ -527,7 +525,7 @@ mod tests {
         cfg.outputs.thread_timeseries = true;
         cfg.outputs.histogram = true;
         let mut result = run();
-        result.interrupted = Some(SIGINT);
+        result.interrupted = Some(Interruption::Interrupt);
         let v = to_value(&final_report(&cfg, &result).unwrap());
         assert_eq!(v["interrupted_by"], "SIGINT");
         assert_eq!(v["timeseries"], json!({"interval_ms": 1000.0, "requests": [210, 190]}));
@@ -548,7 +546,7 @@ mod tests {
     #[test]
     fn period_report_covers_the_period() {
         let cfg = config(Mode::Paced { rate: 200.0 });
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for _ in 0..100 {
             stats.response(200);
             stats.corrected.record(900).unwrap();
@@ -578,7 +576,7 @@ mod tests {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.digits = 2;
         let mut result = run();
-        result.total = Stats::new(2);
+        result.total = Stats::new(HistogramShape::digits(2));
         result.total.corrected = latency_histogram(2);
         result.total.corrected.record(12_345).unwrap();
         let v = to_value(&final_report(&cfg, &result).unwrap());

@@ -36,24 +36,25 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::{Outputs, Target};
-    use crate::stats::Stats;
+    use crate::config::OutputOptions;
+    use crate::stats::{HistogramShape, Stats};
+    use crate::target::Target;
 
     fn config(mode: Mode, latency: bool) -> BenchConfig {
         BenchConfig {
             duration: Duration::from_secs(5),
             mode,
             latency,
-            outputs: Outputs {
+            outputs: OutputOptions {
                 report_interval: Some(Duration::from_secs(1)),
-                ..Outputs::default()
+                ..OutputOptions::default()
             },
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }
     }
 
     fn period() -> Interval {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for _ in 0..200 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();

@@ -14,6 +14,7 @@ use std::io::{self, Write};
 use hdrhistogram::Histogram;
 
 use super::c_fixed;
+use crate::stats::MAX_LATENCY_US;
 
 /// One counts slot of a histogram as HdrHistogram_c's `hdr_iter` sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -248,6 +249,21 @@ fn sub_bucket_count(significant_figures: u8) -> u64 {
     1u64 << (half_count_magnitude + 1)
 }
 
+/// The bucket count HdrHistogram_c reports for wrk2's histograms (1 us to
+/// one day at `significant_figures`), as `hdr_calculate_bucket_config`
+/// derives it. pace sizes its histograms to the run, so their own bucket
+/// count is smaller; the footer shows wrk2's, which is what the text
+/// report has always printed.
+fn wrk2_bucket_count(significant_figures: u8) -> u64 {
+    let mut smallest_untrackable = sub_bucket_count(significant_figures);
+    let mut buckets = 1;
+    while smallest_untrackable <= MAX_LATENCY_US {
+        smallest_untrackable <<= 1;
+        buckets += 1;
+    }
+    buckets
+}
+
 /// wrk2's spectrum: the title line `print_hdr_latency` prints, then
 /// `hdr_percentiles_print(h, out, ticks_per_half_distance, value_scale,
 /// CLASSIC)`. Values are divided by `value_scale` (1000 turns wrk2's
@@ -298,7 +314,7 @@ fn write_footer(out: &mut dyn Write, h: &Histogram<u64>, value_scale: f64) -> io
     writeln!(
         out,
         "#[Buckets = {:>12}, SubBuckets     = {:>12}]",
-        h.buckets(),
+        wrk2_bucket_count(h.sigfig()),
         sub_bucket_count(h.sigfig())
     )
 }
@@ -460,6 +476,12 @@ mod tests {
             text.ends_with("#[Buckets =           30, SubBuckets     =          256]\n"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn bucket_counts_match_hdr_histogram_c_for_wrk2s_range() {
+        let counts: Vec<u64> = (1..=5).map(wrk2_bucket_count).collect();
+        assert_eq!(counts, [33, 30, 27, 23, 20]);
     }
 
     #[test]

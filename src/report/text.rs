@@ -349,8 +349,8 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::Target;
-    use crate::stats::ErrorKind;
+    use crate::stats::{ErrorKind, HistogramShape};
+    use crate::target::Target;
 
     fn config(mode: Mode) -> BenchConfig {
         BenchConfig {
@@ -385,7 +385,7 @@ mod tests {
     /// A paced run that kept its plan: 1000 requests in 1 s at 1000/s, 1 ms
     /// each, sent on time.
     fn kept_plan() -> RunResult {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for _ in 0..1000 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();
@@ -428,7 +428,7 @@ mod tests {
 
     #[test]
     fn thread_stats_header_and_latency() {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for v in 1..=1000 {
             stats.corrected.record(v).unwrap();
         }
@@ -454,7 +454,7 @@ mod tests {
 
     #[test]
     fn empty_run_prints_wrk_and_wrk2_nan() {
-        let stats = Stats::new(3);
+        let stats = Stats::new(HistogramShape::digits(3));
         assert_eq!(
             render(|out| write_thread_stats(out, &stats)),
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
@@ -467,7 +467,7 @@ mod tests {
     fn wrk_latency_distribution() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for v in 1..=1000 {
             stats.corrected.record(v * 10).unwrap();
         }
@@ -483,7 +483,7 @@ mod tests {
     fn wrx_and_custom_percentiles() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         for v in 1..=10_000 {
             stats.corrected.record(v).unwrap();
         }
@@ -533,7 +533,7 @@ mod tests {
 
     #[test]
     fn summary_lines() {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         stats.requests = 22_464_657;
         stats.bytes = 3_710_000_000;
         let text = render(|out| write_summary(out, &stats, Duration::from_micros(30_000_100)));
@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn zero_runtime_gives_zero_rates() {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         stats.requests = 5;
         stats.bytes = 500;
         let text = render(|out| write_summary(out, &stats, Duration::ZERO));
@@ -554,7 +554,7 @@ mod tests {
 
     #[test]
     fn socket_errors_and_causes() {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         stats.error(ErrorKind::Timeout, "no response within 2s");
         for _ in 0..12 {
             stats.error(ErrorKind::Connect, "Connection refused (os error 111)");
@@ -573,11 +573,11 @@ mod tests {
 
     #[test]
     fn status_errors_alone_print_no_socket_line() {
-        let mut stats = Stats::new(3);
+        let mut stats = Stats::new(HistogramShape::digits(3));
         stats.response(404);
         stats.response(503);
         assert_eq!(render(|out| write_errors(out, &stats)), "  Non-2xx or 3xx responses: 2\n");
-        assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
+        assert_eq!(render(|out| write_errors(out, &Stats::new(HistogramShape::digits(3)))), "");
     }
 
     #[test]
@@ -653,7 +653,7 @@ mod tests {
     fn empty_paced_run_does_not_panic() {
         let mut cfg = config(Mode::Paced { rate: 100.0 });
         cfg.u_latency = true;
-        let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
+        let text = report(&cfg, &result(Stats::new(HistogramShape::digits(3)), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
         assert!(text.contains("Warning: the load generator could not keep the plan (achieved 0.0 of 100 requests/sec)"));
     }

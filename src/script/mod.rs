@@ -123,11 +123,6 @@ impl Script {
         Ok((lua, shared))
     }
 
-    /// The script defines a global `done` function.
-    pub fn has_done(&self) -> bool {
-        global_function(&self.main, "done").is_some()
-    }
-
     /// Calls `done(summary, latency, requests)` in the main state, if the
     /// script has one. `threads` are the thread states back from the
     /// engine: `thread:get` in `done` reads them. `latency` is the
@@ -182,13 +177,6 @@ impl ThreadScript {
         self.shared.addr()
     }
 
-    /// A global `request()` function exists: call [`ThreadScript::request`]
-    /// before every batch. Otherwise the request is static and costs
-    /// nothing per request.
-    pub fn request_is_dynamic(&self) -> bool {
-        self.request.is_some()
-    }
-
     /// A global `response()` function exists: the engine must capture each
     /// response's headers and body and call [`ThreadScript::response`].
     pub fn has_response(&self) -> bool {
@@ -198,6 +186,11 @@ impl ThreadScript {
     /// A global `delay()` function exists (wrk >= 4.0.2).
     pub fn has_delay(&self) -> bool {
         self.delay.is_some()
+    }
+
+    /// Never calls `delay()` (with `-R` the plan sets the send times).
+    pub fn ignore_delay(&mut self) {
+        self.delay = None;
     }
 
     /// The bytes of the next request batch (one request, or several for

@@ -1,0 +1,82 @@
+//! The `pace` program: read the command line, run the command, turn the
+//! outcome into an exit code (the table is in `src/error.rs`).
+
+use std::io::{self, Write};
+use std::process::ExitCode;
+
+use crate::cli::{self, Command};
+use crate::error::Error;
+
+/// The whole program, for `src/main.rs`.
+pub fn main() -> ExitCode {
+    install_panic_hook();
+    let code = match cli::parse(std::env::args_os().skip(1)).and_then(run) {
+        Ok(code) => code,
+        Err(err) => {
+            // Nothing more can be done if stderr is gone too.
+            let _ = writeln!(io::stderr(), "pace: {err}");
+            err.exit_code()
+        }
+    };
+    ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX))
+}
+
+/// Runs one command and returns its exit code.
+fn run(command: Command) -> Result<i32, Error> {
+    match command {
+        Command::Bench { config, print_version } => {
+            if print_version {
+                if let Err(err) = print(&cli::version_line()) {
+                    return stdout_failed(err);
+                }
+            }
+            crate::run::bench(&config)
+        }
+        Command::Serve(opts) => {
+            let bind = opts.bind;
+            crate::serve::run(opts)
+                .map(|()| 0)
+                .map_err(|err| Error::Setup(format!("cannot serve on {bind}: {err}")))
+        }
+        Command::Demo => crate::demo::run(),
+        Command::Help(text) | Command::Version(text) => {
+            print(&text).map_or_else(stdout_failed, |()| Ok(0))
+        }
+    }
+}
+
+/// Writes `text` to stdout, ending it with exactly one newline.
+fn print(text: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    writeln!(stdout, "{}", text.trim_end_matches('\n'))?;
+    stdout.flush()
+}
+
+/// Stdout cannot be written. A closed pipe (`pace -h | head -1`) means the
+/// reader has all it wants: stop with exit code 0, as ripgrep does.
+fn stdout_failed(err: io::Error) -> Result<i32, Error> {
+    if err.kind() == io::ErrorKind::BrokenPipe {
+        Ok(0)
+    } else {
+        Err(Error::Setup(format!("cannot write to stdout: {err}")))
+    }
+}
+
+/// A bug must still end in one line on stderr, never in a backtrace:
+/// RUST_BACKTRACE may be set in the user's environment.
+fn install_panic_hook() {
+    std::panic::set_hook(Box::new(|info| {
+        let location = info.location().map(|l| format!(" at {l}")).unwrap_or_default();
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<&str>()
+            .copied()
+            .or_else(|| payload.downcast_ref::<String>().map(String::as_str))
+            .unwrap_or("unknown cause");
+        let message = message.replace('\n', " ");
+        let _ = writeln!(
+            io::stderr(),
+            "pace: internal error{location}: {message} (please report this bug)"
+        );
+    }));
+}

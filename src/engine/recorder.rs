@@ -1,0 +1,288 @@
+//! What an engine thread measures, as it happens: every exchange's latency
+//! (from its intended and from its actual send time), schedule lag,
+//! statuses, errors and bytes, the Req/Sec samples, the time series, and
+//! the hand-over of each reporting period to the collector.
+//!
+//! Recording is a few counter increments per response: no locks, no
+//! allocation. Measurements go to the collector at period boundaries only
+//! when periods are wanted (`-p`, `--hlog`); otherwise once, at the end.
+//! Handed-over measurements come back emptied, so a run allocates its
+//! histograms once, however many periods it has.
+
+use std::sync::mpsc::{Receiver, Sender};
+use std::time::Duration;
+
+use crate::engine::conn::Exchange;
+use crate::stats::{ErrorKind, HistogramShape, Stats};
+
+/// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
+const RATE_SAMPLE_NS: u64 = 100_000_000;
+
+/// One thread's measurements for one reporting period.
+pub struct ThreadInterval {
+    pub thread: usize,
+    pub index: u64,
+    pub stats: Stats,
+    /// Set on the thread's last period: when the thread finished, from the
+    /// start of the run.
+    pub ended: Option<Duration>,
+}
+
+/// Where a thread's periods go, and where they come back emptied.
+pub struct PeriodChannel {
+    pub to_collector: Sender<ThreadInterval>,
+    pub recycled: Receiver<Stats>,
+}
+
+/// How a thread records.
+pub struct RecorderSetup {
+    pub thread: usize,
+    pub shape: HistogramShape,
+    /// The plan sets the send times: schedule lag is recorded.
+    pub paced: bool,
+    /// `-B`: with pipelining, one latency per batch (its last response).
+    pub batch_latency: bool,
+    /// Length of a reporting period, when periods are wanted.
+    pub period_ns: Option<u64>,
+    pub periods: PeriodChannel,
+    /// Length of a time-series slot, when a time series is wanted.
+    pub series_ns: Option<u64>,
+}
+
+pub struct Recorder {
+    setup: RecorderSetup,
+    /// Measurements of the current period.
+    stats: Stats,
+    period: u64,
+    start_ns: u64,
+    next_period_ns: u64,
+    next_sample_ns: u64,
+    /// Responses completed since the start, and at the last rate sample.
+    completed: u64,
+    sampled: u64,
+    /// When the latest response arrived (ns).
+    last_response_ns: u64,
+    /// Completed responses per time-series slot.
+    series: Vec<u64>,
+}
+
+impl Recorder {
+    pub fn new(setup: RecorderSetup) -> Recorder {
+        let stats = Stats::new(setup.shape);
+        Recorder {
+            setup,
+            stats,
+            period: 0,
+            start_ns: 0,
+            next_period_ns: u64::MAX,
+            next_sample_ns: u64::MAX,
+            completed: 0,
+            sampled: 0,
+            last_response_ns: 0,
+            series: Vec::new(),
+        }
+    }
+
+    /// The run starts at `start_ns`: periods, samples and slots count from
+    /// there.
+    pub fn start(&mut self, start_ns: u64) {
+        self.start_ns = start_ns;
+        self.next_sample_ns = start_ns + RATE_SAMPLE_NS;
+        self.next_period_ns = self.setup.period_ns.map_or(u64::MAX, |length| start_ns + length);
+    }
+
+    /// A request batch went out at `sent`; the plan meant it for
+    /// `intended`. The difference is the schedule lag.
+    #[inline]
+    pub fn sent(&mut self, exchange: Exchange) {
+        if self.setup.paced {
+            record_us(&mut self.stats.lag, exchange.sent.saturating_sub(exchange.intended));
+        }
+    }
+
+    /// A response of `exchange` arrived at `arrived` with `status`;
+    /// `last_of_batch` when it is the batch's last (or only) response.
+    #[inline]
+    pub fn response(&mut self, exchange: Exchange, arrived: u64, status: u16, last_of_batch: bool) {
+        self.stats.response(status);
+        self.completed += 1;
+        self.last_response_ns = self.last_response_ns.max(arrived);
+        if let Some(slot_ns) = self.setup.series_ns {
+            let slot = (arrived.saturating_sub(self.start_ns) / slot_ns) as usize;
+            if slot >= self.series.len() {
+                self.series.resize(slot + 1, 0);
+            }
+            self.series[slot] += 1;
+        }
+        if last_of_batch || !self.setup.batch_latency {
+            let stats = &mut self.stats;
+            record_us(&mut stats.corrected, arrived.saturating_sub(exchange.intended));
+            record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
+        }
+    }
+
+    pub fn error(&mut self, kind: ErrorKind, cause: &str) {
+        self.stats.error(kind, cause);
+    }
+
+    #[inline]
+    pub fn bytes_read(&mut self, n: usize) {
+        self.stats.bytes += n as u64;
+    }
+
+    /// Takes the rate samples and hands over the periods due at `now`;
+    /// returns when it next needs to be called.
+    pub fn tick(&mut self, now: u64) -> u64 {
+        while now >= self.next_sample_ns {
+            let done = self.completed - self.sampled;
+            self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
+            self.sampled = self.completed;
+            self.next_sample_ns += RATE_SAMPLE_NS;
+        }
+        // Every period is handed over, even one the thread slept through:
+        // the collector completes a period when every thread sent it.
+        while now >= self.next_period_ns {
+            self.hand_over();
+            self.next_period_ns += self.setup.period_ns.unwrap_or(u64::MAX);
+        }
+        self.next_sample_ns.min(self.next_period_ns)
+    }
+
+    /// When the latest response arrived (0 if none did).
+    pub fn last_response_ns(&self) -> u64 {
+        self.last_response_ns
+    }
+
+    /// Hands over the last, partial period (the thread finished at
+    /// `ended_ns`) and returns the time series.
+    pub fn finish(self, ended_ns: u64) -> Vec<u64> {
+        let ended = Duration::from_nanos(ended_ns.saturating_sub(self.start_ns));
+        let share = ThreadInterval {
+            thread: self.setup.thread,
+            index: self.period,
+            stats: self.stats,
+            ended: Some(ended),
+        };
+        // The collector only goes away if it failed; nothing to do then.
+        let _ = self.setup.periods.to_collector.send(share);
+        self.series
+    }
+
+    /// Sends the current period's measurements to the collector and goes
+    /// on with emptied ones.
+    fn hand_over(&mut self) {
+        let blank = match self.setup.periods.recycled.try_recv() {
+            Ok(stats) => stats,
+            Err(_) => Stats::new(self.setup.shape),
+        };
+        let stats = std::mem::replace(&mut self.stats, blank);
+        let share =
+            ThreadInterval { thread: self.setup.thread, index: self.period, stats, ended: None };
+        let _ = self.setup.periods.to_collector.send(share);
+        self.period += 1;
+    }
+}
+
+/// Records a time in ns as whole microseconds. The histograms grow to fit
+/// any value (up to one day, wrk2's ceiling), so nothing is clamped.
+#[inline]
+fn record_us(histogram: &mut hdrhistogram::Histogram<u64>, ns: u64) {
+    let us = (ns / 1000).min(crate::stats::MAX_LATENCY_US);
+    // Cannot fail: the value is in range and the histogram resizes.
+    let _ = histogram.record(us);
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    fn recorder(
+        paced: bool,
+        batch_latency: bool,
+        period_ns: Option<u64>,
+    ) -> (Recorder, mpsc::Receiver<ThreadInterval>) {
+        let (to_collector, shares) = mpsc::channel();
+        let (_recycle, recycled) = mpsc::channel();
+        let setup = RecorderSetup {
+            thread: 1,
+            shape: HistogramShape::new(3, Duration::from_secs(1)),
+            paced,
+            batch_latency,
+            period_ns,
+            periods: PeriodChannel { to_collector, recycled },
+            series_ns: Some(100 * MS),
+        };
+        (Recorder::new(setup), shares)
+    }
+
+    #[test]
+    fn records_both_latencies_and_the_lag() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        let exchange = Exchange { intended: 10 * MS, sent: 12 * MS };
+        r.sent(exchange);
+        r.response(exchange, 15 * MS, 200, true);
+        r.response(exchange, 16 * MS, 503, true);
+        assert_eq!(r.last_response_ns(), 16 * MS);
+        let series = r.finish(20 * MS);
+        assert_eq!(series, vec![2]);
+        let share = shares.recv().unwrap();
+        assert_eq!((share.thread, share.index), (1, 0));
+        assert_eq!(share.ended, Some(Duration::from_millis(20)));
+        let stats = share.stats;
+        assert_eq!((stats.requests, stats.errors.status), (2, 1));
+        // 16 - 10 ms from the intended time, 15 - 12 ms from the send.
+        assert_eq!(stats.corrected.max(), stats.corrected.highest_equivalent(6_000));
+        assert_eq!(stats.uncorrected.min(), stats.uncorrected.lowest_equivalent(3_000));
+        assert_eq!(stats.lag.len(), 1);
+    }
+
+    #[test]
+    fn closed_loop_and_batches() {
+        let (mut r, shares) = recorder(false, true, None);
+        r.start(0);
+        let exchange = Exchange { intended: MS, sent: MS };
+        r.sent(exchange);
+        r.response(exchange, 2 * MS, 200, false);
+        r.response(exchange, 3 * MS, 200, true);
+        r.finish(4 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.requests, 2);
+        // -B: one latency per batch, from its last response.
+        assert_eq!(stats.corrected.len(), 1);
+        assert!(stats.lag.is_empty());
+    }
+
+    #[test]
+    fn periods_are_handed_over_on_time_even_when_empty() {
+        let (mut r, shares) = recorder(false, false, Some(1_000 * MS));
+        r.start(0);
+        assert_eq!(r.tick(50 * MS), 100 * MS);
+        assert_eq!(r.tick(999 * MS), 1_000 * MS);
+        assert!(shares.try_recv().is_err());
+        r.tick(1_000 * MS);
+        assert_eq!(shares.try_recv().unwrap().index, 0);
+        // Asleep through periods 1 and 2: both are handed over.
+        r.tick(3_500 * MS);
+        r.finish(3_600 * MS);
+        let indices: Vec<u64> = shares.try_iter().map(|share| share.index).collect();
+        assert_eq!(indices, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn rate_samples_every_100_ms() {
+        let (mut r, shares) = recorder(false, false, None);
+        r.start(0);
+        let exchange = Exchange::default();
+        for _ in 0..5 {
+            r.response(exchange, MS, 200, true);
+        }
+        r.tick(250 * MS);
+        r.finish(250 * MS);
+        assert_eq!(shares.recv().unwrap().stats.rate_samples, vec![50.0, 0.0]);
+    }
+}

@@ -1,0 +1,193 @@
+//! How an engine thread waits between two turns of its loop: on the clock
+//! (sleeping or spinning) or on socket events.
+//!
+//! Every wake-up from idle costs about 20 us of CPU on these VMs, so paced
+//! mode wakes once per send, not once per response: it sleeps on the clock
+//! until the next intended send time and collects the responses that
+//! arrived meanwhile when it wakes. Their completion times are the kernel's
+//! receive stamps, so their latencies are the same as if they had been
+//! read at once. It waits on socket events instead only when that is what
+//! it is waiting for:
+//! - a request is overdue and no connection is ready: the next response
+//!   frees one;
+//! - a large response is half received: TCP flow control would hold the
+//!   rest of it (and its arrival stamp) back until the thread reads.
+//!
+//! A clock wait shorter than a wake-up costs is spun instead: cheaper, and
+//! on time. The closed loop always waits on events: responses are what it
+//! is waiting for.
+
+use std::time::Duration;
+
+/// Longest wait without looking at the stop flag and the run's clock.
+const MAX_WAIT_NS: u64 = 50_000_000;
+/// Clock waits shorter than this are spun: about what a sleep and its
+/// wake-up cost in CPU on these VMs.
+const SPIN_BELOW_NS: u64 = 20_000;
+
+/// What the thread knows when it is about to wait.
+#[derive(Clone, Copy, Debug)]
+pub struct Outlook {
+    pub now: u64,
+    /// The next time something other than a send needs the thread: the end
+    /// of the run, a rate sample, a period hand-over, a timeout scan.
+    pub deadline: u64,
+    /// When the schedule next wants to send (see
+    /// [`super::schedule::Schedule::next_send_at`]).
+    pub next_send: Option<u64>,
+    /// The plan sets the send times.
+    pub paced: bool,
+    /// A connection is ready for the plan's next request.
+    pub connection_ready: bool,
+    /// A large response is half received on some connection.
+    pub receiving_large_response: bool,
+}
+
+/// How to wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Spin on the clock until `until`, then collect what arrived.
+    Spin { until: u64 },
+    /// Sleep on the clock until `until` (responses do not wake the thread),
+    /// then collect what arrived.
+    Sleep { until: u64 },
+    /// Block on socket events until one arrives or `until`.
+    Events { until: u64 },
+}
+
+/// Chooses the wait for an [`Outlook`].
+pub fn choose(outlook: &Outlook) -> Wait {
+    let Outlook { now, deadline, next_send, .. } = *outlook;
+    let limit = deadline.min(now.saturating_add(MAX_WAIT_NS));
+    let until_send = next_send.map_or(limit, |at| at.min(limit));
+    if !outlook.paced {
+        return Wait::Events { until: until_send };
+    }
+    let send_is_ahead = next_send.is_none_or(|at| at > now);
+    if outlook.receiving_large_response {
+        // Read promptly, but still wake for the next send.
+        let until = if outlook.connection_ready { until_send } else { limit };
+        return Wait::Events { until };
+    }
+    if send_is_ahead || outlook.connection_ready {
+        return if until_send.saturating_sub(now) < SPIN_BELOW_NS {
+            Wait::Spin { until: until_send }
+        } else {
+            Wait::Sleep { until: until_send }
+        };
+    }
+    // Overdue with every connection busy: the next response frees one.
+    Wait::Events { until: limit }
+}
+
+/// Waiting on socket events alone, until `until` (or the stop check).
+pub fn events_until(now: u64, until: u64) -> Duration {
+    Duration::from_nanos(until.min(now.saturating_add(MAX_WAIT_NS)).saturating_sub(now))
+}
+
+impl Wait {
+    /// Spends the clock part of the wait; returns how long to then block
+    /// on socket events (zero after a clock wait: just collect).
+    pub fn on_the_clock(self, clock: impl Fn() -> u64) -> Duration {
+        match self {
+            Wait::Spin { until } => {
+                while clock() < until {
+                    std::hint::spin_loop();
+                }
+                Duration::ZERO
+            }
+            Wait::Sleep { until } => {
+                std::thread::sleep(Duration::from_nanos(until.saturating_sub(clock())));
+                Duration::ZERO
+            }
+            Wait::Events { until } => Duration::from_nanos(until.saturating_sub(clock())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    const US: u64 = 1_000;
+    const MS: u64 = 1_000_000;
+
+    /// A paced thread at `now` = 10 ms with nothing special going on.
+    fn paced(next_send: u64) -> Outlook {
+        Outlook {
+            now: 10 * MS,
+            deadline: 100 * MS,
+            next_send: Some(next_send),
+            paced: true,
+            connection_ready: true,
+            receiving_large_response: false,
+        }
+    }
+
+    #[test]
+    fn paced_sleeps_on_the_clock_until_the_next_send() {
+        assert_eq!(choose(&paced(11 * MS)), Wait::Sleep { until: 11 * MS });
+        // Even with every connection busy: responses wait in the sockets.
+        let busy = Outlook { connection_ready: false, ..paced(11 * MS) };
+        assert_eq!(choose(&busy), Wait::Sleep { until: 11 * MS });
+    }
+
+    #[test]
+    fn short_waits_are_spun() {
+        assert_eq!(choose(&paced(10 * MS + 5 * US)), Wait::Spin { until: 10 * MS + 5 * US });
+        assert_eq!(choose(&paced(10 * MS + 19 * US)), Wait::Spin { until: 10 * MS + 19 * US });
+        assert_eq!(choose(&paced(10 * MS + 20 * US)), Wait::Sleep { until: 10 * MS + 20 * US });
+    }
+
+    #[test]
+    fn other_deadlines_and_the_stop_check_come_first() {
+        let soon = Outlook { deadline: 10 * MS + 500 * US, ..paced(50 * MS) };
+        assert_eq!(choose(&soon), Wait::Sleep { until: 10 * MS + 500 * US });
+        let far = Outlook { deadline: u64::MAX, ..paced(u64::MAX) };
+        assert_eq!(choose(&far), Wait::Sleep { until: 60 * MS });
+        let over = Outlook { next_send: None, ..paced(0) };
+        assert_eq!(choose(&over), Wait::Sleep { until: 60 * MS });
+    }
+
+    #[test]
+    fn an_overdue_request_waits_for_a_connection_on_events() {
+        let overdue = Outlook { connection_ready: false, ..paced(9 * MS) };
+        assert_eq!(choose(&overdue), Wait::Events { until: 60 * MS });
+    }
+
+    #[test]
+    fn a_half_received_large_response_is_read_promptly() {
+        let large = Outlook { receiving_large_response: true, ..paced(12 * MS) };
+        assert_eq!(choose(&large), Wait::Events { until: 12 * MS });
+        let busy = Outlook { connection_ready: false, ..large };
+        assert_eq!(choose(&busy), Wait::Events { until: 60 * MS });
+    }
+
+    #[test]
+    fn the_closed_loop_waits_on_events() {
+        let closed = Outlook { paced: false, next_send: None, ..paced(0) };
+        assert_eq!(choose(&closed), Wait::Events { until: 60 * MS });
+        let delayed = Outlook { next_send: Some(15 * MS), ..closed };
+        assert_eq!(choose(&delayed), Wait::Events { until: 15 * MS });
+    }
+
+    #[test]
+    fn clock_waits_end_on_time_and_then_just_collect() {
+        // A fake clock that advances 1 us per read.
+        let now = Cell::new(0u64);
+        let clock = || {
+            now.set(now.get() + US);
+            now.get()
+        };
+        assert_eq!(Wait::Spin { until: 15 * US }.on_the_clock(clock), Duration::ZERO);
+        assert_eq!(now.get(), 15 * US);
+        let events = Wait::Events { until: 100 * US }.on_the_clock(clock);
+        assert_eq!(events, Duration::from_micros(84));
+        let started = std::time::Instant::now();
+        let at = now.get();
+        assert_eq!(Wait::Sleep { until: at + 2 * MS }.on_the_clock(|| at), Duration::ZERO);
+        assert!(started.elapsed() >= Duration::from_millis(2));
+    }
+}

@@ -1,0 +1,175 @@
+//! The target URL, split the way wrk splits it.
+
+use std::fmt;
+
+/// URL scheme. As in wrk, anything starting with `https` selects TLS and
+/// every other scheme is plain TCP.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    Http,
+    Https,
+}
+
+/// The target URL, split the way wrk splits it (`src/script.c:
+/// script_parse_url`): the path keeps the query and fragment, IPv6 hosts are
+/// stored without brackets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    /// The URL exactly as typed (printed in the report header).
+    pub url: String,
+    /// The scheme as typed (`http`, `https`, ...), for Lua's `wrk.scheme`.
+    pub scheme_name: String,
+    pub scheme: Scheme,
+    /// Host name or address, without IPv6 brackets.
+    pub host: String,
+    /// The port to connect to (explicit, or 80/443 from the scheme).
+    pub port: u16,
+    /// Whether the URL named the port (then it is part of the Host header).
+    pub explicit_port: bool,
+    /// Path, query and fragment; `/` when the URL has no path.
+    pub path: String,
+}
+
+/// Why a URL was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrlError(pub String);
+
+impl fmt::Display for UrlError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Target {
+    /// Parses `scheme://host[:port][/path][?query][#fragment]`.
+    pub fn parse(url: &str) -> Result<Target, UrlError> {
+        let bad = |why: &str| UrlError(format!("invalid URL: {url} ({why})"));
+        let (scheme_name, rest) =
+            url.split_once("://").ok_or_else(|| bad("expected scheme://host"))?;
+        if scheme_name.is_empty()
+            || !scheme_name.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            || !scheme_name.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+        {
+            return Err(bad("bad scheme"));
+        }
+        let lower = scheme_name.to_ascii_lowercase();
+        let scheme = if lower.starts_with("https") { Scheme::Https } else { Scheme::Http };
+        let default_port = match lower.as_str() {
+            "http" | "ws" => 80,
+            "https" | "wss" => 443,
+            _ if scheme == Scheme::Https => 443,
+            _ => return Err(bad("unsupported scheme, use http or https")),
+        };
+        let path_start = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+        let (authority, path) = rest.split_at(path_start);
+        let path = match path.chars().next() {
+            None => "/".to_string(),
+            Some('/') => path.to_string(),
+            // wrk drops a query that has no path before it; we keep it.
+            Some(_) => format!("/{path}"),
+        };
+        let authority = match authority.rsplit_once('@') {
+            Some((_userinfo, hostport)) => hostport,
+            None => authority,
+        };
+        let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
+            let (host, after) = inner.split_once(']').ok_or_else(|| bad("unclosed '[' in host"))?;
+            if host.parse::<std::net::Ipv6Addr>().is_err() {
+                return Err(bad("bad IPv6 address"));
+            }
+            let port = match after {
+                "" => None,
+                p => Some(p.strip_prefix(':').ok_or_else(|| bad("junk after ']'"))?),
+            };
+            (host, port)
+        } else {
+            match authority.rsplit_once(':') {
+                Some((h, p)) => (h, Some(p)),
+                None => (authority, None),
+            }
+        };
+        if host.is_empty() {
+            return Err(bad("missing host"));
+        }
+        if host.contains(|c: char| c.is_whitespace() || "/\\[]".contains(c)) {
+            return Err(bad("bad character in host"));
+        }
+        let (port, explicit_port) = match port {
+            None | Some("") => (default_port, false),
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => (n, true),
+                _ => return Err(bad("bad port")),
+            },
+        };
+        Ok(Target {
+            url: url.to_string(),
+            scheme_name: scheme_name.to_string(),
+            scheme,
+            host: host.to_string(),
+            port,
+            explicit_port,
+            path,
+        })
+    }
+
+    /// The default `Host` header value, as wrk's `wrk.init` builds it: the
+    /// host (IPv6 re-bracketed) plus `:port` only if the URL named one.
+    pub fn host_header(&self) -> String {
+        let host =
+            if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.explicit_port {
+            format!("{host}:{}", self.port)
+        } else {
+            host
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_url() {
+        let t = Target::parse("http://localhost:8080/index.html?x=1#f").unwrap();
+        assert_eq!(t.scheme, Scheme::Http);
+        assert_eq!(t.host, "localhost");
+        assert_eq!(t.port, 8080);
+        assert!(t.explicit_port);
+        assert_eq!(t.path, "/index.html?x=1#f");
+        assert_eq!(t.host_header(), "localhost:8080");
+    }
+
+    #[test]
+    fn default_ports_and_paths() {
+        let t = Target::parse("https://example.com").unwrap();
+        assert_eq!((t.scheme, t.port, t.path.as_str()), (Scheme::Https, 443, "/"));
+        assert_eq!(t.host_header(), "example.com");
+        let t = Target::parse("http://example.com?q").unwrap();
+        assert_eq!(t.path, "/?q");
+    }
+
+    #[test]
+    fn ipv6_hosts() {
+        let t = Target::parse("http://[::1]:8080/").unwrap();
+        assert_eq!(t.host, "::1");
+        assert_eq!(t.host_header(), "[::1]:8080");
+        assert!(Target::parse("http://[::1/").is_err());
+        assert!(Target::parse("http://[zz]:80/").is_err());
+    }
+
+    #[test]
+    fn rejects_bad_urls() {
+        for u in [
+            "localhost:8080/",
+            "http://",
+            "http://:80/",
+            "http://h:0/",
+            "http://h:99999/",
+            "ftp://h/",
+            "://h/",
+        ] {
+            assert!(Target::parse(u).is_err(), "{u}");
+        }
+    }
+}
