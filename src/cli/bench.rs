@@ -19,12 +19,12 @@ use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::options::{bad_value, word_text, Item, Options, Spec};
+use super::options::{bad_value, time, word_text, Item, Options, Spec};
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, Mode, OutputOptions};
 use crate::error::Error;
 use crate::target::Target;
-use crate::units::{parse_count, parse_metric, parse_time};
+use crate::units::{parse_count, parse_metric};
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Flag {
@@ -78,10 +78,6 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
-
-/// Longest accepted `-d` or `--timeout`: far beyond any real run, and it
-/// keeps `Instant + duration` from overflowing anywhere downstream.
-const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// HdrHistogram accepts 1 to 5 significant digits.
 const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
@@ -272,15 +268,6 @@ fn metric(option: &str, text: &str) -> Result<f64, Error> {
         return Err(bad_value(option, format!("'{text}' is too large")));
     }
     Ok(value)
-}
-
-/// A duration (`-d 30s`, `--timeout 1.5s`, `-d 500ms`), at most [`MAX_TIME`].
-pub(super) fn time(option: &str, text: &str) -> Result<Duration, Error> {
-    let duration = parse_time(text).map_err(|err| bad_value(option, err))?;
-    if duration > MAX_TIME {
-        return Err(bad_value(option, format!("'{text}' is longer than 365 days")));
-    }
-    Ok(duration)
 }
 
 /// `-p`: a period of at least [`MIN_PERIOD`]; 0 turns periodic reports off,

@@ -10,8 +10,14 @@
 //! and one-line error messages.
 
 use std::ffi::OsString;
+use std::time::Duration;
 
 use crate::error::Error;
+use crate::units::parse_time;
+
+/// Longest accepted `-d` or `--timeout`: far beyond any real run, and it
+/// keeps `Instant + duration` from overflowing anywhere downstream.
+const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// One option a command accepts. `F` is the command's own enum of options, so
 /// the parsing loop can `match` exhaustively instead of on strings.
@@ -103,6 +109,15 @@ pub(super) fn word_text(word: OsString) -> Result<String, Error> {
     word.into_string().map_err(|raw| {
         Error::Usage(format!("argument is not valid UTF-8: '{}'", raw.to_string_lossy()))
     })
+}
+
+/// A duration (`-d 30s`, `--timeout 1.5s`, `-d 500ms`), at most [`MAX_TIME`].
+pub(super) fn time(option: &str, text: &str) -> Result<Duration, Error> {
+    let duration = parse_time(text).map_err(|err| bad_value(option, err))?;
+    if duration > MAX_TIME {
+        return Err(bad_value(option, format!("'{text}' is longer than 365 days")));
+    }
+    Ok(duration)
 }
 
 /// The message for a value that does not parse, naming the option.

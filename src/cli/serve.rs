@@ -2,19 +2,14 @@
 //! `pace demo`, which has no options of its own.
 
 use std::ffi::OsString;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
-use super::bench::time;
-use super::options::{bad_value, Item, Options, Spec};
+use super::options::{bad_value, time, Item, Options, Spec};
 use super::{usage, Command};
 use crate::error::Error;
 use crate::serve::{ServeOptions, Stall};
 use crate::units::parse_count;
-
-pub(super) const DEFAULT_PORT: u16 = 8080;
-pub(super) const DEFAULT_IP: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
-pub(super) const DEFAULT_THREADS: usize = 1;
 
 /// Largest `--body-size`: the server keeps the body in memory.
 const MAX_BODY_SIZE: usize = 1_000_000_000;
@@ -47,16 +42,10 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
 /// Parses the words after `pace serve`.
 pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
     let mut options = Options::new(args, SERVE_SPECS);
-    let mut ip = DEFAULT_IP;
-    let mut port = DEFAULT_PORT;
+    let mut opts = ServeOptions::default();
+    let (mut ip, mut port) = (opts.bind.ip(), opts.bind.port());
     let mut stall_at = None;
     let mut stall_for = None;
-    let mut opts = ServeOptions {
-        bind: SocketAddr::new(ip, port),
-        threads: DEFAULT_THREADS,
-        latency: Duration::ZERO,
-        ..ServeOptions::default()
-    };
     while let Some(item) = options.next()? {
         let found = match item {
             Item::Word(word) => return Err(unexpected_word("serve", word)),

@@ -2,7 +2,6 @@
 //! option column, `<N>`/`<T>` placeholders, the two lines on units) but
 //! listing pace's options, its subcommands and its exit codes.
 
-use super::serve::{DEFAULT_IP, DEFAULT_PORT, DEFAULT_THREADS};
 use crate::serve::ServeOptions;
 
 /// `pace -h`.
@@ -67,15 +66,17 @@ Usage: pace <options> <url> [script args...]
 
 /// `pace serve -h`. Defaults are printed from the values the parser uses.
 pub(super) fn serve() -> String {
-    let body_size = ServeOptions::default().body_size;
+    let defaults = ServeOptions::default();
+    let (port, ip) = (defaults.bind.port(), defaults.bind.ip());
+    let (threads, body_size) = (defaults.threads, defaults.body_size);
     format!(
         "\
 Usage: pace serve <options>
   Options:
-    -p, --port        <N>  Port to listen on (default {DEFAULT_PORT}, 0 = any free port)
-        --bind        <A>  Address to listen on (default {DEFAULT_IP};
+    -p, --port        <N>  Port to listen on (default {port}, 0 = any free port)
+        --bind        <A>  Address to listen on (default {ip};
                            e.g. ::1, 0.0.0.0)
-    -t, --threads     <N>  Number of threads to use (default {DEFAULT_THREADS})
+    -t, --threads     <N>  Number of threads to use (default {threads})
         --body-size   <N>  Response body size in bytes (default {body_size})
         --latency     <T>  Delay before each response (default none)
         --stall-at    <T>  Stop answering this long after start...
