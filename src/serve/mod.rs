@@ -33,7 +33,11 @@
 //! A bad argument (`/status/abc`, `/bytes/-1`) gets 400 and the connection
 //! stays open. A malformed request gets 400 and the connection is closed;
 //! so does a request that sends both `Content-Length` and
-//! `Transfer-Encoding`. `Expect: 100-continue` on a request with a body is
+//! `Transfer-Encoding`, or a `Transfer-Encoding` other than plain `chunked`.
+//! Requests are framed by the code that frames responses in the client
+//! ([`crate::http::framing`], [`crate::http::chunked`]), so both ends agree:
+//! `Content-Length: 42, 42` is 42, chunk-size lines end with CRLF, trailers
+//! are header fields. `Expect: 100-continue` on a request with a body is
 //! answered with `100 Continue`. HTTP/1.0 requests close unless they ask
 //! for keep-alive.
 //!
