@@ -25,9 +25,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::conn::{backoff_ns, Conn, Phase};
-use crate::engine::transport::{start_connect, Transport};
+use crate::engine::transport::start_connect;
 use crate::engine::{StartLine, ThreadRequests};
 use crate::http::response::Response;
+use crate::http::transport::Transport;
 use crate::plan::{Plan, ThreadPlan};
 use crate::script::ThreadScript;
 use crate::stats::{ErrorKind, Stats};
@@ -728,9 +729,9 @@ impl Worker {
             Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e)),
         };
         let stream = match &self.setup.tls {
-            None => Transport::Plain(stream),
+            None => Transport::plain(stream),
             Some(tls) => match tls.session() {
-                Ok(session) => Transport::Tls(stream, Box::new(session)),
+                Ok(session) => Transport::tls(stream, session),
                 Err(e) => return self.fail(i, ErrorKind::Connect, &format!("TLS: {e}")),
             },
         };

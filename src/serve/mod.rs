@@ -66,7 +66,6 @@ mod conn;
 mod request;
 mod response;
 mod tls;
-mod transport;
 mod worker;
 
 #[cfg(test)]

@@ -1,5 +1,5 @@
-//! HTTPS for the server: a fixed certificate and a rustls session driven
-//! over a non-blocking socket.
+//! HTTPS for the server: a fixed certificate, and the rustls session of
+//! each connection (driven by [`crate::http::transport::Transport`]).
 //!
 //! The certificate is embedded, as Go's `net/http/httptest` does
 //! (`internal/testcert`), instead of being generated at start-up: no
@@ -9,8 +9,7 @@
 //! public** (it is in the source): the certificate proves nothing and is
 //! only for benchmarking on the local machine.
 
-use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::io;
 use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
@@ -47,81 +46,13 @@ pub(super) fn local_identity() -> io::Result<Identity> {
     Ok(Identity { config: Arc::new(config), certificate_der: CERTIFICATE_DER })
 }
 
-/// A server-side TLS session over a non-blocking socket. Reads and writes
-/// behave like the socket's: `WouldBlock` means wait for readiness.
-pub(super) struct TlsStream {
-    session: ServerConnection,
-    socket: TcpStream,
-}
-
-impl TlsStream {
-    pub fn new(config: &Arc<ServerConfig>, socket: TcpStream) -> io::Result<TlsStream> {
-        let mut session = ServerConnection::new(config.clone()).map_err(io::Error::other)?;
-        session.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
-        Ok(TlsStream { session, socket })
-    }
-
-    pub fn socket(&self) -> &TcpStream {
-        &self.socket
-    }
-
-    /// Decrypted bytes; `Ok(0)` at the end of the stream, `WouldBlock` when
-    /// the socket has nothing more (the handshake advances on the way).
-    pub fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            match self.session.reader().read(buf) {
-                Ok(n) => return Ok(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
-                // The peer closed the socket without close_notify: for a
-                // server that is just the end of the requests.
-                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
-                Err(e) => return Err(e),
-            }
-            if self.session.read_tls(&mut self.socket)? == 0 {
-                return Ok(0);
-            }
-            let processed = self.session.process_new_packets();
-            // Handshake messages and alerts leave at once; if the socket is
-            // full, the writable event finishes the job.
-            match self.flush() {
-                Err(e) if e.kind() != io::ErrorKind::WouldBlock => return Err(e),
-                _ => {}
-            }
-            processed.map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-        }
-    }
-
-    /// Encrypts up to the session's buffer limit; `WouldBlock` while older
-    /// records still wait for the socket.
-    pub fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.flush()?;
-        let accepted = self.session.writer().write(buf)?;
-        match self.flush() {
-            Err(e) if e.kind() != io::ErrorKind::WouldBlock => Err(e),
-            _ => Ok(accepted),
-        }
-    }
-
-    /// Writes pending records to the socket.
-    pub fn flush(&mut self) -> io::Result<()> {
-        while self.session.wants_write() {
-            if self.session.write_tls(&mut self.socket)? == 0 {
-                return Err(io::ErrorKind::WriteZero.into());
-            }
-        }
-        Ok(())
-    }
-
-    pub fn has_pending(&self) -> bool {
-        self.session.wants_write()
-    }
-
-    /// close_notify, then the TCP FIN: the end of a close-delimited body.
-    pub fn close_write(&mut self) {
-        self.session.send_close_notify();
-        let _ = self.flush();
-        let _ = self.socket.shutdown(Shutdown::Write);
-    }
+/// A session for one accepted connection. Its send buffer is bounded, so
+/// that writes report `WouldBlock` instead of encrypting a whole large
+/// response into memory.
+pub(super) fn session(config: &Arc<ServerConfig>) -> io::Result<ServerConnection> {
+    let mut session = ServerConnection::new(config.clone()).map_err(io::Error::other)?;
+    session.set_buffer_limit(Some(SEND_BUFFER_LIMIT));
+    Ok(session)
 }
 
 #[cfg(test)]
