@@ -339,16 +339,15 @@ mod tests {
         assert!(failed.is_err(), "{failed:?}");
     }
 
-    #[test]
-    fn tls_writes_stop_at_the_send_buffer_limit() {
-        let limit = 16 * 1024;
-        let (mut client, mut server) = tls_pair("localhost", limit);
-        handshake(&mut client, &mut server);
+    /// Sends 4 MiB from `writer` to `reader`, reading only when a write
+    /// would block (so that the socket fills up); checks that no write takes
+    /// more than `limit` and that the data arrives intact.
+    fn send_a_lot(writer: &mut Transport, reader: &mut Transport, limit: usize) {
         let body: Vec<u8> = (0..4 << 20).map(|i| (i % 251) as u8).collect();
         let (mut sent, mut received) = (0, Vec::new());
         let mut blocked = false;
         eventually(|| {
-            match server.write(&body[sent..]) {
+            match writer.write(&body[sent..]) {
                 Ok(n) => {
                     assert!(n > 0 && n <= limit, "took {n}");
                     sent += n;
@@ -356,17 +355,27 @@ mod tests {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => blocked = true,
                 Err(e) => panic!("write failed: {e}"),
             }
-            // Read only now and then, so that the socket fills up.
             if blocked || sent == body.len() {
-                while let Some((data, end)) = read_some(&mut client) {
+                while let Some((data, end)) = read_some(reader) {
                     assert!(!end);
                     received.extend(data);
                 }
-                server.flush().unwrap();
+                writer.flush().unwrap();
             }
             (received.len() == body.len()).then_some(())
         });
         assert!(blocked, "a full socket made writes wait");
         assert!(received == body);
+    }
+
+    #[test]
+    fn tls_writes_stop_at_the_send_buffer_limit() {
+        let limit = 16 * 1024;
+        let (mut client, mut server) = tls_pair("localhost", limit);
+        handshake(&mut client, &mut server);
+        send_a_lot(&mut server, &mut client, limit);
+        // The client's session has rustls's default limit (64 KiB): a large
+        // request waits for the socket instead of failing.
+        send_a_lot(&mut client, &mut server, 64 * 1024);
     }
 }
