@@ -135,6 +135,10 @@ fn list_items(value: &[u8]) -> impl Iterator<Item = &[u8]> {
 /// A Content-Length value: one decimal number, or a list repeating the same
 /// number (`42, 42`, which RFC 9110 §8.6 allows a recipient to accept).
 fn content_length(value: &[u8]) -> Option<u64> {
+    // Nearly always a single number: no need to split.
+    if let Some(length) = decimal(value.trim_ascii()) {
+        return Some(length);
+    }
     let mut length = None;
     for item in value.split(|&byte| byte == b',') {
         let item = decimal(item.trim_ascii())?;
