@@ -6,8 +6,8 @@
 //! `httparse` when one read holds all of it (only a block split across reads
 //! is gathered in a reused buffer), and body bytes are just counted off
 //! (chunked ones by [`super::chunked`], the decoder the built-in server
-//! uses too). Capture mode (for a Lua `response()` callback) keeps the headers and the
-//! de-chunked body.
+//! uses too). Capture mode (for a Lua `response()` callback) keeps the
+//! headers and the de-chunked body.
 //!
 //! Reproduced from http_parser (what wrk uses): the body framing (Content-
 //! Length, chunked with extensions and trailers, until EOF; none for 1xx, 204
