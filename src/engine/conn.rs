@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use crate::engine::transport::Transport;
 use crate::http::response::ResponseParser;
+use crate::http::transport::Transport;
 
 /// Where a connection slot is in its life cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -24,8 +24,9 @@ use std::time::Duration;
 
 use crate::engine::conn::{backoff_ns, Conn, Exchange, Phase, Ticket};
 use crate::engine::recorder::Recorder;
-use crate::engine::transport::{start_connect, Transport};
+use crate::engine::transport::start_connect;
 use crate::http::response::{Captured, Response};
+use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
 use crate::tls::TlsClient;
@@ -218,9 +219,9 @@ impl Connections {
             Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e), recorder),
         };
         let stream = match &self.setup.tls {
-            None => Transport::Plain(stream),
+            None => Transport::plain(stream),
             Some(tls) => match tls.session() {
-                Ok(session) => Transport::Tls(stream, Box::new(session)),
+                Ok(session) => Transport::tls(stream, session),
                 Err(e) => return self.fail(i, ErrorKind::Connect, &format!("TLS: {e}"), recorder),
             },
         };

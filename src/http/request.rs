@@ -14,7 +14,10 @@ use std::fmt;
 
 use httparse::Status;
 
-use super::{BadContentLength, Framing, MAX_HEADERS};
+use super::block::first_error_at;
+use super::chunked::{ChunkedDecoder, ChunkedErrorKind, Decoded, Discard};
+use super::framing::{BadContentLength, BadRequestFraming, Framing, RequestBody};
+use super::MAX_HEADERS;
 
 /// `METHOD SP PATH SP HTTP/1.1 CRLF`, the headers in order, a Content-Length
 /// if there is a body and the headers frame none, an empty line, the body.
@@ -179,85 +182,46 @@ fn parse_request(buf: &[u8]) -> Result<Parsed, Failure> {
         cause: "invalid character in content-length header",
         offset: offset_in(buf, request.headers[index].value),
     })?;
-    if framing.transfer_encoding && (!framing.chunked || framing.content_length.is_some()) {
-        // http_parser checks these at the end of the header block.
-        let cause = if framing.chunked {
-            "unexpected content-length header"
-        } else {
-            "request has invalid transfer-encoding"
+    let body = framing.request_body().map_err(|bad| {
+        let cause = match bad {
+            BadRequestFraming::NotChunked => "request has invalid transfer-encoding",
+            BadRequestFraming::LengthAndEncoding => "unexpected content-length header",
         };
-        return Err(Failure { cause, offset: head_length.saturating_sub(1) });
-    }
+        // http_parser checks these at the end of the header block.
+        Failure { cause, offset: head_length.saturating_sub(1) }
+    })?;
     let body_length =
-        body_length(&buf[head_length..], &framing).map_err(|failure| failure.after(head_length))?;
+        body_length(&buf[head_length..], body).map_err(|failure| failure.after(head_length))?;
     Ok(Parsed { length: head_length + body_length, is_head })
 }
 
-/// The length of the body at the start of `body`: chunked, Content-Length or
-/// none (RFC 9112 §6.3: a request without framing headers has no body).
-fn body_length(body: &[u8], framing: &Framing) -> Result<usize, Failure> {
-    if framing.chunked {
-        return chunked_length(body);
-    }
-    match usize::try_from(framing.content_length.unwrap_or(0)) {
-        Ok(length) if length <= body.len() => Ok(length),
-        _ => Err(Failure::incomplete(body.len())),
+/// The length of the body at the start of `body`, which must be complete.
+fn body_length(body: &[u8], framing: RequestBody) -> Result<usize, Failure> {
+    match framing {
+        RequestBody::Chunked => chunked_length(body),
+        RequestBody::Length(length) => match usize::try_from(length) {
+            Ok(length) if length <= body.len() => Ok(length),
+            _ => Err(Failure::incomplete(body.len())),
+        },
     }
 }
 
 /// The length of a complete chunked body at the start of `body`: chunks, the
 /// last chunk and the trailer section.
 fn chunked_length(body: &[u8]) -> Result<usize, Failure> {
-    let mut at = 0;
-    loop {
-        let (line_length, size) = match super::parse_chunk_size(&body[at..]) {
-            Ok(Status::Complete(parsed)) => parsed,
-            Ok(Status::Partial) => return Err(Failure::incomplete(body.len())),
-            Err(_) => {
-                let offset =
-                    first_error_at(&body[at..], |prefix| super::parse_chunk_size(prefix).is_err());
-                let cause = "invalid character in chunk size header";
-                return Err(Failure { cause, offset }.after(at));
-            }
-        };
-        at += line_length;
-        if size == 0 {
-            return trailers_length(&body[at..]).map(|length| at + length).map_err(|f| f.after(at));
-        }
-        let data_end = usize::try_from(size).ok().and_then(|size| at.checked_add(size));
-        at = match data_end {
-            Some(end) if end <= body.len() => expect_crlf(body, end)?,
-            _ => return Err(Failure::incomplete(body.len())),
-        };
-    }
-}
-
-/// The offset just past the CRLF that must follow chunk data at `at`.
-fn expect_crlf(body: &[u8], at: usize) -> Result<usize, Failure> {
-    let rest = &body[at..];
-    match rest.iter().zip(b"\r\n").position(|(got, wanted)| got != wanted) {
-        Some(wrong) => Err(Failure { cause: "CRLF expected after chunk data", offset: at + wrong }),
-        None if rest.len() < 2 => Err(Failure::incomplete(body.len())),
-        None => Ok(at + 2),
-    }
-}
-
-fn trailers_length(buf: &[u8]) -> Result<usize, Failure> {
-    match parse_trailers(buf) {
-        Ok(Some(length)) => Ok(length),
-        Ok(None) => Err(Failure::incomplete(buf.len())),
+    match ChunkedDecoder::new().decode(body, Discard) {
+        Ok(Decoded { consumed, done: true }) => Ok(consumed),
+        Ok(Decoded { done: false, .. }) => Err(Failure::incomplete(body.len())),
         Err(error) => {
-            let offset = first_error_at(buf, |prefix| parse_trailers(prefix).is_err());
-            Err(Failure { cause: header_cause(error), offset })
+            let cause = match error.kind {
+                ChunkedErrorKind::BadChunkSize => "invalid character in chunk size header",
+                ChunkedErrorKind::ChunkLineTooLong => "chunk size line longer than 64 KiB",
+                ChunkedErrorKind::BadChunkDataEnd => "CRLF expected after chunk data",
+                ChunkedErrorKind::MalformedTrailer(error) => header_cause(error),
+                ChunkedErrorKind::TrailersTooLarge => "trailer section larger than 64 KiB",
+            };
+            Err(Failure { cause, offset: error.at })
         }
-    }
-}
-
-/// The length of the trailer section at the start of `buf`, if complete.
-fn parse_trailers(buf: &[u8]) -> Result<Option<usize>, httparse::Error> {
-    match httparse::parse_headers(buf, &mut [httparse::EMPTY_HEADER; MAX_HEADERS])? {
-        Status::Complete((length, _)) => Ok(Some(length)),
-        Status::Partial => Ok(None),
     }
 }
 
@@ -280,23 +244,6 @@ fn header_cause(error: httparse::Error) -> &'static str {
         httparse::Error::TooManyHeaders => "more than 100 headers",
         httparse::Error::Token | httparse::Error::Status => "invalid request line",
     }
-}
-
-/// The offset of the byte at which a parser that fails on `buf` first fails:
-/// the last byte of the shortest failing prefix. httparse does not tell, but
-/// it parses left to right, so a prefix fails exactly when it holds that byte
-/// and a binary search finds it in a few parses.
-fn first_error_at(buf: &[u8], fails: impl Fn(&[u8]) -> bool) -> usize {
-    let (mut passing, mut failing) = (0, buf.len());
-    while failing - passing > 1 {
-        let middle = passing + (failing - passing) / 2;
-        if fails(&buf[..middle]) {
-            failing = middle;
-        } else {
-            passing = middle;
-        }
-    }
-    failing.saturating_sub(1)
 }
 
 /// The offset of `part`, a slice borrowed from `buf`, within `buf`.

@@ -4,9 +4,10 @@
 //! This runs for every response, so the default mode allocates nothing per
 //! response and never copies a body: the header block is parsed in place by
 //! `httparse` when one read holds all of it (only a block split across reads
-//! is gathered in a reused buffer), and body bytes are just counted off.
-//! Capture mode (for a Lua `response()` callback) keeps the headers and the
-//! de-chunked body.
+//! is gathered in a reused buffer), and body bytes are just counted off
+//! (chunked ones by [`super::chunked`], the decoder the built-in server
+//! uses too). Capture mode (for a Lua `response()` callback) keeps the
+//! headers and the de-chunked body.
 //!
 //! Reproduced from http_parser (what wrk uses): the body framing (Content-
 //! Length, chunked with extensions and trailers, until EOF; none for 1xx, 204
@@ -35,7 +36,10 @@ use std::mem::MaybeUninit;
 
 use httparse::Status;
 
-use super::{Framing, MAX_BLOCK_BYTES, MAX_HEADERS};
+use super::block::gather;
+use super::chunked::{ChunkedDecoder, ChunkedError, ChunkedErrorKind, Sink};
+use super::framing::{Framing, TransferCoding};
+use super::MAX_HEADERS;
 
 /// Finds the end of each response on one connection.
 #[derive(Debug)]
@@ -49,10 +53,12 @@ pub struct ResponseParser {
     keep_alive: bool,
     /// Headers and body of the response being read, in capture mode.
     captured: Option<Captured>,
-    /// The start of a header block, chunk-size line or trailer section that
-    /// one read did not complete. Cleared, never shrunk, so no allocation
-    /// happens per response once it has grown.
+    /// The start of a header block that one read did not complete. Cleared,
+    /// never shrunk, so no allocation happens per response once it has
+    /// grown.
     partial: Vec<u8>,
+    /// The decoder of a chunked body, reset for each one.
+    chunked: ChunkedDecoder,
 }
 
 /// Where in a response the next byte belongs.
@@ -64,14 +70,8 @@ enum State {
     Head,
     /// In a Content-Length body with this many bytes left (never 0).
     Body(u64),
-    /// In a chunk-size line.
-    ChunkSize,
-    /// In chunk data with this many bytes left (never 0).
-    ChunkData(u64),
-    /// In the CRLF after chunk data; `true` once the CR was seen.
-    ChunkDataEnd(bool),
-    /// In the trailer section after the last chunk.
-    Trailers,
+    /// In a chunked body (trailer section included).
+    Chunked,
     /// In a body that ends when the peer closes the connection.
     UntilEof,
 }
@@ -150,6 +150,32 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
+impl ParseError {
+    fn from_chunked(error: ChunkedError) -> ParseError {
+        match error.kind {
+            ChunkedErrorKind::BadChunkSize => ParseError::BadChunkSize,
+            ChunkedErrorKind::ChunkLineTooLong => ParseError::ChunkLineTooLong,
+            ChunkedErrorKind::BadChunkDataEnd => ParseError::BadChunkDataEnd,
+            ChunkedErrorKind::MalformedTrailer(httparse::Error::TooManyHeaders) => {
+                ParseError::TooManyHeaders
+            }
+            ChunkedErrorKind::MalformedTrailer(_) => ParseError::MalformedTrailer,
+            ChunkedErrorKind::TrailersTooLarge => ParseError::TrailersTooLarge,
+        }
+    }
+}
+
+/// A chunked body's data and trailers, kept in capture mode.
+impl Sink for Captured {
+    fn data(&mut self, data: &[u8]) {
+        self.body.extend_from_slice(data);
+    }
+
+    fn trailers(&mut self, fields: &[httparse::Header<'_>]) {
+        self.headers.extend(owned_fields(fields));
+    }
+}
+
 impl ResponseParser {
     /// A parser for a new connection; `capture` keeps headers and bodies.
     pub fn new(capture: bool) -> Self {
@@ -161,6 +187,7 @@ impl ResponseParser {
             keep_alive: false,
             captured: None,
             partial: Vec::new(),
+            chunked: ChunkedDecoder::new(),
         }
     }
 
@@ -215,10 +242,7 @@ impl ResponseParser {
             State::Idle => Ok(self.skip_empty_lines(data)),
             State::Head => self.step_head(data),
             State::Body(left) => Ok(self.step_body(data, left)),
-            State::ChunkSize => self.step_chunk_size(data),
-            State::ChunkData(left) => Ok(self.step_chunk_data(data, left)),
-            State::ChunkDataEnd(seen_cr) => self.step_chunk_data_end(data, seen_cr),
-            State::Trailers => self.step_trailers(data),
+            State::Chunked => self.step_chunked(data),
             State::UntilEof => {
                 self.keep_body(data);
                 Ok(not_done(data.len()))
@@ -239,7 +263,9 @@ impl ResponseParser {
     fn step_head(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
         let capture = self.capture;
         let (consumed, head) =
-            self.feed_block(data, ParseError::HeadTooLarge, |block| parse_head(block, capture))?;
+            gather(&mut self.partial, data, ParseError::HeadTooLarge, |block| {
+                parse_head(block, capture)
+            })?;
         let done = head.and_then(|head| self.begin_body(head));
         Ok(Feed { consumed, done })
     }
@@ -262,7 +288,10 @@ impl ResponseParser {
         self.state = match body {
             BodyFraming::Empty | BodyFraming::Length(0) => return Some(self.complete()),
             BodyFraming::Length(length) => State::Body(length),
-            BodyFraming::Chunked => State::ChunkSize,
+            BodyFraming::Chunked => {
+                self.chunked.reset();
+                State::Chunked
+            }
             BodyFraming::UntilEof => State::UntilEof,
         };
         None
@@ -280,98 +309,11 @@ impl ResponseParser {
         }
     }
 
-    fn step_chunk_size(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
-        let (consumed, size) =
-            self.feed_block(data, ParseError::ChunkLineTooLong, parse_chunk_size_line)?;
-        match size {
-            Some(0) => self.state = State::Trailers,
-            Some(size) => self.state = State::ChunkData(size),
-            None => {}
-        }
-        Ok(not_done(consumed))
-    }
-
-    fn step_chunk_data(&mut self, data: &[u8], left: u64) -> Feed {
-        let used = body_bytes(left, data.len());
-        self.keep_body(&data[..used]);
-        self.state = match left - used as u64 {
-            0 => State::ChunkDataEnd(false),
-            left => State::ChunkData(left),
-        };
-        not_done(used)
-    }
-
-    /// Checks the CRLF after chunk data, which may be split between reads.
-    fn step_chunk_data_end(&mut self, data: &[u8], seen_cr: bool) -> Result<Feed, ParseError> {
-        let expected: &[u8] = if seen_cr { b"\n" } else { b"\r\n" };
-        let used = expected.len().min(data.len());
-        if data[..used] != expected[..used] {
-            return Err(ParseError::BadChunkDataEnd);
-        }
-        self.state =
-            if used == expected.len() { State::ChunkSize } else { State::ChunkDataEnd(true) };
-        Ok(not_done(used))
-    }
-
-    fn step_trailers(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
-        let capture = self.capture;
-        let (consumed, trailers) =
-            self.feed_block(data, ParseError::TrailersTooLarge, |block| {
-                parse_trailers(block, capture)
-            })?;
-        let Some(trailers) = trailers else {
-            return Ok(not_done(consumed));
-        };
-        if let Some(captured) = &mut self.captured {
-            captured.headers.extend(trailers);
-        }
-        Ok(Feed { consumed, done: Some(self.complete()) })
-    }
-
-    /// Parses a block that ends with a LF (a header block, chunk-size line or
-    /// trailer section) in place when `data` holds all of it, and gathers it
-    /// in `self.partial` when it is split across reads. Returns the bytes of
-    /// `data` used and, once the block is complete, what `parse` made of it.
-    /// `parse` gets the block from its start and returns its length and
-    /// value, or None while it is incomplete.
-    fn feed_block<T>(
-        &mut self,
-        data: &[u8],
-        too_large: ParseError,
-        parse: impl FnOnce(&[u8]) -> Result<Option<(usize, T)>, ParseError>,
-    ) -> Result<(usize, Option<T>), ParseError> {
-        if self.partial.is_empty() {
-            return match parse(data)? {
-                Some((length, _)) if length > MAX_BLOCK_BYTES => Err(too_large),
-                Some((length, value)) => Ok((length, Some(value))),
-                None if data.len() > MAX_BLOCK_BYTES => Err(too_large),
-                None => {
-                    self.partial.extend_from_slice(data);
-                    Ok((data.len(), None))
-                }
-            };
-        }
-        let held = self.partial.len();
-        // One byte past the limit is enough to tell the block is too large.
-        let new = &data[..data.len().min((MAX_BLOCK_BYTES + 1).saturating_sub(held))];
-        self.partial.extend_from_slice(new);
-        // Only a LF can complete the block: parsing again without one would
-        // let a peer that trickles bytes cost quadratic time.
-        if new.contains(&b'\n') {
-            if let Some((length, value)) = parse(&self.partial)? {
-                if length > MAX_BLOCK_BYTES {
-                    return Err(too_large);
-                }
-                self.partial.clear();
-                // The held bytes did not complete the block, so it ends in
-                // `new`: length > held.
-                return Ok((length.saturating_sub(held), Some(value)));
-            }
-        }
-        if self.partial.len() > MAX_BLOCK_BYTES {
-            return Err(too_large);
-        }
-        Ok((new.len(), None))
+    fn step_chunked(&mut self, data: &[u8]) -> Result<Feed, ParseError> {
+        let decoded =
+            self.chunked.decode(data, &mut self.captured).map_err(ParseError::from_chunked)?;
+        let done = decoded.done.then(|| self.complete());
+        Ok(Feed { consumed: decoded.consumed, done })
     }
 
     fn keep_body(&mut self, bytes: &[u8]) {
@@ -446,35 +388,6 @@ fn parse_head(buf: &[u8], capture: bool) -> Result<Option<(usize, Head)>, ParseE
     Ok(Some((length, Head { status, minor_version, framing, headers })))
 }
 
-/// Parses a chunk-size line (extensions are skipped) from the start of
-/// `buf`: its length and the chunk size.
-fn parse_chunk_size_line(buf: &[u8]) -> Result<Option<(usize, u64)>, ParseError> {
-    match super::parse_chunk_size(buf) {
-        Ok(Status::Complete(parsed)) => Ok(Some(parsed)),
-        Ok(Status::Partial) => Ok(None),
-        Err(_) => Err(ParseError::BadChunkSize),
-    }
-}
-
-/// Parses a trailer section (header fields, then an empty line) from the
-/// start of `buf`: its length and, in capture mode, its fields.
-fn parse_trailers(buf: &[u8], capture: bool) -> Result<Option<(usize, Fields)>, ParseError> {
-    // Nearly every chunked body has no trailers: skip filling the slots.
-    if buf.starts_with(b"\r\n") {
-        return Ok(Some((2, Vec::new())));
-    }
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    match httparse::parse_headers(buf, &mut slots) {
-        Ok(Status::Complete((length, fields))) => {
-            let fields = if capture { owned_fields(fields) } else { Vec::new() };
-            Ok(Some((length, fields)))
-        }
-        Ok(Status::Partial) => Ok(None),
-        Err(httparse::Error::TooManyHeaders) => Err(ParseError::TooManyHeaders),
-        Err(_) => Err(ParseError::MalformedTrailer),
-    }
-}
-
 fn owned_fields(fields: &[httparse::Header<'_>]) -> Fields {
     fields
         .iter()
@@ -492,9 +405,9 @@ fn is_interim(status: u16) -> bool {
 fn body_framing(status: u16, head_request: bool, framing: &Framing) -> BodyFraming {
     if head_request || (100..200).contains(&status) || status == 204 || status == 304 {
         BodyFraming::Empty
-    } else if framing.chunked {
+    } else if framing.chunked() {
         BodyFraming::Chunked
-    } else if framing.transfer_encoding {
+    } else if framing.transfer_coding != TransferCoding::Absent {
         BodyFraming::UntilEof
     } else if let Some(length) = framing.content_length {
         BodyFraming::Length(length)
@@ -516,6 +429,7 @@ fn keeps_alive(status: u16, minor_version: u8, framing: &Framing, body: BodyFram
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::MAX_BLOCK_BYTES;
 
     /// What a test expects of one response: status, keep-alive, body.
     type Expected = (u16, bool, &'static [u8]);

@@ -12,8 +12,8 @@ use std::io;
 
 use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_HEAD};
 use super::response::{Endpoint, Response, Stream, NEVER};
-use super::transport::Transport;
 use super::{Shared, ThreadCounters};
+use crate::http::transport::Transport;
 
 /// Initial size of a connection's input buffer (it grows for large heads).
 const INPUT_INITIAL: usize = 8 * 1024;
@@ -168,8 +168,8 @@ impl Conn {
                 break;
             }
             match self.transport.read(spare) {
-                Ok(0) => self.peer_eof = true,
-                Ok(n) => {
+                Ok((0, _)) => self.peer_eof = true,
+                Ok((n, _)) => {
                     self.input.filled(n);
                     counters.requests_read(self.parse_input(now, shared));
                     // A short read from a TCP socket means its queue is
@@ -275,9 +275,8 @@ impl Conn {
 
     /// Renders due responses and writes until done or the socket is full.
     fn write_output(&mut self, now: u64, shared: &Shared) -> io::Result<()> {
-        match self.transport.flush() {
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
-            other => other?,
+        if !self.transport.flush()? {
+            return Ok(());
         }
         loop {
             let written = if self.out_pos < self.out.len() {
@@ -371,7 +370,7 @@ impl Conn {
         loop {
             self.input.clear();
             match self.transport.read(self.input.spare()) {
-                Ok(0) => return false,
+                Ok((0, _)) => return false,
                 Ok(_) => {}
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}

@@ -33,7 +33,11 @@
 //! A bad argument (`/status/abc`, `/bytes/-1`) gets 400 and the connection
 //! stays open. A malformed request gets 400 and the connection is closed;
 //! so does a request that sends both `Content-Length` and
-//! `Transfer-Encoding`. `Expect: 100-continue` on a request with a body is
+//! `Transfer-Encoding`, or a `Transfer-Encoding` other than plain `chunked`.
+//! Requests are framed by the code that frames responses in the client
+//! ([`crate::http::framing`], [`crate::http::chunked`]), so both ends agree:
+//! `Content-Length: 42, 42` is 42, chunk-size lines end with CRLF, trailers
+//! are header fields. `Expect: 100-continue` on a request with a body is
 //! answered with `100 Continue`. HTTP/1.0 requests close unless they ask
 //! for keep-alive.
 //!
@@ -62,7 +66,6 @@ mod conn;
 mod request;
 mod response;
 mod tls;
-mod transport;
 mod worker;
 
 #[cfg(test)]
@@ -94,8 +97,8 @@ pub struct ServeOptions {
     pub latency: Duration,
     /// A window during which no response is written.
     pub stall: Option<Stall>,
-    /// Serve HTTPS with a self-signed certificate made at start-up, valid
-    /// for `localhost`, `127.0.0.1` and `::1`.
+    /// Serve HTTPS with a fixed self-signed certificate, valid for
+    /// `localhost`, `127.0.0.1` and `::1` (its key is public: local use only).
     pub tls: bool,
 }
 
@@ -145,7 +148,7 @@ pub struct ServerHandle {
     /// Registered in every thread's poller: one write wakes them all.
     waker: OwnedFd,
     threads: Vec<JoinHandle<()>>,
-    certificate_der: Option<Vec<u8>>,
+    certificate_der: Option<&'static [u8]>,
 }
 
 impl ServerHandle {
@@ -162,7 +165,7 @@ impl ServerHandle {
     /// The self-signed certificate (DER) when serving TLS, for clients that
     /// want to verify the server instead of accepting anything.
     pub fn certificate_der(&self) -> Option<&[u8]> {
-        self.certificate_der.as_deref()
+        self.certificate_der
     }
 
     /// Stops all threads, waits for them and closes every connection.
@@ -188,7 +191,7 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
     if opts.threads == 0 {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "serve: threads must be >= 1"));
     }
-    let identity = if opts.tls { Some(tls::self_signed()?) } else { None };
+    let identity = if opts.tls { Some(tls::local_identity()?) } else { None };
     let listeners = bind_listeners(opts.bind, opts.threads)?;
     let addr = listeners[0].local_addr()?;
     let shared = Arc::new(Shared::new(&opts, identity.as_ref().map(|i| i.config.clone())));

@@ -1,6 +1,11 @@
 //! The request side: parsing a request head out of the connection's input
 //! buffer, and the body decoder (Content-Length or chunked) that consumes
-//! the body as it arrives.
+//! the body as it arrives. The framing headers and chunked bodies are read
+//! by the client's code ([`crate::http::framing`], [`crate::http::chunked`]),
+//! so that server and client agree on them.
+
+use crate::http::chunked::{ChunkedDecoder, Decoded};
+use crate::http::framing::{Framing, RequestBody, TransferCoding};
 
 use super::response::{Endpoint, TOKEN};
 
@@ -10,9 +15,6 @@ pub(super) const MAX_HEAD: usize = 64 * 1024;
 
 /// Headers per request; more is a malformed request.
 const MAX_HEADERS: usize = 64;
-
-/// The longest chunk-size or trailer line accepted while it is incomplete.
-const MAX_LINE: usize = 4096;
 
 /// What the response to a request depends on, extracted from the head so
 /// that the input buffer can be reused at once.
@@ -69,26 +71,28 @@ pub(super) fn parse_head(input: &[u8]) -> HeadParse {
     else {
         return HeadParse::Invalid;
     };
-    let mut facts = HeaderFacts::default();
-    for header in parsed.headers.iter() {
-        if facts.note(header.name, header.value).is_err() {
-            return HeadParse::Invalid;
-        }
-    }
-    let body = match (facts.chunked, facts.content_length) {
-        (true, Some(_)) => return HeadParse::Invalid,
-        (true, None) => BodyDecoder::Chunked(ChunkState::Size),
-        (false, length) => BodyDecoder::Length(length.unwrap_or(0)),
+    let Ok(framing) = Framing::scan(parsed.headers) else {
+        return HeadParse::Invalid;
     };
+    let body = match framing.request_body() {
+        Ok(RequestBody::Length(length)) => BodyDecoder::Length(length),
+        // Only plain chunked: a body in another coding could not be echoed.
+        Ok(RequestBody::Chunked) if framing.transfer_coding == TransferCoding::Chunked => {
+            BodyDecoder::Chunked(ChunkedDecoder::new())
+        }
+        // Including both Content-Length and Transfer-Encoding.
+        _ => return HeadParse::Invalid,
+    };
+    let asks = Asks::scan(parsed.headers);
     let endpoint = Endpoint::route(target);
     let echo = (endpoint == Endpoint::Echo).then(|| echo_head(method, target, parsed.headers));
     let request = Request {
         endpoint,
         head_only: method == "HEAD",
-        connection: facts.connection(version),
-        has_token: facts.has_token,
+        connection: connection(&framing, version),
+        has_token: asks.token,
         // An HTTP/1.0 client does not know 100 Continue (RFC 9110 15.2).
-        expect_continue: facts.expect_continue && version == 1,
+        expect_continue: asks.continue_first && version == 1,
         echo,
     };
     HeadParse::Complete(Head { request, body, len })
@@ -111,67 +115,39 @@ fn echo_head(method: &str, target: &str, headers: &[httparse::Header]) -> Vec<u8
     text
 }
 
-/// What the headers say about framing, persistence and the endpoints.
+/// What the server-specific headers ask for.
 #[derive(Default)]
-struct HeaderFacts {
-    content_length: Option<u64>,
-    chunked: bool,
-    close: bool,
-    keep_alive: bool,
-    expect_continue: bool,
-    has_token: bool,
+struct Asks {
+    /// `Expect: 100-continue`.
+    continue_first: bool,
+    /// `X-Token: tok123` (for `/resource`).
+    token: bool,
 }
 
-/// A header that makes the request malformed.
-struct BadHeader;
-
-impl HeaderFacts {
-    fn note(&mut self, name: &str, value: &[u8]) -> Result<(), BadHeader> {
-        if name.eq_ignore_ascii_case("content-length") {
-            let length = parse_decimal(value.trim_ascii()).ok_or(BadHeader)?;
-            // Repeated Content-Length headers must agree (RFC 9112 6.3).
-            if self.content_length.is_some_and(|seen| seen != length) {
-                return Err(BadHeader);
+impl Asks {
+    fn scan(headers: &[httparse::Header<'_>]) -> Asks {
+        let mut asks = Asks::default();
+        for header in headers {
+            let value = header.value.trim_ascii();
+            if header.name.eq_ignore_ascii_case("expect") {
+                asks.continue_first |= value.eq_ignore_ascii_case(b"100-continue");
+            } else if header.name.eq_ignore_ascii_case("x-token") {
+                asks.token |= value == TOKEN.as_bytes();
             }
-            self.content_length = Some(length);
-        } else if name.eq_ignore_ascii_case("transfer-encoding") {
-            // Only plain chunked is understood; a body in any other coding
-            // cannot be delimited.
-            if !value.trim_ascii().eq_ignore_ascii_case(b"chunked") {
-                return Err(BadHeader);
-            }
-            self.chunked = true;
-        } else if name.eq_ignore_ascii_case("connection") {
-            for option in value.split(|&b| b == b',').map(<[u8]>::trim_ascii) {
-                self.close |= option.eq_ignore_ascii_case(b"close");
-                self.keep_alive |= option.eq_ignore_ascii_case(b"keep-alive");
-            }
-        } else if name.eq_ignore_ascii_case("expect") {
-            self.expect_continue |= value.trim_ascii().eq_ignore_ascii_case(b"100-continue");
-        } else if name.eq_ignore_ascii_case("x-token") {
-            self.has_token |= value.trim_ascii() == TOKEN.as_bytes();
         }
-        Ok(())
-    }
-
-    /// HTTP/1.1 stays open unless asked to close; HTTP/1.0 closes unless
-    /// asked to stay open.
-    fn connection(&self, minor_version: u8) -> Connection {
-        match (minor_version, self.close, self.keep_alive) {
-            (_, true, _) => Connection::Close,
-            (0, false, true) => Connection::KeepAlive10,
-            (0, false, false) => Connection::Close,
-            _ => Connection::KeepAlive,
-        }
+        asks
     }
 }
 
-/// A non-negative decimal number of at most 19 digits (always fits u64).
-pub(super) fn parse_decimal(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 19 || !digits.iter().all(u8::is_ascii_digit) {
-        return None;
+/// HTTP/1.1 stays open unless asked to close; HTTP/1.0 closes unless asked
+/// to stay open.
+fn connection(framing: &Framing, minor_version: u8) -> Connection {
+    match (minor_version, framing.close, framing.keep_alive) {
+        (_, true, _) => Connection::Close,
+        (0, false, true) => Connection::KeepAlive10,
+        (0, false, false) => Connection::Close,
+        _ => Connection::KeepAlive,
     }
-    Some(digits.iter().fold(0, |n, d| n * 10 + u64::from(d - b'0')))
 }
 
 /// Consumes a request body as its bytes arrive.
@@ -179,20 +155,7 @@ pub(super) fn parse_decimal(digits: &[u8]) -> Option<u64> {
 pub(super) enum BodyDecoder {
     /// Bytes of a Content-Length body still to come.
     Length(u64),
-    Chunked(ChunkState),
-}
-
-/// Where a chunked decoder is.
-#[derive(Debug, PartialEq, Eq)]
-pub(super) enum ChunkState {
-    /// Expecting a chunk-size line.
-    Size,
-    /// Inside a chunk's data, this many bytes to go.
-    Data(u64),
-    /// Expecting the CRLF after a chunk's data.
-    DataEnd,
-    /// After the last chunk: trailer lines until an empty one.
-    Trailers,
+    Chunked(ChunkedDecoder),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -216,75 +179,20 @@ impl BodyDecoder {
                 let status = if *remaining == 0 { BodyStatus::Done } else { BodyStatus::NeedMore };
                 (take, status)
             }
-            BodyDecoder::Chunked(state) => decode_chunked(state, input, sink),
-        }
-    }
-}
-
-fn decode_chunked(
-    state: &mut ChunkState,
-    input: &[u8],
-    mut sink: Option<&mut Vec<u8>>,
-) -> (usize, BodyStatus) {
-    let mut used = 0;
-    loop {
-        let rest = &input[used..];
-        if let ChunkState::Data(left) = *state {
-            if rest.is_empty() {
-                return (used, BodyStatus::NeedMore);
-            }
-            let take = rest.len().min(usize::try_from(left).unwrap_or(usize::MAX));
-            if let Some(sink) = sink.as_deref_mut() {
-                sink.extend_from_slice(&rest[..take]);
-            }
-            used += take;
-            let left = left - take as u64;
-            *state = if left == 0 { ChunkState::DataEnd } else { ChunkState::Data(left) };
-            continue;
-        }
-        let Some((line, line_len)) = split_line(rest) else {
-            let status =
-                if rest.len() > MAX_LINE { BodyStatus::Invalid } else { BodyStatus::NeedMore };
-            return (used, status);
-        };
-        used += line_len;
-        match *state {
-            ChunkState::Size => match parse_chunk_size(line) {
-                Some(0) => *state = ChunkState::Trailers,
-                Some(size) => *state = ChunkState::Data(size),
-                None => return (used, BodyStatus::Invalid),
+            BodyDecoder::Chunked(decoder) => match decoder.decode(input, sink) {
+                Ok(Decoded { consumed, done: true }) => (consumed, BodyStatus::Done),
+                Ok(Decoded { consumed, done: false }) => (consumed, BodyStatus::NeedMore),
+                Err(error) => (error.at, BodyStatus::Invalid),
             },
-            ChunkState::DataEnd if line.is_empty() => *state = ChunkState::Size,
-            ChunkState::DataEnd => return (used, BodyStatus::Invalid),
-            // Trailer fields are read and ignored.
-            ChunkState::Trailers if line.is_empty() => return (used, BodyStatus::Done),
-            ChunkState::Trailers | ChunkState::Data(_) => {}
         }
     }
-}
-
-/// The first line of `input` without its line ending (CRLF, or a bare LF
-/// as RFC 9112 allows a recipient to accept), and its length with the
-/// ending; None if the line is not complete yet.
-fn split_line(input: &[u8]) -> Option<(&[u8], usize)> {
-    let end = input.iter().position(|&b| b == b'\n')?;
-    let line = &input[..end];
-    Some((line.strip_suffix(b"\r").unwrap_or(line), end + 1))
-}
-
-/// `1a` or `1a;name=value`: hexadecimal, at most 15 digits.
-fn parse_chunk_size(line: &[u8]) -> Option<u64> {
-    let digits = line.split(|&b| b == b';').next().unwrap_or(line).trim_ascii();
-    if digits.is_empty() || digits.len() > 15 || !digits.iter().all(u8::is_ascii_hexdigit) {
-        return None;
-    }
-    let digits = std::str::from_utf8(digits).ok()?;
-    u64::from_str_radix(digits, 16).ok()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::http::request::count_requests;
+    use crate::http::response::ResponseParser;
 
     fn head(text: &str) -> Head {
         match parse_head(text.as_bytes()) {
@@ -318,12 +226,13 @@ mod tests {
         );
         assert_eq!(
             head("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n").body,
-            BodyDecoder::Chunked(ChunkState::Size)
+            BodyDecoder::Chunked(ChunkedDecoder::new())
         );
         assert_eq!(head("GET / HTTP/1.1\r\n\r\n").len, 18);
         assert!(invalid("POST / HTTP/1.1\r\nContent-Length: +5\r\n\r\n"));
         assert!(invalid("POST / HTTP/1.1\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n"));
         assert!(invalid("POST / HTTP/1.1\r\nTransfer-Encoding: gzip\r\n\r\n"));
+        assert!(invalid("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"));
         assert!(invalid(
             "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n"
         ));
@@ -334,7 +243,7 @@ mod tests {
     /// Feeds `body` to a chunked decoder in pieces of `step` bytes, the way
     /// the connection does: unused bytes stay and more are appended.
     fn decode_in_pieces(body: &[u8], step: usize) -> (Vec<u8>, BodyStatus, usize) {
-        let mut decoder = BodyDecoder::Chunked(ChunkState::Size);
+        let mut decoder = BodyDecoder::Chunked(ChunkedDecoder::new());
         let mut sink = Vec::new();
         let (mut buffered, mut fed, mut consumed) = (Vec::new(), 0, 0);
         loop {
@@ -366,7 +275,8 @@ mod tests {
         for body in [&b"x\r\n"[..], b"5\r\nhelloXX\r\n", b"12345678901234567\r\n"] {
             assert_eq!(decode_in_pieces(body, 64).1, BodyStatus::Invalid, "{body:?}");
         }
-        let endless_line = vec![b'1'; MAX_LINE + 1];
+        let mut endless_line = b"1;".to_vec();
+        endless_line.resize(64 * 1024 + 1, b'x');
         assert_eq!(decode_in_pieces(&endless_line, 64).1, BodyStatus::Invalid);
     }
 
@@ -377,5 +287,60 @@ mod tests {
         assert_eq!(decoder.decode(b"hel", Some(&mut sink)), (3, BodyStatus::NeedMore));
         assert_eq!(decoder.decode(b"loGET", Some(&mut sink)), (2, BodyStatus::Done));
         assert_eq!(sink, b"hello");
+    }
+
+    /// What the server, the client reading a response and the request
+    /// counter make of the same framing headers and body: accepted or not.
+    fn verdicts(headers: &str, body: &str) -> (bool, bool, bool) {
+        let request = format!("POST / HTTP/1.1\r\n{headers}\r\n{body}");
+        let server = match parse_head(request.as_bytes()) {
+            HeadParse::Complete(mut head) => {
+                let (_, status) = head.body.decode(&request.as_bytes()[head.len..], None);
+                status == BodyStatus::Done
+            }
+            _ => false,
+        };
+        let response = format!("HTTP/1.1 200 OK\r\n{headers}\r\n{body}");
+        let client = ResponseParser::new(false)
+            .feed(response.as_bytes())
+            .is_ok_and(|feed| feed.done.is_some());
+        let counter = count_requests(request.as_bytes()).is_ok();
+        (server, client, counter)
+    }
+
+    #[test]
+    fn client_and_server_agree_on_content_length() {
+        let body = "x".repeat(42);
+        for (value, valid) in [
+            ("42", true),
+            ("42, 42", true),
+            ("42,42 , 42", true),
+            ("42, 43", false),
+            ("42,", false),
+        ] {
+            let headers = format!("Content-Length: {value}\r\n");
+            assert_eq!(verdicts(&headers, &body), (valid, valid, valid), "{value:?}");
+        }
+        let repeated = "Content-Length: 42\r\nContent-Length: 42\r\n";
+        assert_eq!(verdicts(repeated, &body), (true, true, true));
+        let conflicting = "Content-Length: 42\r\nContent-Length: 41\r\n";
+        assert_eq!(verdicts(conflicting, &body), (false, false, false));
+    }
+
+    #[test]
+    fn client_and_server_agree_on_chunked_bodies() {
+        let chunked = "Transfer-Encoding: chunked\r\n";
+        for (body, valid) in [
+            ("3;a=b\r\nabc\r\n0\r\nX-Trailer: t\r\n\r\n", true),
+            ("3 ; a\r\nabc\r\n0\r\n\r\n", true),
+            ("0003\r\nabc\r\n0\r\n\r\n", true),
+            ("3\nabc\r\n0\r\n\r\n", false),
+            ("3\r\nabc\n0\r\n\r\n", false),
+            ("\r\n", false),
+            ("ffffffffffffffff\r\n", false),
+            ("0\r\nBad Trailer\r\n\r\n", false),
+        ] {
+            assert_eq!(verdicts(chunked, body), (valid, valid, valid), "{body:?}");
+        }
     }
 }

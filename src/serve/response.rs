@@ -1,7 +1,9 @@
 //! The response side: which endpoint a request names, the response it gets
 //! and the bytes of that response on the wire.
 
-use super::request::{parse_decimal, Connection, Request};
+use crate::http::framing::decimal;
+
+use super::request::{Connection, Request};
 use super::Shared;
 
 /// The due time of a response that is never sent (`/hang`).
@@ -73,8 +75,7 @@ impl Endpoint {
             "/stats" => return Endpoint::Stats,
             _ => {}
         }
-        let argument =
-            |prefix: &str| path.strip_prefix(prefix).map(|a| parse_decimal(a.as_bytes()));
+        let argument = |prefix: &str| path.strip_prefix(prefix).map(|a| decimal(a.as_bytes()));
         let endpoint = if let Some(code) = argument("/status/") {
             code.and_then(|c| u16::try_from(c).ok())
                 .filter(|c| (200..=599).contains(c))
@@ -93,7 +94,7 @@ impl Endpoint {
 /// `/chunked?n=<count>`.
 fn chunk_count(query: &str) -> Endpoint {
     let count = query.split('&').find_map(|pair| pair.strip_prefix("n="));
-    match count.map(|n| parse_decimal(n.as_bytes())) {
+    match count.map(|n| decimal(n.as_bytes())) {
         None => Endpoint::Chunked(DEFAULT_CHUNKS),
         Some(Some(n)) if n <= u64::from(MAX_CHUNKS) => Endpoint::Chunked(n as u32),
         Some(_) => Endpoint::BadArgument,

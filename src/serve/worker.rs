@@ -15,9 +15,8 @@ use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
 use super::conn::{Conn, Outcome, Wake};
-use super::tls::TlsStream;
-use super::transport::Transport;
-use super::Shared;
+use super::{tls, Shared};
+use crate::http::transport::Transport;
 use crate::sys::{now_ns, set_minimal_timer_slack, Interest, Poller};
 
 /// Poller tokens. A connection's token is its slot index (low 32 bits)
@@ -170,9 +169,9 @@ impl Worker {
         // Responses are complete when written; Nagle would only delay them.
         let _ = socket.set_nodelay(true);
         let transport = match &self.shared.tls {
-            None => Transport::Plain(socket),
-            Some(config) => match TlsStream::new(config, socket) {
-                Ok(tls) => Transport::Tls(Box::new(tls)),
+            None => Transport::plain(socket),
+            Some(config) => match tls::session(config) {
+                Ok(session) => Transport::tls(socket, session),
                 Err(_) => return,
             },
         };
