@@ -299,6 +299,35 @@ impl Report {
             .unwrap_or_else(|_| panic!("bad line {line:?}"))
     }
 
+    /// `3.00s` of `N requests in 3.00s, 4.80MB read` (the run time: from
+    /// the start to the last response), in seconds.
+    pub fn runtime_s(&self) -> f64 {
+        let line = self
+            .text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .unwrap_or_else(|| panic!("no 'requests in' line:\n{}", self.text));
+        let time = line
+            .split(" requests in ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_else(|| panic!("bad line {line:?}"));
+        time_us(time) / 1e6
+    }
+
+    /// Asserts `Requests/sec` is the requests over the run time (as
+    /// printed: the time to 3 significant digits, the rate to 2 decimals).
+    pub fn assert_rate_is_requests_over_runtime(&self) {
+        let (requests, runtime) = (self.requests() as f64, self.runtime_s());
+        let rate = self.requests_per_sec();
+        let expected = requests / runtime;
+        assert!(
+            (rate - expected).abs() <= 0.006 * expected + 0.01,
+            "Requests/sec {rate} but {requests} requests in {runtime} s\n{}",
+            self.text
+        );
+    }
+
     /// `4.80MB` of `N requests in 3.00s, 4.80MB read`, in bytes.
     pub fn bytes_read(&self) -> f64 {
         let line = self
