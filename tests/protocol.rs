@@ -12,7 +12,8 @@ use pace::serve::{ServeOptions, ServerHandle};
 
 const LIMIT: Duration = Duration::from_secs(10);
 
-/// `pace -t1 -c2 -d1s <path>`: exit 0, requests done, no socket errors,
+/// `pace -t1 -c2 -d1s <path>`: exit 0, more than one request per
+/// connection (the connections went on after a response), no socket errors,
 /// no error statuses, and pace counted one response per request the
 /// server read (an interim `100 Continue` counted as a response, or a
 /// response split in two, would break that).
@@ -23,7 +24,7 @@ fn closed_loop(server: &ServerHandle, path: &str) -> (Run, Report) {
     run.assert_ok();
     let report = run.report();
     let requests = report.requests();
-    assert!(requests >= 50, "{path}: only {requests} requests\n{run}");
+    assert!(requests >= 2 * 2, "{path}: only {requests} requests\n{run}");
     let errors = report.errors();
     assert_eq!(errors.read, 0, "{path}: read errors\n{run}");
     assert!(report.socket_errors().is_none(), "{path}: socket errors\n{run}");
@@ -124,7 +125,7 @@ fn ipv6_loopback() {
     run.assert_ok();
     assert!(run.stdout.starts_with(&format!("Running 500ms test @ {target}\n")), "{run}");
     let report = run.report();
-    assert!(report.requests() >= 50, "{run}");
+    assert!(report.requests() >= 2 * 2, "{run}");
     assert!(report.socket_errors().is_none(), "{run}");
     assert!(server.stats().requests >= report.requests(), "{run}");
 }
@@ -139,7 +140,7 @@ fn headers_reach_the_server() {
         let run = pace(&["-t1", "-c1", "-d300ms", "-H", header, &target], LIMIT);
         run.assert_ok();
         let report = run.report();
-        assert!(report.requests() > 10, "{run}");
+        assert!(report.requests() >= 2, "{run}");
         assert_eq!(report.non_2xx_3xx(), None, "-H {header:?} did not reach the server\n{run}");
     }
     let run = pace(&["-t1", "-c1", "-d300ms", &target], LIMIT);
@@ -164,7 +165,7 @@ fn tls_insecure() {
     let run = pace(&["-k", "-t1", "-c2", "-d1s", &target], LIMIT);
     run.assert_ok();
     let report = run.report();
-    assert!(report.requests() >= 50, "{run}");
+    assert!(report.requests() >= 2 * 2, "{run}");
     assert_eq!(report.errors().connect, 0, "{run}");
     assert!(report.socket_errors().is_none(), "{run}");
     assert!(server.stats().requests >= report.requests(), "{run}");
