@@ -615,8 +615,9 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 const TEST_VENV_PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-venv/bin/python3");
 
 /// How to get Python hdrh, for the messages of a missing one.
-const HDRH_INSTALL: &str = "apt-get install python3-venv; python3 -m venv target/test-venv; \
-     target/test-venv/bin/pip install hdrhistogram (or set PACE_TEST_PYTHON to a python with hdrh)";
+const HDRH_INSTALL: &str = "see README.md, Tests: apt-get install python3-venv; \
+     python3 -m venv target/test-venv; target/test-venv/bin/pip install hdrhistogram; \
+     or set PACE_TEST_PYTHON to a python with hdrh";
 
 /// The Python interpreter of the hdrh checks: `$PACE_TEST_PYTHON` (set by
 /// `.ci/run`), else `target/test-venv/bin/python3` if it exists, else
@@ -651,7 +652,10 @@ pub fn hdrh_available() -> bool {
         .output();
     let why = match &imported {
         Ok(output) if output.status.success() => return true,
-        Ok(output) => String::from_utf8_lossy(&output.stderr).trim().to_string(),
+        // The last line of a traceback says what went wrong.
+        Ok(output) => {
+            String::from_utf8_lossy(&output.stderr).trim().lines().last().unwrap_or("").to_string()
+        }
         Err(err) => format!("cannot run it: {err}"),
     };
     let python = python.display();
