@@ -114,6 +114,37 @@ fn static_request_is_built_once_and_shared() {
     assert!(Arc::ptr_eq(&first, &thread.request().unwrap()));
 }
 
+/// Calls into the thread state's Lua (counted by a debug hook that the
+/// script sets) while [`ThreadScript::request`] is called 1000 times.
+fn lua_calls_for_1000_requests(source: &str) -> (f64, Arc<[u8]>) {
+    let counted =
+        format!("calls = 0\ndebug.sethook(function() calls = calls + 1 end, 'c')\n{source}");
+    let (mut script, _file) = load(&counted);
+    let mut thread = script.thread(addr()).unwrap();
+    let before: f64 = thread.lua.globals().get("calls").unwrap();
+    let first = thread.request().unwrap();
+    for _ in 1..1000 {
+        let next = thread.request().unwrap();
+        assert_eq!(next, first);
+    }
+    let after: f64 = thread.lua.globals().get("calls").unwrap();
+    (after - before, first)
+}
+
+/// The mechanism behind "a static script costs nothing per request": the
+/// request frozen by `wrk.init` is handed out as the same shared bytes
+/// with no call into Lua; a script with `request()` is one call each.
+#[test]
+fn static_requests_call_no_lua() {
+    let post = "wrk.method = 'POST'\nwrk.body = 'foo=bar'\n";
+    let (calls, request) = lua_calls_for_1000_requests(post);
+    assert_eq!(calls, 0.0);
+    assert!(text(&request).starts_with("POST /index.html?q=1 HTTP/1.1\r\n"));
+    let dynamic = format!("{post}local r\nfunction request() r = r or wrk.format() return r end\n");
+    let (calls, _) = lua_calls_for_1000_requests(&dynamic);
+    assert!(calls >= 1000.0, "{calls} calls for 1000 dynamic requests: the hook counts nothing");
+}
+
 #[test]
 fn top_level_method_body_and_headers_make_the_static_request() {
     let (mut script, _file) = load(
@@ -639,6 +670,7 @@ fn example_scripts_run_through_every_call() {
         "post.lua",
         "report.lua",
         "setup.lua",
+        "static_calls.lua",
         "stop.lua",
     ];
     for name in names {
