@@ -299,7 +299,6 @@ mod tests {
             threads: vec![ThreadTotals::from(&total)],
             total,
             runtime,
-            unsent: 0,
             interrupted: None,
             series: vec![],
             series_interval: Duration::from_millis(250),

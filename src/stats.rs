@@ -83,6 +83,10 @@ pub struct Errors {
     pub status: u64,
     /// Requests with no complete response within `--timeout`.
     pub timeout: u64,
+    /// Requests of the plan that were due before the end of the run and
+    /// never sent (no connection was free: the server or the generator fell
+    /// behind).
+    pub unsent: u64,
 }
 
 impl Errors {
@@ -97,6 +101,7 @@ impl Errors {
         self.write += other.write;
         self.status += other.status;
         self.timeout += other.timeout;
+        self.unsent += other.unsent;
     }
 }
 
@@ -290,9 +295,6 @@ pub struct RunResult {
     pub threads: Vec<ThreadTotals>,
     /// From the start of the plan until the last response was collected.
     pub runtime: Duration,
-    /// Paced mode: requests the plan wanted sent before the end of the run
-    /// that were never sent because no connection was free.
-    pub unsent: u64,
     /// Set when SIGINT/SIGTERM ended the run early.
     pub interrupted: Option<Interruption>,
     /// Completed requests per thread and per [`RunResult::series_interval`]

@@ -38,6 +38,50 @@ fn success_and_redirect_statuses_are_not_errors() {
     }
 }
 
+/// A paced run whose server dies: the requests the plan wanted after the
+/// death are never sent. They are counted as errors of their own, in the
+/// text and the JSON, and each counts in the corrected latency with the
+/// time it had waited when the run ended, so the dead server cannot look
+/// fast.
+#[test]
+fn requests_never_sent_to_a_dead_server_are_reported_and_slow() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let running = spawn_pace(&["-t1", "-c4", "-d3s", "-R500", "-L", "-e", &target]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().requests == 0 {
+        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
+        thread::sleep(Duration::from_millis(5));
+    }
+    thread::sleep(Duration::from_millis(500));
+    let sent = server.stats().requests;
+    server.stop();
+    let run = running.wait(Duration::from_secs(15));
+    run.assert_ok();
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).expect("one JSON object");
+    let unsent = json["errors"]["unsent"].as_u64().unwrap();
+    let completed = json["requests"].as_u64().unwrap();
+    // The plan has 1500 requests; the server saw `sent` before it died and
+    // pace could send nothing after: the rest never left.
+    assert!(completed <= sent + 4, "{run}");
+    assert!(unsent + completed >= 1500 - 4 - 8, "{unsent} unsent + {completed} completed\n{run}");
+    assert_eq!(json["unsent"], json["errors"]["unsent"], "{run}");
+    let corrected = &json["latency"]["corrected"];
+    assert_eq!(corrected["count"].as_u64().unwrap(), completed + unsent, "{run}");
+    // The unsent requests waited from their intended time to the end of
+    // the run, evenly spread over the time the server was dead (at least
+    // 1 s of the 3 s): the median is most of the dead time's half, not a
+    // fast response's microseconds.
+    let dead_s = unsent as f64 / 500.0;
+    let p50_s = corrected["percentiles_us"]["50"].as_f64().unwrap() / 1e6;
+    let max_s = corrected["max_us"].as_f64().unwrap() / 1e6;
+    assert!(dead_s >= 1.0, "the server was dead for only {dead_s} s of the plan\n{run}");
+    assert!(max_s >= 0.9 * dead_s, "corrected max {max_s} s, dead for {dead_s} s\n{run}");
+    let p50_floor = (unsent as f64 - completed as f64) / (2.0 * 500.0);
+    assert!(p50_s >= 0.8 * p50_floor, "corrected p50 {p50_s} s, at least {p50_floor} s\n{run}");
+}
+
 #[test]
 fn hung_requests_time_out_and_the_run_ends_on_time() {
     let _load = load_lock();

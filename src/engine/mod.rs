@@ -163,7 +163,6 @@ impl<'a> Engine<'a> {
             total,
             threads,
             runtime: Duration::from_nanos(finished.saturating_sub(start)),
-            unsent: results.iter().map(|r| r.unsent).sum(),
             interrupted: None,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),

@@ -13,6 +13,7 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
 use crate::engine::conn::Exchange;
+use crate::plan::ThreadPlan;
 use crate::stats::{ErrorKind, HistogramShape, Stats};
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
@@ -118,6 +119,32 @@ impl Recorder {
             let stats = &mut self.stats;
             record_us(&mut stats.corrected, arrived.saturating_sub(exchange.intended));
             record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
+        }
+    }
+
+    /// The requests of `plan` due before `end_ns` that were never sent
+    /// are errors of their own; each also counts in the corrected latency
+    /// with the time it had waited by `end_ns`, a lower bound of a latency
+    /// that never came, so that a dead server cannot look fast. Recorded a
+    /// histogram bucket at a time: any number of them takes as long as the
+    /// buckets their waits span.
+    pub fn unsent(&mut self, plan: &ThreadPlan, end_ns: u64) {
+        let unsent = plan.unsent_before(end_ns);
+        self.stats.errors.unsent += unsent;
+        let corrected = &mut self.stats.corrected;
+        let mut recorded = 0;
+        while recorded < unsent {
+            // Waits shrink from the first unsent request to the last.
+            let wait_us = end_ns.saturating_sub(plan.due_ns_after(recorded)) / 1000;
+            let wait_us = wait_us.min(crate::stats::MAX_LATENCY_US);
+            let floor_us = corrected.lowest_equivalent(wait_us);
+            // Those due at or before end - floor waited at least the floor.
+            let latest_due = end_ns.saturating_sub(floor_us * 1000);
+            let in_bucket = plan.unsent_before(latest_due.saturating_add(1)).min(unsent);
+            let count = in_bucket.saturating_sub(recorded).max(1);
+            // Cannot fail: the value is in range and the histogram resizes.
+            let _ = corrected.record_n(wait_us, count);
+            recorded += count;
         }
     }
 
@@ -271,6 +298,45 @@ mod tests {
         r.finish(3_600 * MS);
         let indices: Vec<u64> = shares.try_iter().map(|share| share.index).collect();
         assert_eq!(indices, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn unsent_requests_count_with_the_time_they_waited() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        // Thread 0 of 2 at 1000/s owns k = 0, 2, 4, 6, 8 of the first 10 ms.
+        let plan = crate::plan::Plan::constant(1000.0).for_thread(0, 2, 0);
+        r.unsent(&plan, 10 * MS);
+        r.finish(10 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.errors.unsent, 5);
+        let waits: Vec<u64> =
+            stats.corrected.iter_recorded().map(|v| v.value_iterated_to()).collect();
+        let expected: Vec<u64> = [2_000, 4_000, 6_000, 8_000, 10_000]
+            .iter()
+            .map(|&us| stats.corrected.highest_equivalent(us))
+            .collect();
+        assert_eq!(waits, expected);
+        assert_eq!(stats.requests, 0);
+        assert!(stats.uncorrected.is_empty());
+    }
+
+    #[test]
+    fn any_number_of_unsent_requests_is_recorded_at_once() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        let plan = crate::plan::Plan::constant(1e12).for_thread(1, 2, 0);
+        // Half a trillion requests: counted and recorded per histogram
+        // bucket, never one by one.
+        r.unsent(&plan, 1_000 * MS);
+        r.finish(1_000 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.errors.unsent, 500_000_000_000);
+        assert_eq!(stats.corrected.len(), 500_000_000_000);
+        assert_eq!(stats.corrected.max(), stats.corrected.highest_equivalent(1_000_000));
+        // Evenly spread waits: the median is half the run.
+        let median = stats.corrected.value_at_quantile(0.5);
+        assert!((499_000..=501_000).contains(&median), "{median}");
     }
 
     #[test]

@@ -88,12 +88,11 @@ impl Schedule {
         matches!(self, Schedule::Paced(_))
     }
 
-    /// Requests of the plan due before `end_ns` that have not been sent
-    /// (0 in the closed loop, which has no plan).
-    pub fn unsent_before(&self, end_ns: u64) -> u64 {
+    /// The part of the plan not sent yet (None in the closed loop).
+    pub fn rest_of_plan(&self) -> Option<&ThreadPlan> {
         match self {
-            Schedule::ClosedLoop(_) => 0,
-            Schedule::Paced(paced) => paced.plan.unsent_before(end_ns.min(paced.end_ns)),
+            Schedule::ClosedLoop(_) => None,
+            Schedule::Paced(paced) => Some(&paced.plan),
         }
     }
 }
@@ -235,17 +234,17 @@ mod tests {
         let sent: Vec<_> = std::iter::from_fn(|| s.pop_due(10 * MS, |_| true)).collect();
         assert_eq!(sent.len(), 2);
         assert_eq!(s.next_send_at(), None);
-        assert_eq!(s.unsent_before(10 * MS), 0);
+        assert_eq!(s.rest_of_plan().unwrap().unsent_before(2 * MS), 0);
     }
 
     #[test]
-    fn unsent_requests_are_the_plans_rest() {
+    fn the_rest_of_the_plan_is_what_was_not_sent() {
         let mut s = paced(1000.0, 10 * MS);
         s.ready(t(0), None);
         s.pop_due(0, |_| true).unwrap();
-        assert_eq!(s.unsent_before(10 * MS), 9);
-        assert_eq!(s.unsent_before(5 * MS), 4);
-        assert_eq!(s.unsent_before(u64::MAX), 9);
-        assert_eq!(Schedule::closed_loop().unsent_before(u64::MAX), 0);
+        let rest = s.rest_of_plan().unwrap();
+        assert_eq!(rest.unsent_before(10 * MS), 9);
+        assert_eq!(rest.unsent_before(5 * MS), 4);
+        assert!(Schedule::closed_loop().rest_of_plan().is_none());
     }
 }

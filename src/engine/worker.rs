@@ -42,8 +42,6 @@ pub struct RunSetup {
 pub struct WorkerResult {
     pub start_ns: u64,
     pub finished_ns: u64,
-    /// Requests of the plan due before the end that were never sent.
-    pub unsent: u64,
     /// Completed requests per time-series slot.
     pub series: Vec<u64>,
     /// The thread's Lua state, handed back for `done()`.
@@ -92,7 +90,7 @@ impl Worker {
         self.open_connections();
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
-            return self.result(now, now, 0);
+            return self.result(now, now);
         };
         self.recorder.start(start_ns);
         let end_ns = start_ns + self.run.duration_ns;
@@ -106,7 +104,9 @@ impl Worker {
         self.run_until(start_ns, end_ns);
 
         let sending_ended = end_ns.min(sys::now_ns());
-        let unsent = self.schedule.unsent_before(sending_ended);
+        if let Some(rest) = self.schedule.rest_of_plan() {
+            self.recorder.unsent(rest, sending_ended);
+        }
         if !self.stopped() {
             self.collect_in_flight(end_ns + self.run.timeout_ns);
         }
@@ -119,14 +119,13 @@ impl Worker {
             sending_ended.max(self.recorder.last_response_ns())
         };
         self.count_abandoned();
-        self.result(start_ns, finished_ns, unsent)
+        self.result(start_ns, finished_ns)
     }
 
-    fn result(self, start_ns: u64, finished_ns: u64, unsent: u64) -> WorkerResult {
+    fn result(self, start_ns: u64, finished_ns: u64) -> WorkerResult {
         WorkerResult {
             start_ns,
             finished_ns,
-            unsent,
             series: self.recorder.finish(finished_ns),
             script: self.source.into_script(),
             script_error: self.script_error,

@@ -88,6 +88,8 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// Responses with status > 399.
     pub http_error: u64,
+    /// Requests of the plan due before the end that were never sent.
+    pub unsent: u64,
 }
 
 impl From<&Errors> for ErrorCounts {
@@ -98,6 +100,7 @@ impl From<&Errors> for ErrorCounts {
             write: e.write,
             timeout: e.timeout,
             http_error: e.status,
+            unsent: e.unsent,
         }
     }
 }
@@ -218,7 +221,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     let per_thread_series = series::per_thread(result, slots);
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
-        unsent: result.unsent,
+        unsent: result.total.errors.unsent,
         interrupted_by: result.interrupted.map(|signal| signal.name()),
         per_thread: result
             .threads
@@ -357,6 +360,7 @@ mod tests {
         b.bytes = 10_000;
         b.error(ErrorKind::Connect, "Connection refused");
         b.error(ErrorKind::Connect, "Connection refused");
+        b.errors.unsent = 3;
         let mut total = Stats::new(HistogramShape::digits(3));
         total.merge(&a);
         total.merge(&b);
@@ -364,7 +368,6 @@ mod tests {
             total,
             threads: vec![ThreadTotals::from(&a), ThreadTotals::from(&b)],
             runtime: Duration::from_secs(2),
-            unsent: 3,
             interrupted: None,
             series: vec![vec![150, 150], vec![60, 40]],
             series_interval: Duration::from_secs(1),
@@ -394,7 +397,7 @@ mod tests {
         assert_eq!(v["report"], "final");
         assert_eq!(
             v["errors"],
-            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10})
+            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10, "unsent": 3})
         );
         assert_eq!(v["total_req"], 400);
         assert_eq!(v["rps"], 200.0);
@@ -414,14 +417,17 @@ mod tests {
         assert_eq!(v["status_codes"], json!({"200": 390, "503": 10}));
         assert_eq!(v["error_causes"], json!({"connect: Connection refused": 2}));
         assert_eq!(v["unsent"], 3);
+        assert_eq!(v["errors"]["unsent"], 3);
         assert_eq!(v["interrupted_by"], Value::Null);
         assert_eq!(
             v["per_thread"],
             json!([
                 {"thread": 0, "requests": 300, "bytes": 30000,
-                 "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "http_error": 0}},
+                 "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "http_error": 0,
+                            "unsent": 0}},
                 {"thread": 1, "requests": 100, "bytes": 10000,
-                 "errors": {"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10}}
+                 "errors": {"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10,
+                            "unsent": 3}}
             ])
         );
         // Only what was asked for.
@@ -444,8 +450,8 @@ mod tests {
         for line in [
             format!("  {} requests in 2.00s, 39.06KB read\n", v["total_req"]),
             format!(
-                "  Socket errors: connect {}, read {}, write {}, timeout {}\n",
-                e["connect"], e["read"], e["write"], e["timeout"]
+                "  Socket errors: connect {}, read {}, write {}, timeout {}, unsent {}\n",
+                e["connect"], e["read"], e["write"], e["timeout"], e["unsent"]
             ),
             format!("  Non-2xx or 3xx responses: {}\n", e["http_error"]),
             format!("Requests/sec: {rps:>9.2}\n"),

@@ -111,7 +111,6 @@ mod tests {
             total: Stats::new(HistogramShape::digits(3)),
             threads: vec![],
             runtime,
-            unsent: 0,
             interrupted: None,
             series,
             series_interval: Duration::from_millis(250),

@@ -255,20 +255,33 @@ pub fn per_second(n: u64, seconds: f64) -> f64 {
 }
 
 /// wrk's error lines, each only when non-zero, with pace's breakdown of the
-/// socket errors by cause, most frequent first.
+/// socket errors by cause, most frequent first. Requests of the plan that
+/// were never sent end wrk's line (`, unsent N`, only when there are any)
+/// and get a line saying how the latency counts them.
 fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     let e = &stats.errors;
-    if e.socket_total() > 0 {
-        writeln!(
+    if e.socket_total() > 0 || e.unsent > 0 {
+        write!(
             out,
             "  Socket errors: connect {}, read {}, write {}, timeout {}",
             e.connect, e.read, e.write, e.timeout
         )?;
+        if e.unsent > 0 {
+            write!(out, ", unsent {}", e.unsent)?;
+        }
+        writeln!(out)?;
         let mut causes: Vec<(&String, &u64)> = stats.error_causes.iter().collect();
         // Stable: equal counts stay in name order.
         causes.sort_by(|a, b| b.1.cmp(a.1));
         for (cause, n) in causes {
             writeln!(out, "    {cause}: {n}")?;
+        }
+        if e.unsent > 0 {
+            writeln!(
+                out,
+                "    unsent: never sent; in the latency with the time waited (a lower bound): {}",
+                e.unsent
+            )?;
         }
     }
     if e.status > 0 {
@@ -340,8 +353,9 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
             format_time_us(mean_latency_us)
         ));
     }
-    if result.unsent > 0 {
-        reasons.push(format!("{} requests due before the end were never sent", result.unsent));
+    if stats.errors.unsent > 0 {
+        let unsent = stats.errors.unsent;
+        reasons.push(format!("{unsent} requests due before the end were never sent"));
     }
     reasons
 }
@@ -365,7 +379,6 @@ mod tests {
             total: stats,
             threads: vec![],
             runtime,
-            unsent: 0,
             interrupted: None,
             series: vec![],
             series_interval: Duration::from_millis(250),
@@ -633,7 +646,7 @@ mod tests {
     #[test]
     fn warns_about_unsent_requests() {
         let mut unsent = kept_plan();
-        unsent.unsent = 3;
+        unsent.total.errors.unsent = 3;
         assert_eq!(
             warning(1000.0, &unsent),
             "Warning: the load generator could not keep the plan (3 requests due before the end were never sent): raise -c or -t. Latency above includes the wait.\n"
@@ -643,7 +656,7 @@ mod tests {
     #[test]
     fn one_line_for_every_reason() {
         let mut bad = kept_plan();
-        bad.unsent = 1;
+        bad.total.errors.unsent = 1;
         bad.total.lag.record_n(3000, 100).unwrap();
         let text = warning(50_000.0, &bad);
         assert!(text.contains("(achieved 1000.0 of 50000 requests/sec; schedule lag p99 3.00ms above 1.00ms; 10 connections cannot carry 50000 requests/sec at 1.00ms mean latency; 1 requests due before the end were never sent)"), "{text}");

@@ -234,7 +234,6 @@ mod tests {
             total,
             threads: vec![],
             runtime: Duration::from_millis(1500),
-            unsent: 0,
             interrupted: None,
             series: vec![],
             series_interval: Duration::from_secs(1),

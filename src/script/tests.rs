@@ -498,7 +498,6 @@ fn run_result() -> RunResult {
         total,
         threads: vec![],
         runtime: Duration::from_secs(2),
-        unsent: 0,
         interrupted: None,
         series: vec![],
         series_interval: Duration::from_secs(1),

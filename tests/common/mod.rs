@@ -233,13 +233,14 @@ pub fn size_bytes(text: &str) -> f64 {
     number.parse::<f64>().unwrap_or_else(|_| panic!("bad size {text:?}")) * scale
 }
 
-/// `Socket errors: connect a, read b, write c, timeout d`.
+/// `Socket errors: connect a, read b, write c, timeout d[, unsent e]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SocketErrors {
     pub connect: u64,
     pub read: u64,
     pub write: u64,
     pub timeout: u64,
+    pub unsent: u64,
 }
 
 /// The stdout of a benchmark run.
@@ -391,6 +392,7 @@ impl Report {
                 "read" => errors.read = n,
                 "write" => errors.write = n,
                 "timeout" => errors.timeout = n,
+                "unsent" => errors.unsent = n,
                 _ => panic!("unknown socket error kind in {rest:?}"),
             }
         }
