@@ -16,16 +16,34 @@ impl std::fmt::Display for UnitError {
 }
 
 /// Splits `12.5ms` into (12.5, "ms"); whitespace between them is allowed as
-/// in wrk.
+/// in wrk. The number may have an exponent (`1e12`, `2.5E-3`): no unit
+/// starts with `e`.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let text = text.trim();
-    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let mantissa = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let end = mantissa + exponent_len(&text[mantissa..]);
     let (number, unit) = text.split_at(end);
     if number.is_empty() || number == "." {
         return None;
     }
     let value: f64 = number.parse().ok()?;
     Some((value, unit.trim_start()))
+}
+
+/// The length of an exponent (`e12`, `E-3`, `e+6`) at the start of `text`,
+/// 0 if there is none.
+fn exponent_len(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    if !matches!(bytes.first(), Some(b'e' | b'E')) {
+        return 0;
+    }
+    let sign = usize::from(matches!(bytes.get(1), Some(b'+' | b'-')));
+    let digits = bytes[1 + sign..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        0
+    } else {
+        1 + sign + digits
+    }
 }
 
 /// Reads a count or rate with an optional SI suffix, case-insensitive as in
@@ -168,16 +186,21 @@ mod tests {
         assert_eq!(parse_metric("1.5k").unwrap(), 1500.0);
         assert_eq!(parse_metric("0.5").unwrap(), 0.5);
         assert_eq!(parse_metric("3 k").unwrap(), 3000.0);
-        for bad in ["", "k", "-1", "1x", "1kk", "1.2.3", "."] {
+        for bad in ["", "k", "-1", "1x", "1kk", "1.2.3", ".", "1e", "1e+", "e3", "1e3.5"] {
             assert!(parse_metric(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_metric("1e12").unwrap(), 1e12);
+        assert_eq!(parse_metric("2.5E-1").unwrap(), 0.25);
+        assert_eq!(parse_metric("1e+3k").unwrap(), 1e6);
         assert_eq!(parse_count("2k").unwrap(), 2000);
+        assert_eq!(parse_count("1e4").unwrap(), 10_000);
         assert!(parse_count("1.5").is_err());
     }
 
     #[test]
     fn time_arguments() {
         assert_eq!(parse_time("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_time("5e-1s").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_time("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_time("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_time("2M").unwrap(), Duration::from_secs(120));
