@@ -17,6 +17,7 @@ mod demo;
 mod engine;
 mod error;
 mod http;
+mod limits;
 mod output;
 mod plan;
 mod report;

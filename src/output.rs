@@ -249,7 +249,7 @@ mod tests {
     use super::*;
     use crate::config::{Mode, OutputOptions as Options};
     use crate::signals::Interruption;
-    use crate::stats::{HistogramShape, Stats, ThreadTotals};
+    use crate::stats::{Stats, ThreadTotals};
     use crate::target::Target;
 
     /// A `Write` whose bytes the test can read afterwards.
@@ -284,7 +284,7 @@ mod tests {
     }
 
     fn period(index: u64, requests: u64) -> Interval {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..requests {
             stats.response(200);
             stats.corrected.record(1500).unwrap();
@@ -311,7 +311,7 @@ mod tests {
         let live = Shared::default();
         let mut outputs = Outputs::with_live_output(cfg, Box::new(live.clone())).unwrap();
         let periods = [period(0, 100), period(1, 50)];
-        let mut result = measured(Stats::new(HistogramShape::digits(3)), Duration::from_secs(2));
+        let mut result = measured(Stats::new(3), Duration::from_secs(2));
         result.series = vec![vec![100, 50]];
         result.series_interval = Duration::from_secs(1);
         for p in &periods {
@@ -419,7 +419,7 @@ mod tests {
         let path = dir.path().join("empty.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
-        let result = measured(Stats::new(HistogramShape::digits(3)), Duration::ZERO);
+        let result = measured(Stats::new(3), Duration::ZERO);
         outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }

@@ -12,6 +12,7 @@ use crate::config::{BenchConfig, Mode};
 use crate::engine::{Engine, Finished, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
+use crate::limits;
 use crate::output::Outputs;
 use crate::report;
 use crate::resolve::resolve_target;
@@ -29,6 +30,7 @@ const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// target is resolved, the thread states are set up, the run happens, the
 /// report is printed, and the script's `done()` runs last.
 pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
+    limits::check(cfg)?;
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {

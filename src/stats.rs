@@ -15,44 +15,19 @@ use crate::signals::Interruption;
 /// values are recorded as one day).
 pub const MAX_LATENCY_US: u64 = 24 * 60 * 60 * 1_000_000;
 
-/// The geometry of a run's histograms: microseconds from 1, `digits`
-/// significant figures (wrk2's `hdr_init(1, MAX_LATENCY, digits)`), and a
-/// first range that covers the longest latency the run can measure.
+/// A latency histogram in microseconds from 1, with `digits` significant
+/// figures (wrk2's `hdr_init(1, MAX_LATENCY, digits)`).
 ///
-/// The range is what costs memory (at 5 digits a histogram up to one day
-/// takes 22 MB, up to 12 s a third of that, and every page is touched when
-/// it is created), so it starts at what the run needs and the histograms
-/// grow if a value ever exceeds it: nothing is clamped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HistogramShape {
-    digits: u8,
-    highest_us: u64,
-}
-
-impl HistogramShape {
-    /// For a run whose latencies stay under `longest` (its duration plus
-    /// its timeout: no request waits longer).
-    pub fn new(digits: u8, longest: Duration) -> HistogramShape {
-        let highest_us = u64::try_from(longest.as_micros()).unwrap_or(MAX_LATENCY_US);
-        HistogramShape { digits, highest_us: highest_us.clamp(1_000_000, MAX_LATENCY_US) }
-    }
-
-    /// Histograms with `digits` and a one-second first range.
-    pub fn digits(digits: u8) -> HistogramShape {
-        HistogramShape::new(digits, Duration::from_secs(1))
-    }
-
-    pub fn histogram(&self) -> Histogram<u64> {
-        let mut histogram = Histogram::new_with_bounds(1, self.highest_us, self.digits)
-            .expect("digits is validated to 1..=5");
-        histogram.auto(true);
-        histogram
-    }
-}
-
-/// A latency histogram in microseconds with `digits` significant figures.
+/// It starts with the smallest range and grows as larger values come:
+/// the range is what costs memory (at 5 digits a histogram up to one day
+/// takes 22 MB, one up to 262 ms takes 2 MB, and every page is touched when
+/// it is made), so a run pays for the latencies it sees, not for the ones
+/// it might. Nothing is clamped below one day.
 pub fn latency_histogram(digits: u8) -> Histogram<u64> {
-    HistogramShape::digits(digits).histogram()
+    let mut histogram =
+        Histogram::new_with_bounds(1, 2, digits).expect("digits is validated to 1..=5");
+    histogram.auto(true);
+    histogram
 }
 
 /// Mean and sample standard deviation (n - 1, 0 below two samples) of
@@ -140,11 +115,11 @@ pub struct Stats {
 }
 
 impl Stats {
-    pub fn new(shape: HistogramShape) -> Stats {
+    pub fn new(digits: u8) -> Stats {
         Stats {
-            corrected: shape.histogram(),
-            uncorrected: shape.histogram(),
-            lag: shape.histogram(),
+            corrected: latency_histogram(digits),
+            uncorrected: latency_histogram(digits),
+            lag: latency_histogram(digits),
             requests: 0,
             bytes: 0,
             errors: Errors::default(),
@@ -215,8 +190,8 @@ mod tests {
 
     #[test]
     fn merge_adds_everything() {
-        let mut a = Stats::new(HistogramShape::digits(3));
-        let mut b = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
+        let mut b = Stats::new(3);
         a.corrected.record(100).unwrap();
         b.corrected.record(200).unwrap();
         a.response(200);
@@ -234,23 +209,22 @@ mod tests {
     }
 
     #[test]
-    fn histograms_are_sized_to_the_run_and_grow() {
-        let short = HistogramShape::new(3, Duration::from_secs(12)).histogram();
-        let day = HistogramShape::new(3, Duration::from_secs(100_000)).histogram();
-        // wrk2's one-day geometry, and a run of 12 s in half the buckets.
-        assert_eq!(day.buckets(), 27);
-        assert_eq!(short.buckets(), 14);
-        let mut grown = short.clone();
-        grown.record(MAX_LATENCY_US).unwrap();
-        assert_eq!(grown.max(), day.highest_equivalent(MAX_LATENCY_US));
+    fn histograms_grow_to_the_values_they_see() {
+        let mut h = latency_histogram(3);
+        assert_eq!(h.buckets(), 1);
+        h.record(100_000).unwrap();
+        assert_eq!(h.buckets(), 7);
+        h.record(MAX_LATENCY_US).unwrap();
+        // wrk2's geometry for one day.
+        assert_eq!(h.buckets(), 27);
         let mut merged = latency_histogram(3);
-        merged.add(&grown).unwrap();
-        assert_eq!(merged.len(), 1);
+        merged.add(&h).unwrap();
+        assert_eq!((merged.len(), merged.max()), (2, h.max()));
     }
 
     #[test]
     fn clear_empties_everything() {
-        let mut a = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
         a.corrected.record(5).unwrap();
         a.response(500);
         a.error(ErrorKind::Read, "x");

@@ -108,6 +108,9 @@ const METRIC: Units = Units { scale: 1000.0, base: "", units: &["k", "M", "G", "
 /// scale and a *next* unit exists, so the last unit of each ladder is never
 /// reached (that is how wrk prints `1000.00T`, and `60.00m` for an hour).
 fn format_units(n: f64, units: &Units, decimals: usize) -> String {
+    if n.is_nan() {
+        return UNDEFINED.to_string();
+    }
     let mut amount = n;
     let mut unit = units.base;
     let mut i = 0;
@@ -119,10 +122,14 @@ fn format_units(n: f64, units: &Units, decimals: usize) -> String {
     format!("{}{unit}", c_float(amount, decimals))
 }
 
-/// Formats like C's `%.Nf`, including glibc's `-nan` for 0/0.
+/// How a figure that does not exist prints (the mean of no samples): wrk
+/// prints glibc's `-nan`, pace a dash, as the JSON has `null`.
+pub const UNDEFINED: &str = "-";
+
+/// Formats like C's `%.Nf`, with [`UNDEFINED`] for 0/0.
 pub fn c_float(value: f64, decimals: usize) -> String {
     if value.is_nan() {
-        "-nan".to_string()
+        UNDEFINED.to_string()
     } else if value.is_infinite() {
         if value > 0.0 { "inf" } else { "-inf" }.to_string()
     } else {
@@ -238,7 +245,8 @@ mod tests {
         assert_eq!(format_time_s(51.0), "1m");
         assert_eq!(format_time_s(90.0), "2m");
         assert_eq!(format_time_s(3600.0), "60m");
-        assert_eq!(c_float(f64::NAN, 2), "-nan");
+        assert_eq!(c_float(f64::NAN, 2), "-");
+        assert_eq!(format_time_us(f64::NAN), "-");
     }
 
     #[test]

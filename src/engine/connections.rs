@@ -34,8 +34,12 @@ use crate::tls::TlsClient;
 /// An incomplete response of at least this many bytes may be held back
 /// by TCP flow control until it is read: the thread then reads promptly.
 const LARGE_RESPONSE: usize = 16 * 1024;
-/// Read buffer per thread. Large enough that big bodies take few reads.
-const READ_BUFFER: usize = 64 * 1024;
+/// A thread's read buffer starts at this size: enough for typical
+/// responses, cheap for thousands of threads.
+const READ_BUFFER: usize = 16 * 1024;
+/// A read that fills the buffer grows it to this size, so that big bodies
+/// take few reads.
+const LARGE_READ_BUFFER: usize = 64 * 1024;
 
 /// What every connection of a thread has in common.
 pub struct ConnectionSetup {
@@ -351,8 +355,12 @@ impl Connections {
                     let now = sys::now_ns();
                     let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
                     let open = self.parse(i, &buf[..n], arrived, recorder);
-                    if !open || (drains && !until_end && n < buf.len()) {
+                    let filled = n == buf.len();
+                    if !open || (drains && !until_end && !filled) {
                         break;
+                    }
+                    if filled && buf.len() < LARGE_READ_BUFFER {
+                        buf.resize(LARGE_READ_BUFFER, 0);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,

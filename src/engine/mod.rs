@@ -23,7 +23,7 @@ use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
 use crate::plan::Plan;
 use crate::script::ThreadScript;
-use crate::stats::{HistogramShape, Interval, RunResult};
+use crate::stats::{Interval, RunResult};
 use crate::target::Scheme;
 use crate::tls::TlsClient;
 use connections::{ConnectionSetup, Connections};
@@ -86,7 +86,6 @@ impl<'a> Engine<'a> {
         on_interval: &mut dyn FnMut(&Interval),
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
-        let shape = HistogramShape::new(cfg.digits, cfg.duration + cfg.timeout);
         let period = cfg.outputs.period();
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
@@ -98,7 +97,7 @@ impl<'a> Engine<'a> {
             recycle.push(recycle_to_thread);
             let recorder = Recorder::new(RecorderSetup {
                 thread,
-                shape,
+                digits: cfg.digits,
                 paced: matches!(cfg.mode, Mode::Paced { .. }),
                 batch_latency: cfg.batch_latency,
                 period_ns: period.map(duration_ns),
@@ -142,7 +141,7 @@ impl<'a> Engine<'a> {
         }
         // The channel closes when the last thread is done with it.
         drop(to_collector);
-        let mut collector = IntervalCollector::new(shape, period, recycle);
+        let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
         for share in shares {
             collector.add(share, on_interval);
         }

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use crate::engine::conn::Exchange;
 use crate::plan::ThreadPlan;
-use crate::stats::{ErrorKind, HistogramShape, Stats};
+use crate::stats::{ErrorKind, Stats};
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
 const RATE_SAMPLE_NS: u64 = 100_000_000;
@@ -38,7 +38,7 @@ pub struct PeriodChannel {
 /// How a thread records.
 pub struct RecorderSetup {
     pub thread: usize,
-    pub shape: HistogramShape,
+    pub digits: u8,
     /// The plan sets the send times: schedule lag is recorded.
     pub paced: bool,
     /// `-B`: with pipelining, one latency per batch (its last response).
@@ -69,7 +69,7 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(setup: RecorderSetup) -> Recorder {
-        let stats = Stats::new(setup.shape);
+        let stats = Stats::new(setup.digits);
         Recorder {
             setup,
             stats,
@@ -200,7 +200,7 @@ impl Recorder {
     fn hand_over(&mut self) {
         let blank = match self.setup.periods.recycled.try_recv() {
             Ok(stats) => stats,
-            Err(_) => Stats::new(self.setup.shape),
+            Err(_) => Stats::new(self.setup.digits),
         };
         let stats = std::mem::replace(&mut self.stats, blank);
         let share =
@@ -236,7 +236,7 @@ mod tests {
         let (_recycle, recycled) = mpsc::channel();
         let setup = RecorderSetup {
             thread: 1,
-            shape: HistogramShape::new(3, Duration::from_secs(1)),
+            digits: 3,
             paced,
             batch_latency,
             period_ns,

@@ -22,9 +22,6 @@ use crate::script::{ScriptError, ThreadScript};
 use crate::stats::ErrorKind;
 use crate::sys;
 
-/// How long a thread waits for its connections before the plan starts.
-const CONNECT_PHASE_NS: u64 = 2_000_000_000;
-
 /// What a thread knows of the run besides its parts.
 pub struct RunSetup {
     /// This thread's index and the number of threads: which share of the
@@ -143,9 +140,11 @@ impl Worker {
     }
 
     /// Before the plan starts: let every connection finish its TCP (and
-    /// TLS) set-up, so the first requests are not charged for it.
+    /// TLS) set-up, so the first requests are not charged for it. A
+    /// connection still opening after the timeout goes on opening during
+    /// the run (and fails there when it times out).
     fn open_connections(&mut self) {
-        let deadline = sys::now_ns() + CONNECT_PHASE_NS;
+        let deadline = sys::now_ns() + self.run.timeout_ns;
         while self.connections.any_opening() && !self.stopped() {
             let now = sys::now_ns();
             if now >= deadline {

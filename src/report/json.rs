@@ -323,7 +323,7 @@ fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 mod tests {
     use super::*;
     use crate::signals::Interruption;
-    use crate::stats::{latency_histogram, ErrorKind, HistogramShape, ThreadTotals};
+    use crate::stats::{latency_histogram, ErrorKind, ThreadTotals};
     use crate::target::Target;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine;
@@ -342,7 +342,7 @@ mod tests {
     /// (corrected; uncorrected half of that), thread 1 answered 100 at
     /// 5 ms, 10 of them 503, and saw 2 connect errors.
     fn run() -> RunResult {
-        let mut a = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
         for v in 1..=300 {
             a.response(200);
             a.corrected.record(v).unwrap();
@@ -350,7 +350,7 @@ mod tests {
             a.lag.record(10).unwrap();
         }
         a.bytes = 30_000;
-        let mut b = Stats::new(HistogramShape::digits(3));
+        let mut b = Stats::new(3);
         for i in 0..100 {
             b.response(if i < 10 { 503 } else { 200 });
             b.corrected.record(5000).unwrap();
@@ -361,7 +361,7 @@ mod tests {
         b.error(ErrorKind::Connect, "Connection refused");
         b.error(ErrorKind::Connect, "Connection refused");
         b.errors.unsent = 3;
-        let mut total = Stats::new(HistogramShape::digits(3));
+        let mut total = Stats::new(3);
         total.merge(&a);
         total.merge(&b);
         RunResult {
@@ -512,7 +512,7 @@ mod tests {
     fn empty_histograms_give_nulls() {
         let cfg = config(Mode::ClosedLoop);
         let mut result = run();
-        result.total = Stats::new(HistogramShape::digits(3));
+        result.total = Stats::new(3);
         let v = to_value(&final_report(&cfg, &result).unwrap());
         let lag = &v["schedule_lag"];
         assert_eq!(lag["count"], 0);
@@ -552,7 +552,7 @@ mod tests {
     #[test]
     fn period_report_covers_the_period() {
         let cfg = config(Mode::Paced { rate: 200.0 });
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..100 {
             stats.response(200);
             stats.corrected.record(900).unwrap();
@@ -582,7 +582,7 @@ mod tests {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.digits = 2;
         let mut result = run();
-        result.total = Stats::new(HistogramShape::digits(2));
+        result.total = Stats::new(2);
         result.total.corrected = latency_histogram(2);
         result.total.corrected.record(12_345).unwrap();
         let v = to_value(&final_report(&cfg, &result).unwrap());

@@ -37,7 +37,7 @@ mod tests {
 
     use super::*;
     use crate::config::OutputOptions;
-    use crate::stats::{HistogramShape, Stats};
+    use crate::stats::Stats;
     use crate::target::Target;
 
     fn config(mode: Mode, latency: bool) -> BenchConfig {
@@ -54,7 +54,7 @@ mod tests {
     }
 
     fn period() -> Interval {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..200 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();

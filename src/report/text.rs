@@ -16,7 +16,9 @@ use super::c_fixed;
 use super::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::config::{BenchConfig, Mode};
 use crate::stats::{RunResult, Stats};
-use crate::units::{format_binary, format_metric, format_time_s, format_time_us, pad_units};
+use crate::units::{
+    format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
+};
 
 /// wrk's `--latency` percentiles.
 pub const WRK_PERCENTILES: [f64; 4] = [50.0, 75.0, 90.0, 99.0];
@@ -127,8 +129,11 @@ struct Row {
 }
 
 /// The Latency row: wrk2's statistics of the corrected histogram. An
-/// empty histogram gives wrk2's `-nanus` mean and stdev (0/0).
+/// empty histogram has none (wrk2 prints `-nanus` for its mean and stdev).
 fn latency_row(h: &Histogram<u64>) -> Row {
+    if h.is_empty() {
+        return Row { mean: f64::NAN, stdev: f64::NAN, max: f64::NAN, within_stdev: f64::NAN };
+    }
     let mean = spectrum::mean(h);
     let stdev = spectrum::stddev(h);
     Row {
@@ -141,7 +146,7 @@ fn latency_row(h: &Histogram<u64>) -> Row {
 
 /// The Req/Sec row, computed as wrk does from the samples (`stats_mean`,
 /// `stats_stdev` with n - 1, `stats_within_stdev`); no samples give wrk's
-/// `0.00  0.00  0.00  -nan%`.
+/// `0.00  0.00  0.00` and no share (wrk: `-nan%`).
 fn rate_row(samples: &[f64]) -> Row {
     let (mean, stdev) = crate::stats::sample_mean_stdev(samples);
     let max = samples.iter().copied().fold(0.0, f64::max);
@@ -164,13 +169,17 @@ fn write_row(
     row: &Row,
     format: fn(f64) -> String,
 ) -> io::Result<()> {
+    let within = if row.within_stdev.is_nan() {
+        format!("{:>8} ", UNDEFINED)
+    } else {
+        format!("{}%", c_fixed(row.within_stdev, 8, 2))
+    };
     writeln!(
         out,
-        "    {name:<10}{}{}{}{}%",
+        "    {name:<10}{}{}{}{within}",
         pad_units(&format(row.mean), 8),
         pad_units(&format(row.stdev), 10),
         pad_units(&format(row.max), 9),
-        c_fixed(row.within_stdev, 8, 2)
     )
 }
 
@@ -363,7 +372,7 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{ErrorKind, HistogramShape};
+    use crate::stats::ErrorKind;
     use crate::target::Target;
 
     fn config(mode: Mode) -> BenchConfig {
@@ -398,7 +407,7 @@ mod tests {
     /// A paced run that kept its plan: 1000 requests in 1 s at 1000/s, 1 ms
     /// each, sent on time.
     fn kept_plan() -> RunResult {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..1000 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();
@@ -441,7 +450,7 @@ mod tests {
 
     #[test]
     fn thread_stats_header_and_latency() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=1000 {
             stats.corrected.record(v).unwrap();
         }
@@ -466,13 +475,13 @@ mod tests {
     }
 
     #[test]
-    fn empty_run_prints_wrk_and_wrk2_nan() {
-        let stats = Stats::new(HistogramShape::digits(3));
+    fn empty_run_prints_dashes_not_nan() {
+        let stats = Stats::new(3);
         assert_eq!(
             render(|out| write_thread_stats(out, &stats)),
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
-             \x20   Latency     -nanus    -nanus   0.00us    0.00%\n\
-             \x20   Req/Sec     0.00      0.00     0.00      -nan%\n"
+             \x20   Latency        -         -        -         - \n\
+             \x20   Req/Sec     0.00      0.00     0.00         - \n"
         );
     }
 
@@ -480,7 +489,7 @@ mod tests {
     fn wrk_latency_distribution() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=1000 {
             stats.corrected.record(v * 10).unwrap();
         }
@@ -496,7 +505,7 @@ mod tests {
     fn wrx_and_custom_percentiles() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=10_000 {
             stats.corrected.record(v).unwrap();
         }
@@ -546,7 +555,7 @@ mod tests {
 
     #[test]
     fn summary_lines() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.requests = 22_464_657;
         stats.bytes = 3_710_000_000;
         let text = render(|out| write_summary(out, &stats, Duration::from_micros(30_000_100)));
@@ -558,7 +567,7 @@ mod tests {
 
     #[test]
     fn zero_runtime_gives_zero_rates() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.requests = 5;
         stats.bytes = 500;
         let text = render(|out| write_summary(out, &stats, Duration::ZERO));
@@ -567,7 +576,7 @@ mod tests {
 
     #[test]
     fn socket_errors_and_causes() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.error(ErrorKind::Timeout, "no response within 2s");
         for _ in 0..12 {
             stats.error(ErrorKind::Connect, "Connection refused (os error 111)");
@@ -586,11 +595,11 @@ mod tests {
 
     #[test]
     fn status_errors_alone_print_no_socket_line() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.response(404);
         stats.response(503);
         assert_eq!(render(|out| write_errors(out, &stats)), "  Non-2xx or 3xx responses: 2\n");
-        assert_eq!(render(|out| write_errors(out, &Stats::new(HistogramShape::digits(3)))), "");
+        assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
     }
 
     #[test]
@@ -666,7 +675,7 @@ mod tests {
     fn empty_paced_run_does_not_panic() {
         let mut cfg = config(Mode::Paced { rate: 100.0 });
         cfg.u_latency = true;
-        let text = report(&cfg, &result(Stats::new(HistogramShape::digits(3)), Duration::ZERO));
+        let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
         assert!(text.contains("Warning: the load generator could not keep the plan (achieved 0.0 of 100 requests/sec)"));
     }

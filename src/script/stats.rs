@@ -143,7 +143,7 @@ pub fn summary(lua: &Lua, result: &RunResult) -> mlua::Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{HistogramShape, Stats};
+    use crate::stats::Stats;
     use std::time::Duration;
 
     fn eval(lua: &Lua, code: &str) -> String {
@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn summary_fields() {
         let lua = Lua::new();
-        let mut total = Stats::new(HistogramShape::digits(3));
+        let mut total = Stats::new(3);
         total.requests = 42;
         total.bytes = 4200;
         total.errors.connect = 1;

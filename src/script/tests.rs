@@ -12,7 +12,7 @@ use tempfile::NamedTempFile;
 use super::*;
 use crate::config::BenchConfig;
 use crate::http::request::count_requests;
-use crate::stats::{latency_histogram, HistogramShape, Stats};
+use crate::stats::{latency_histogram, Stats};
 use crate::target::Target;
 
 const URL: &str = "http://127.0.0.1:8080/index.html?q=1";
@@ -485,7 +485,7 @@ fn format_arguments_of_the_wrong_type_are_errors_at_the_callers_line() {
 }
 
 fn run_result() -> RunResult {
-    let mut total = Stats::new(HistogramShape::digits(3));
+    let mut total = Stats::new(3);
     total.requests = 4;
     total.bytes = 400;
     total.errors.status = 1;
