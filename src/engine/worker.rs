@@ -101,9 +101,7 @@ impl Worker {
         self.run_until(start_ns, end_ns);
 
         let sending_ended = end_ns.min(sys::now_ns());
-        if let Some(rest) = self.schedule.rest_of_plan() {
-            self.recorder.unsent(rest, sending_ended);
-        }
+        self.count_unsent(sending_ended);
         if !self.stopped() {
             self.collect_in_flight(end_ns + self.run.timeout_ns);
         }
@@ -158,10 +156,13 @@ impl Worker {
 
     /// The main loop: wait, handle what happened, send what is due.
     fn run_until(&mut self, start_ns: u64, end_ns: u64) {
-        let scan_every = (self.run.timeout_ns / 4).clamp(1_000_000, 100_000_000);
+        let scan_every = self.timeout_scan_interval();
         let mut next_scan = start_ns + scan_every;
         loop {
             let now = sys::now_ns();
+            // First: a request due before the end goes out even when the
+            // thread woke after the end.
+            self.send_due(now);
             if now >= end_ns || self.done_sending() {
                 return;
             }
@@ -173,7 +174,6 @@ impl Worker {
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
-            self.send_due(now);
             let wait = wake::choose(&Outlook {
                 now,
                 deadline,
@@ -244,15 +244,39 @@ impl Worker {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// How often requests are checked against the timeout.
+    fn timeout_scan_interval(&self) -> u64 {
+        (self.run.timeout_ns / 4).clamp(1_000_000, 100_000_000)
+    }
+
+    /// Sending is over at `sending_ended`: the requests of the plan due
+    /// before it that no connection could carry are unsent, errors of their
+    /// own. When the run was stopped (a signal, the script), a request due
+    /// at that moment with a connection ready for it was not sent because
+    /// of the stop, not for want of a connection: it is not counted.
+    fn count_unsent(&mut self, sending_ended: u64) {
+        if self.done_sending() {
+            let connections = &self.connections;
+            while self.schedule.pop_due(sending_ended, |t| connections.is_ready(t)).is_some() {}
+        }
+        if let Some(rest) = self.schedule.rest_of_plan() {
+            self.recorder.unsent(rest, sending_ended);
+        }
+    }
+
     /// After the end: no new requests, but the ones in flight may still
-    /// answer (until `deadline`); their latencies count.
+    /// answer, each until its own timeout (at most `deadline`); their
+    /// latencies count.
     fn collect_in_flight(&mut self, deadline: u64) {
+        let scan_every = self.timeout_scan_interval();
         while self.connections.any_in_flight() && !self.stopped() {
             let now = sys::now_ns();
+            self.connections.expire_timeouts(now, &mut self.recorder);
             if now >= deadline {
                 return;
             }
-            self.connections.poll(wake::events_until(now, deadline), &mut self.recorder);
+            let until = deadline.min(now + scan_every);
+            self.connections.poll(wake::events_until(now, until), &mut self.recorder);
             // Responses still reach the script; nothing more is sent.
             self.deliver_responses();
             self.connections.take_ready().for_each(drop);
@@ -271,14 +295,16 @@ impl Worker {
         }
     }
 
-    /// Requests still unanswered when the thread stops never got a response
-    /// within the timeout: count them as timeouts rather than lose them.
+    /// Requests still unanswered when the thread stops got no response:
+    /// count them as timeouts rather than lose them.
     fn count_abandoned(&mut self) {
-        if self.stopped() {
-            return;
-        }
+        let cause = if self.stopped() {
+            "no response before the run was stopped"
+        } else {
+            "no response before the end of the run"
+        };
         for _ in 0..self.connections.in_flight() {
-            self.recorder.error(ErrorKind::Timeout, "no response before the end of the run");
+            self.recorder.error(ErrorKind::Timeout, cause);
         }
     }
 }
