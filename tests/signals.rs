@@ -71,3 +71,29 @@ fn sigterm_prints_the_report_and_exits_143() {
     );
     report.assert_rate_is_requests_over_runtime();
 }
+
+/// Ctrl-C while the responses still in flight after the run are awaited:
+/// those requests are counted (as timeouts, with their own cause), never
+/// dropped silently.
+#[test]
+fn requests_in_flight_at_a_signal_are_counted() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/hang");
+    let running = spawn_pace(&["-t1", "-c3", "-d500ms", "-T20s", &target]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().requests < 3 {
+        assert!(Instant::now() < deadline, "the requests never reached the server");
+        thread::sleep(Duration::from_millis(5));
+    }
+    // The run is over after 0.5 s; the hung requests are then awaited.
+    thread::sleep(Duration::from_secs(1));
+    running.signal(libc::SIGINT);
+    let run = running.wait(Duration::from_secs(15));
+    run.assert_code(130);
+    let report = run.report();
+    assert_eq!(report.requests(), 0, "{run}");
+    assert_eq!(report.errors().timeout, 3, "{run}");
+    let cause = "timeout: no response before the run was stopped: 3";
+    assert!(report.error_causes().iter().any(|c| c == cause), "{:?}\n{run}", report.error_causes());
+}

@@ -11,31 +11,38 @@ mod source;
 mod start_line;
 mod transport;
 mod wake;
+mod watchdog;
 mod worker;
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Arc};
-use std::thread;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
 use crate::plan::Plan;
-use crate::script::ThreadScript;
+use crate::script::{Call, Interrupter, ThreadScript};
+use crate::signals::Signals;
 use crate::stats::{Interval, RunResult};
+use crate::sys;
 use crate::target::Scheme;
 use crate::tls::TlsClient;
 use connections::{ConnectionSetup, Connections};
 use intervals::IntervalCollector;
 use recorder::{PeriodChannel, Recorder, RecorderSetup};
 use start_line::StartLine;
+use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
 pub use source::RequestSource;
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
+/// How often the collecting thread looks at the threads that should be
+/// done (see [`watchdog`]).
+const WATCH_EVERY: Duration = Duration::from_millis(100);
 
 /// What the threads send: each thread's request source, and for each
 /// request of a batch whether it is a HEAD (whose response has no body).
@@ -47,11 +54,24 @@ pub struct Workload {
 }
 
 /// A finished run: the measurements, the thread scripts handed back (for
-/// `done()`), and the script error that stopped the run, if any.
+/// `done()`), the script error that stopped the run, if any, and the script
+/// calls that did not return when the run was over.
 pub struct Finished {
     pub result: RunResult,
     pub scripts: Vec<ThreadScript>,
     pub script_error: Option<String>,
+    pub overran: Vec<Overrun>,
+}
+
+/// A thread whose script call was still running when the run was over (or
+/// stopped): it was interrupted, and given up if that did not stop it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overrun {
+    pub thread: usize,
+    /// The call that was running, when one was.
+    pub call: Option<Call>,
+    /// The thread never finished: its last measurements are lost.
+    pub given_up: bool,
 }
 
 /// A benchmark that passed its checks and is ready to start.
@@ -82,7 +102,7 @@ impl<'a> Engine<'a> {
     pub fn run(
         self,
         workload: Workload,
-        stop: Arc<AtomicBool>,
+        signals: &Signals,
         on_interval: &mut dyn FnMut(&Interval),
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
@@ -90,6 +110,8 @@ impl<'a> Engine<'a> {
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
         let (to_collector, shares) = mpsc::channel();
+        let interrupters: Vec<Option<Interrupter>> =
+            workload.sources.iter().map(RequestSource::interrupter).collect();
         let mut recycle = Vec::with_capacity(cfg.threads);
         let mut workers = Vec::with_capacity(cfg.threads);
         for (thread, source) in workload.sources.into_iter().enumerate() {
@@ -122,7 +144,7 @@ impl<'a> Engine<'a> {
                 duration_ns: duration_ns(cfg.duration),
                 timeout_ns: duration_ns(cfg.timeout),
             };
-            workers.push(Worker::new(run, connections, source, recorder, stop.clone()));
+            workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
         }
         let start_line = Arc::new(StartLine::new(workers.len()));
         let mut handles = Vec::with_capacity(workers.len());
@@ -142,17 +164,54 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
-        for share in shares {
+        let lasts = duration_ns(cfg.duration + cfg.timeout);
+        let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
+        let mut overran = Vec::new();
+        loop {
+            match shares.recv_timeout(WATCH_EVERY) {
+                Ok(share) => collector.add(share, on_interval),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let running: Vec<usize> =
+                        (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
+                    let started = start_line.started();
+                    match watchdog.verdict(sys::now_ns(), started, !running.is_empty()) {
+                        Verdict::Wait => {}
+                        Verdict::Interrupt => {
+                            for &thread in &running {
+                                let interrupter = interrupters[thread].as_ref();
+                                let call = interrupter.and_then(Interrupter::running);
+                                if let Some(interrupter) = interrupter {
+                                    interrupter.interrupt();
+                                }
+                                overran.push(Overrun { thread, call, given_up: false });
+                            }
+                        }
+                        Verdict::GiveUp => {
+                            for overrun in &mut overran {
+                                overrun.given_up = running.contains(&overrun.thread);
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // What the threads given up on sent before they got stuck.
+        for share in shares.try_iter() {
             collector.add(share, on_interval);
         }
-        let mut results: Vec<WorkerResult> = Vec::with_capacity(handles.len());
-        for handle in handles {
-            // The panic hook has said what went wrong.
-            let result = handle
-                .join()
-                .map_err(|_| Error::Internal("an engine thread stopped unexpectedly".into()))?;
-            results.push(result);
+        let given_up: Vec<usize> =
+            overran.iter().filter(|o| o.given_up).map(|o| o.thread).collect();
+        let results = join_all_but(handles, &given_up)?;
+        // An interruption that found a thread outside Lua must not fail a
+        // later call (done() reads the thread states).
+        for overrun in &overran {
+            if let Some(interrupter) = &interrupters[overrun.thread] {
+                interrupter.withdraw();
+            }
         }
+        let mut results: Vec<WorkerResult> = results;
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
@@ -166,8 +225,26 @@ impl<'a> Engine<'a> {
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),
         };
-        Ok(Finished { result, scripts, script_error })
+        Ok(Finished { result, scripts, script_error, overran })
     }
+}
+
+/// The results of the threads, but those given up on: they are left to
+/// end with the process.
+fn join_all_but(
+    handles: Vec<JoinHandle<WorkerResult>>,
+    given_up: &[usize],
+) -> Result<Vec<WorkerResult>, Error> {
+    let mut results = Vec::with_capacity(handles.len());
+    let joined = handles.into_iter().enumerate().filter(|(i, _)| !given_up.contains(i));
+    for (_, handle) in joined {
+        // The panic hook has said what went wrong.
+        let result = handle
+            .join()
+            .map_err(|_| Error::Internal("an engine thread stopped unexpectedly".into()))?;
+        results.push(result);
+    }
+    Ok(results)
 }
 
 fn duration_ns(d: Duration) -> u64 {

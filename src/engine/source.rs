@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::response::Captured;
-use crate::script::{ScriptError, ThreadScript};
+use crate::script::{Interrupter, ScriptError, ThreadScript};
 
 pub enum RequestSource {
     /// The same request batch every time (no script).
@@ -62,6 +62,14 @@ impl RequestSource {
         match self {
             RequestSource::Fixed { addr, .. } => *addr,
             RequestSource::Script(script) => script.addr(),
+        }
+    }
+
+    /// Stops a Lua call that does not return, from another thread.
+    pub fn interrupter(&self) -> Option<Interrupter> {
+        match self {
+            RequestSource::Fixed { .. } => None,
+            RequestSource::Script(script) => Some(script.interrupter()),
         }
     }
 

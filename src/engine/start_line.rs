@@ -38,6 +38,12 @@ impl StartLine {
         state.start_ns.filter(|_| !state.aborted)
     }
 
+    /// The start time, once the run has started.
+    pub fn started(&self) -> Option<u64> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.start_ns.filter(|_| !state.aborted)
+    }
+
     /// Releases the threads already waiting without starting the run.
     pub fn abort(&self) {
         self.state.lock().unwrap_or_else(|e| e.into_inner()).aborted = true;

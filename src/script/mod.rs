@@ -29,6 +29,7 @@
 
 mod addr;
 mod errors;
+mod interrupt;
 mod state;
 mod stats;
 mod thread;
@@ -49,6 +50,7 @@ use crate::error::Error;
 use crate::stats::RunResult;
 
 pub use errors::ScriptError;
+pub use interrupt::{Call, Interrupter};
 
 use addr::Addr;
 use errors::describe;
@@ -65,6 +67,7 @@ pub struct Script {
     recipe: Recipe,
     /// `init(args)`'s words: the URL, then the words after it.
     args: Vec<String>,
+    interrupter: Interrupter,
 }
 
 impl Script {
@@ -80,7 +83,14 @@ impl Script {
         let args = std::iter::once(cfg.target.url.clone())
             .chain(cfg.script_args.iter().cloned())
             .collect();
-        Ok(Script { main, wrk, recipe, args })
+        let interrupter = Interrupter::new(&main);
+        Ok(Script { main, wrk, recipe, args, interrupter })
+    }
+
+    /// Stops the main state's running call (`done()`) from another thread
+    /// (see [`Interrupter`]).
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// Sets `wrk.addrs` in the main state: the target's addresses that
@@ -134,7 +144,9 @@ impl Script {
         let summary = stats::summary(&self.main, result).map_err(script_error)?;
         let latency = StatsObject::latency(&result.total.corrected);
         let requests = StatsObject::rates(&result.total.rate_samples);
-        done.call::<()>((summary, latency, requests)).map_err(script_error)?;
+        self.interrupter
+            .calling(Call::Done, || done.call::<()>((summary, latency, requests)))
+            .map_err(script_error)?;
         // Only now may the thread states go.
         drop(threads);
         Ok(())
@@ -151,6 +163,7 @@ pub struct ThreadScript {
     delay: Option<Function>,
     /// The script's path, for messages.
     file: String,
+    interrupter: Interrupter,
     /// Last: the functions above refer to it.
     lua: Lua,
 }
@@ -167,8 +180,15 @@ impl ThreadScript {
             shared,
             static_request,
             file: file.to_string(),
+            interrupter: Interrupter::new(&lua),
             lua,
         })
+    }
+
+    /// Stops this state's running call from another thread (see
+    /// [`Interrupter`]), and names it.
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// `thread.addr`: where this thread's next connection goes (`setup`
@@ -199,7 +219,10 @@ impl ThreadScript {
     pub fn request(&mut self) -> Result<Arc<[u8]>, ScriptError> {
         match &self.request {
             None => Ok(self.static_request.clone()),
-            Some(request) => request_bytes(request.call(())?, &self.file, "request()"),
+            Some(request) => {
+                let value = self.interrupter.calling(Call::Request, || request.call(()))?;
+                request_bytes(value, &self.file, "request()")
+            }
         }
     }
 
@@ -220,7 +243,7 @@ impl ThreadScript {
             table.raw_set(name.as_str(), value.as_str())?;
         }
         let body = self.lua.create_string(body)?;
-        response.call::<()>((status, table, body))?;
+        self.interrupter.calling(Call::Response, || response.call::<()>((status, table, body)))?;
         Ok(())
     }
 
@@ -231,7 +254,7 @@ impl ThreadScript {
         let Some(delay) = &self.delay else {
             return Ok(Duration::ZERO);
         };
-        let ms = match delay.call::<Value>(())? {
+        let ms = match self.interrupter.calling(Call::Delay, || delay.call::<Value>(()))? {
             Value::Integer(n) => n as f64,
             Value::Number(n) => n,
             Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0.0),

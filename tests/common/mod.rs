@@ -115,8 +115,14 @@ fn collect(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
 
 /// Starts `pace args` with stdout and stderr captured.
 pub fn spawn_pace(args: &[&str]) -> Running {
+    spawn_pace_with_env(args, &[])
+}
+
+/// [`spawn_pace`] with these environment variables set.
+pub fn spawn_pace_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pace"))
         .args(args)
+        .envs(env.iter().copied())
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
