@@ -11,6 +11,7 @@ use common::{default_server, in_ci, load_lock, pace, serve, serve_options, url, 
 use pace::serve::{ServeOptions, ServerHandle};
 
 const LIMIT: Duration = Duration::from_secs(10);
+const ECHO_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/print_body.lua");
 
 /// `pace -t1 -c2 -d1s <path>`: exit 0, more than one request per
 /// connection (the connections went on after a response), no socket errors,
@@ -197,4 +198,55 @@ fn tls_verifies_certificates_by_default() {
     }
     // The handshake is all that happened: no request reached the server.
     assert_eq!(server.stats().requests, 0, "{run}");
+}
+
+/// https against a plain-HTTP port says so in words before the run.
+#[test]
+fn https_against_plain_http_says_so() {
+    let _load = load_lock();
+    let server = default_server();
+    let run = pace(&["-k", "-d1s", &format!("https://{}/", server.addr())], LIMIT);
+    run.assert_code(2);
+    assert!(run.stderr.contains("the server answered in plain HTTP, not TLS"), "{run}");
+}
+
+/// http against a TLS port: each attempt is a read error that names it.
+#[test]
+fn http_against_tls_says_so() {
+    let _load = load_lock();
+    let server = tls_server();
+    let run = pace(&["-t1", "-c1", "-d300ms", &format!("http://{}/", server.addr())], LIMIT);
+    run.assert_ok();
+    let causes = run.report().error_causes();
+    assert!(
+        causes.iter().all(|c| c.starts_with("read: the server answered in TLS, not plain HTTP")),
+        "{causes:?}\n{run}"
+    );
+    assert!(!causes.is_empty(), "{run}");
+}
+
+/// A TLS handshake that gets no answer times out, and says after how
+/// long, instead of "Resource temporarily unavailable".
+#[test]
+fn a_silent_tls_handshake_times_out() {
+    let _load = load_lock();
+    // The kernel accepts the connection; nothing ever answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("https://{}/", silent.local_addr().unwrap());
+    let run = pace(&["-k", "-d1s", "-T500ms", &target], LIMIT);
+    run.assert_code(2);
+    assert!(run.stderr.contains("no answer within 500ms (timed out)"), "{run}");
+}
+
+/// `user:password@` in the URL is sent as Basic authorization, as curl
+/// sends it.
+#[test]
+fn url_credentials_are_sent_as_basic_authorization() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = format!("http://alice:s%40cret@{}/echo", server.addr());
+    let run = pace(&["-t1", "-c1", "-d200ms", "-s", ECHO_SCRIPT, &target], LIMIT);
+    run.assert_ok();
+    // alice:s@cret in base64.
+    assert!(run.stdout.contains("Authorization: Basic YWxpY2U6c0BjcmV0"), "{run}");
 }

@@ -197,6 +197,13 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     let url = words.next().ok_or_else(|| Error::Usage("missing URL (try 'pace --help')".into()))?;
     check_ranges(&typed)?;
     let target = Target::parse(&url).map_err(|err| Error::Usage(err.to_string()))?;
+    // `user:password@` in the URL is Basic authorization (as curl sends
+    // it), unless an -H header says otherwise.
+    let mut headers = typed.headers;
+    let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+    if let Some(credentials) = target.basic_authorization().filter(|_| !authorized) {
+        headers.push(("Authorization".to_string(), credentials));
+    }
     let mode = match typed.rate {
         None => Mode::ClosedLoop,
         Some(rate) if rate > 0.0 => Mode::Paced { rate },
@@ -209,7 +216,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         duration: typed.duration,
         timeout: typed.timeout,
         mode,
-        headers: typed.headers,
+        headers,
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
         u_latency: typed.u_latency,
@@ -584,6 +591,14 @@ mod tests {
         let cfg = config(&["-LUkc100", "-t4", URL]);
         assert!(cfg.latency && cfg.u_latency && cfg.insecure);
         assert_eq!((cfg.connections, cfg.threads), (100, 4));
+    }
+
+    #[test]
+    fn url_credentials_are_basic_authorization_unless_a_header_says_otherwise() {
+        let cfg = config(&["http://user:pw@127.0.0.1:8080/"]);
+        assert_eq!(cfg.headers, vec![("Authorization".into(), "Basic dXNlcjpwdw==".into())]);
+        let cfg = config(&["-H", "authorization: Bearer t", "http://user:pw@127.0.0.1:8080/"]);
+        assert_eq!(cfg.headers, vec![("authorization".into(), "Bearer t".into())]);
     }
 
     #[test]

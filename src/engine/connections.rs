@@ -29,7 +29,7 @@ use crate::http::response::{Captured, Response};
 use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::TlsClient;
+use crate::tls::{describe_handshake_error, TlsClient};
 
 /// An incomplete response of at least this many bytes may be held back
 /// by TCP flow control until it is read: the thread then reads promptly.
@@ -279,7 +279,10 @@ impl Connections {
         match stream.handshake() {
             Ok(true) => self.became_ready(i),
             Ok(false) => {}
-            Err(e) => self.fail(i, ErrorKind::Connect, &format!("TLS handshake: {e}"), recorder),
+            Err(e) => {
+                let cause = format!("TLS handshake: {}", describe_handshake_error(&e, None));
+                self.fail(i, ErrorKind::Connect, &cause, recorder);
+            }
         }
     }
 
