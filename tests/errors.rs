@@ -6,7 +6,8 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{default_server, load_lock, pace, spawn_pace, url};
+use common::{default_server, load_lock, pace, serve, serve_options, spawn_pace, url, Block};
+use pace::serve::ServeOptions;
 
 #[test]
 fn error_statuses_are_counted_not_socket_errors() {
@@ -215,4 +216,51 @@ fn comfortable_plan_does_not_warn() {
         eprintln!("attempt {attempt}: the generator was late (a busy machine?)\n{run}");
     }
     eprintln!("three runs of 200/s on 10 connections: the generator was late in each, as the figures show");
+}
+
+/// The server is killed and restarted on the same port during a paced
+/// run: connections fail and reconnect with back-off (no storm), the run
+/// goes on, and once the server is back it gets the plan: the requests due
+/// while it was down (late, counted from their intended times) and the
+/// rest on time. The two servers together see the whole plan.
+#[test]
+fn a_restarted_server_gets_the_plan() {
+    let _load = load_lock();
+    let first = default_server();
+    let addr = first.addr();
+    let target = url(addr, "/");
+    let running = spawn_pace(&["-t1", "-c4", "-d4s", "-R200", "-U", &target]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while first.stats().requests == 0 {
+        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
+        thread::sleep(Duration::from_millis(5));
+    }
+    thread::sleep(Duration::from_secs(1));
+    let before = first.stats().requests;
+    first.stop();
+    let down = Instant::now();
+    thread::sleep(Duration::from_secs(1));
+    let second = serve(ServeOptions { bind: addr, ..serve_options() });
+    let downtime = down.elapsed();
+    let run = running.wait(Duration::from_secs(15));
+    run.assert_ok();
+    let report = run.report();
+    let after = second.stats().requests;
+    // The plan is 800 requests; a few may be lost in flight when the
+    // server died, and a request due just before the end may not be
+    // answered.
+    let planned = 800;
+    assert!(before + after <= planned + 4, "{before} + {after} requests\n{run}");
+    assert!(before + after + 8 >= planned, "{before} + {after} of {planned}\n{run}");
+    let errors = report.errors();
+    assert!(errors.connect > 0, "no connect errors while the server was down\n{run}");
+    // 4 connections backing off from 10 ms, doubling: about 7 attempts
+    // each in a second; a storm makes hundreds.
+    assert!(errors.connect <= 4 * 12, "{} connect errors\n{run}", errors.connect);
+    // The requests due during the downtime waited for it: the corrected
+    // maximum is about the downtime, the uncorrected one is not.
+    let max_us = report.latency_us(Block::Recorded, 100.0);
+    let downtime_us = downtime.as_micros() as f64;
+    assert!(max_us >= 0.8 * downtime_us, "corrected max {max_us} us, down {downtime_us} us\n{run}");
+    assert!(report.latency_us(Block::Uncorrected, 99.0) < downtime_us / 4.0, "{run}");
 }
