@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Engine, Finished, Overrun, RequestSource, Workload};
+use crate::engine::{Batch, Engine, Finished, Overrun, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
 use crate::limits;
@@ -205,11 +205,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
 /// with `Host` and the `-H` headers.
 pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
     let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    let request: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    let bytes: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    let batches: Arc<[Batch]> = Arc::from([Batch { bytes, heads: Arc::from([false]) }]);
     Workload {
-        heads: Arc::from([false]),
         sources: (0..cfg.threads)
-            .map(|_| RequestSource::Fixed { request: request.clone(), addr })
+            .map(|thread| RequestSource::fixed(batches.clone(), thread, addr))
             .collect(),
     }
 }
@@ -224,26 +224,31 @@ fn scripted_workload(
 ) -> Result<Workload, Error> {
     script.set_addrs(addrs)?;
     let paced = matches!(cfg.mode, Mode::Paced { .. });
-    let mut heads = None;
+    let mut heads: Option<Arc<[bool]>> = None;
     let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
         let mut thread = script.thread(addrs[0])?;
-        if heads.is_none() {
-            let first = thread.request()?;
-            let batch = count_requests(&first).map_err(|e| {
-                Error::Script(format!("the script's request is not valid HTTP: {e}"))
-            })?;
-            heads = Some(batch.is_head);
-            if thread.has_delay() && paced {
-                eprintln!("pace: delay() is ignored with -R: the plan sets when requests are sent");
+        let heads = match &heads {
+            Some(heads) => heads.clone(),
+            None => {
+                let first = thread.request()?;
+                let batch = count_requests(&first).map_err(|e| {
+                    Error::Script(format!("the script's request is not valid HTTP: {e}"))
+                })?;
+                if thread.has_delay() && paced {
+                    eprintln!(
+                        "pace: delay() is ignored with -R: the plan sets when requests are sent"
+                    );
+                }
+                heads.insert(batch.is_head.into()).clone()
             }
-        }
+        };
         if paced {
             thread.ignore_delay();
         }
-        sources.push(RequestSource::Script(Box::new(thread)));
+        sources.push(RequestSource::Script { script: Box::new(thread), heads });
     }
-    Ok(Workload { heads: heads.unwrap_or_else(|| vec![false]).into(), sources })
+    Ok(Workload { sources })
 }
 
 /// Prints the report for a finished run.

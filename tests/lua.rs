@@ -285,6 +285,32 @@ fn pipeline_writes_three_requests_and_counts_three_responses() {
     assert_eq!(requests % 3, 0, "{requests} responses is not whole batches of 3\n{run}");
 }
 
+/// With -R the plan counts requests, not batches (as wrk2's rate does): a
+/// batch of three takes three intended times, so the server sees the
+/// planned rate of requests, not three times it.
+#[test]
+fn paced_pipelines_follow_the_plan_in_requests() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let args = ["-t1", "-c4", "-d2s", "-R300", "-U", "-s", script!("pipeline"), &target];
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    assert_clean(&run);
+    let report = run.report();
+    let requests = report.requests();
+    // 600 planned: 200 batches of three.
+    assert!((594..=600).contains(&requests), "{requests} responses, 600 planned\n{run}");
+    assert_eq!(server.stats().requests, requests, "{run}");
+    assert_eq!(server.stats().max_requests_per_read, 3, "{run}");
+    // Each response counts from its own intended time: the batch goes
+    // out when its first request is due, so the later two are early and
+    // their latency from the plan is shorter than from the send.
+    let corrected = report.latency_us(Block::Recorded, 50.0);
+    let uncorrected = report.latency_us(Block::Uncorrected, 50.0);
+    assert!(corrected <= uncorrected, "corrected p50 {corrected} > uncorrected {uncorrected}\n{run}");
+}
+
 #[test]
 fn old_api_pipeline_neither_recurses_nor_builds_twice() {
     let _load = load_lock();

@@ -36,7 +36,7 @@ use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::RequestSource;
+pub use source::{Batch, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
@@ -44,12 +44,8 @@ const SERIES_SLOT: Duration = Duration::from_millis(250);
 /// done (see [`watchdog`]).
 const WATCH_EVERY: Duration = Duration::from_millis(100);
 
-/// What the threads send: each thread's request source, and for each
-/// request of a batch whether it is a HEAD (whose response has no body).
-/// More than one request per batch is pipelining: every write expects that
-/// many responses (the depth is fixed by the first batch, as in wrk).
+/// What the threads send: each thread's request source.
 pub struct Workload {
-    pub heads: Arc<[bool]>,
     pub sources: Vec<RequestSource>,
 }
 
@@ -129,7 +125,6 @@ impl<'a> Engine<'a> {
             let connections = Connections::new(ConnectionSetup {
                 connections: cfg.connections_of_thread(thread),
                 tls: self.tls.clone(),
-                heads: workload.heads.clone(),
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),
             })

@@ -92,12 +92,15 @@ impl Recorder {
         self.next_period_ns = self.setup.period_ns.map_or(u64::MAX, |length| start_ns + length);
     }
 
-    /// A request batch went out at `sent`; the plan meant it for
-    /// `intended`. The difference is the schedule lag.
+    /// A request batch went out at `sent`; the plan meant its requests
+    /// for `intended`. The differences are the schedule lag (a request of a
+    /// pipelined batch sent before its time lags by zero).
     #[inline]
-    pub fn sent(&mut self, exchange: Exchange) {
+    pub fn sent(&mut self, intended: &[u64], sent: u64) {
         if self.setup.paced {
-            record_us(&mut self.stats.lag, exchange.sent.saturating_sub(exchange.intended));
+            for &intended in intended {
+                record_us(&mut self.stats.lag, sent.saturating_sub(intended));
+            }
         }
     }
 
@@ -115,9 +118,15 @@ impl Recorder {
             }
             self.series[slot] += 1;
         }
-        if last_of_batch || !self.setup.batch_latency {
+        // -B: one latency per batch, from its first request's intended
+        // time to its last response.
+        let intended = match self.setup.batch_latency {
+            false => Some(exchange.intended),
+            true => last_of_batch.then_some(exchange.batch_intended),
+        };
+        if let Some(intended) = intended {
             let stats = &mut self.stats;
-            record_us(&mut stats.corrected, arrived.saturating_sub(exchange.intended));
+            record_us(&mut stats.corrected, arrived.saturating_sub(intended));
             record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
         }
     }
@@ -250,8 +259,8 @@ mod tests {
     fn records_both_latencies_and_the_lag() {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
-        let exchange = Exchange { intended: 10 * MS, sent: 12 * MS };
-        r.sent(exchange);
+        let exchange = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS };
+        r.sent(&[10 * MS], 12 * MS);
         r.response(exchange, 15 * MS, 200, true);
         r.response(exchange, 16 * MS, 503, true);
         assert_eq!(r.last_response_ns(), 16 * MS);
@@ -269,11 +278,39 @@ mod tests {
     }
 
     #[test]
+    fn each_response_of_a_paced_batch_counts_from_its_own_intended_time() {
+        for (batch_latency, expected) in [(false, vec![5_000, 5_000]), (true, vec![6_000])] {
+            let (mut r, shares) = recorder(true, batch_latency, None);
+            r.start(0);
+            // Requests intended at 10 and 11 ms, sent together at 10 ms;
+            // their responses arrive at 15 and 16 ms.
+            r.sent(&[10 * MS, 11 * MS], 10 * MS);
+            let first = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS };
+            r.response(first, 15 * MS, 200, false);
+            r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, 200, true);
+            r.finish(20 * MS);
+            let stats = shares.recv().unwrap().stats;
+            let latencies: Vec<u64> = stats
+                .corrected
+                .iter_recorded()
+                .flat_map(|v| {
+                    std::iter::repeat_n(v.value_iterated_to(), v.count_at_value() as usize)
+                })
+                .collect();
+            let expected: Vec<u64> =
+                expected.iter().map(|&us| stats.corrected.highest_equivalent(us)).collect();
+            assert_eq!(latencies, expected, "-B {batch_latency}");
+            // The second request went out 1 ms early: no lag, not negative.
+            assert_eq!((stats.lag.len(), stats.lag.max()), (2, 0));
+        }
+    }
+
+    #[test]
     fn closed_loop_and_batches() {
         let (mut r, shares) = recorder(false, true, None);
         r.start(0);
-        let exchange = Exchange { intended: MS, sent: MS };
-        r.sent(exchange);
+        let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS };
+        r.sent(&[MS, MS], MS);
         r.response(exchange, 2 * MS, 200, false);
         r.response(exchange, 3 * MS, 200, true);
         r.finish(4 * MS);

@@ -57,6 +57,8 @@ pub struct Worker {
     /// Set by a signal or by another thread's script error: every thread
     /// stops.
     stop: Arc<AtomicBool>,
+    /// The intended times of the batch being sent (reused).
+    intended: Vec<u64>,
 }
 
 impl Worker {
@@ -75,6 +77,7 @@ impl Worker {
             recorder,
             script_error: None,
             stop,
+            intended: Vec::new(),
         }
     }
 
@@ -187,23 +190,25 @@ impl Worker {
         }
     }
 
-    /// Sends every request that is due, each on a ready connection.
+    /// Sends every batch that is due, each on a ready connection.
     fn send_due(&mut self, mut now: u64) {
+        let depth = self.source.depth();
         while !self.done_sending() {
             let connections = &self.connections;
-            let Some(due) = self.schedule.pop_due(now, |ticket| connections.is_ready(ticket))
+            let is_ready = |ticket| connections.is_ready(ticket);
+            let Some(ticket) = self.schedule.pop_due(now, depth, is_ready, &mut self.intended)
             else {
                 return;
             };
-            let request = match self.source.next_request() {
-                Ok(request) => request,
+            let batch = match self.source.next_batch() {
+                Ok(batch) => batch,
                 Err(error) => return self.script_failed(error),
             };
-            let exchange =
-                self.connections.send(due.ticket.conn, request, due.intended, &mut self.recorder);
-            self.recorder.sent(exchange);
+            let sent =
+                self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
+            self.recorder.sent(&self.intended, sent);
             // The send took time: a later request of the plan may be due now.
-            now = exchange.sent;
+            now = sent;
         }
     }
 
@@ -257,7 +262,9 @@ impl Worker {
     fn count_unsent(&mut self, sending_ended: u64) {
         if self.done_sending() {
             let connections = &self.connections;
-            while self.schedule.pop_due(sending_ended, |t| connections.is_ready(t)).is_some() {}
+            let (depth, intended) = (self.source.depth(), &mut self.intended);
+            let is_ready = |ticket| connections.is_ready(ticket);
+            while self.schedule.pop_due(sending_ended, depth, is_ready, intended).is_some() {}
         }
         if let Some(rest) = self.schedule.rest_of_plan() {
             self.recorder.unsent(rest, sending_ended);
