@@ -255,6 +255,7 @@ mod tests {
             total,
             runtime,
             interrupted: None,
+            script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
         }

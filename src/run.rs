@@ -21,6 +21,7 @@ use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
 use crate::stats::{Interval, RunResult};
+use crate::sys;
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
@@ -47,11 +48,17 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let signals = Signals::install()?;
     // The first error of the live outputs; the run goes on regardless.
     let mut interval_error = None;
+    // What scripts print goes through C's stdio, the reports through
+    // Rust's: each report first pushes out what the scripts printed before
+    // it, so that lines never interleave and the order is wrk's (script
+    // output, the report, then what done() prints).
     let finished = measure_with(cfg, addrs[0], workload, &signals, text_header, &mut |interval| {
+        sys::flush_c_stdout();
         if let Err(error) = outputs.interval(cfg, interval) {
             interval_error.get_or_insert(error);
         }
     })?;
+    sys::flush_c_stdout();
     let mut out = io::stdout().lock();
     let written = outputs.finish(cfg, &finished.result, &mut out);
     report_interruption(&finished.result);
@@ -95,7 +102,7 @@ fn measure_with(
 ) -> Result<Finished, Error> {
     let engine = Engine::prepare(cfg, addr)?;
     // What the script printed in setup()/init() comes before the header.
-    crate::sys::flush_c_stdout();
+    sys::flush_c_stdout();
     if print_header {
         let mut out = io::stdout().lock();
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
@@ -185,7 +192,7 @@ fn watch_done(
                          interrupt a loop it compiled)",
                         signal.name()
                     );
-                    crate::sys::flush_c_stdout();
+                    sys::flush_c_stdout();
                     std::process::exit(signal.exit_code());
                 }
                 thread::sleep(Duration::from_millis(10));
@@ -231,7 +238,13 @@ fn scripted_workload(
         let heads = match &heads {
             Some(heads) => heads.clone(),
             None => {
-                let first = thread.request()?;
+                let first = thread.request()?.ok_or_else(|| {
+                    Error::Script(
+                        "the script's first request() returned nil: pace needs a request to \
+                         learn how many requests a batch holds"
+                            .into(),
+                    )
+                })?;
                 let batch = count_requests(&first).map_err(|e| {
                     Error::Script(format!("the script's request is not valid HTTP: {e}"))
                 })?;

@@ -112,6 +112,8 @@ pub struct Stats {
     /// Per-thread Req/Sec samples (requests per second over each sampling
     /// interval), for the Thread Stats table.
     pub rate_samples: Vec<f64>,
+    /// Times the script's `request()` returned nil (no request sent).
+    pub nil_requests: u64,
 }
 
 impl Stats {
@@ -126,6 +128,7 @@ impl Stats {
             statuses: BTreeMap::new(),
             error_causes: BTreeMap::new(),
             rate_samples: Vec::new(),
+            nil_requests: 0,
         }
     }
 
@@ -163,6 +166,7 @@ impl Stats {
         self.statuses.clear();
         self.error_causes.clear();
         self.rate_samples.clear();
+        self.nil_requests = 0;
     }
 
     /// Adds another thread's measurements to these.
@@ -181,6 +185,7 @@ impl Stats {
             *self.error_causes.entry(cause.clone()).or_insert(0) += n;
         }
         self.rate_samples.extend_from_slice(&other.rate_samples);
+        self.nil_requests += other.nil_requests;
     }
 }
 
@@ -271,6 +276,9 @@ pub struct RunResult {
     pub runtime: Duration,
     /// Set when SIGINT/SIGTERM ended the run early.
     pub interrupted: Option<Interruption>,
+    /// The script stopped every thread (`thread:stop()`): the run, and the
+    /// rates, end there (wrk divides by the whole `-d`).
+    pub script_stopped: bool,
     /// Completed requests per thread and per [`RunResult::series_interval`]
     /// since the start (wrx's time series).
     pub series: Vec<Vec<u64>>,

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{default_server, load_lock, pace, url, Block, Run};
+use common::{default_server, load_lock, pace, url, Block, Report, Run};
 
 /// The path of `tests/scripts/<name>.lua`.
 macro_rules! script {
@@ -308,7 +308,10 @@ fn paced_pipelines_follow_the_plan_in_requests() {
     // their latency from the plan is shorter than from the send.
     let corrected = report.latency_us(Block::Recorded, 50.0);
     let uncorrected = report.latency_us(Block::Uncorrected, 50.0);
-    assert!(corrected <= uncorrected, "corrected p50 {corrected} > uncorrected {uncorrected}\n{run}");
+    assert!(
+        corrected <= uncorrected,
+        "corrected p50 {corrected} > uncorrected {uncorrected}\n{run}"
+    );
 }
 
 #[test]
@@ -476,6 +479,12 @@ fn stop_ends_each_thread_after_100_responses() {
         assert!((200..=204).contains(&requests), "{rate:?}: {requests} requests\n{run}");
         let served = server.stats().requests;
         assert!(served >= requests && served <= requests + 4, "served {served}\n{run}");
+        // pace divides by the time until the stop (wrk by -d), and says so.
+        assert!(
+            run.stdout.contains("Note: the script stopped every thread (thread:stop()) after "),
+            "{run}"
+        );
+        run.report().assert_rate_is_requests_over_runtime();
     }
 }
 
@@ -777,4 +786,102 @@ fn head_in_a_pipelined_batch_is_framed_without_a_body() {
     assert_looped(&run, requests, 2 * 3);
     assert!(requests.is_multiple_of(3), "{requests} responses\n{run}");
     assert_eq!(server.stats().requests, requests, "{run}");
+}
+
+// ----- nil_request.lua: request() sometimes returns nil ---------------------------
+
+/// A request() that sometimes returns nil (wrk: that connection sends
+/// nothing more; the run goes on): the run lasts its duration, the other
+/// requests go out, the nils are counted and warned about once.
+#[test]
+fn nil_from_request_skips_that_send_and_the_run_goes_on() {
+    let _load = load_lock();
+    for rate in [None, Some("-R300")] {
+        let server = default_server();
+        let target = url(server.addr(), "/");
+        let mut args = vec!["-t2", "-c4", "-d1s", "-s", script!("nil_request"), &target];
+        args.extend(rate);
+        let run = pace(&args, LIMIT);
+        run.assert_ok();
+        assert_clean(&run);
+        assert!(run.report().runtime_s() >= 0.95, "{rate:?}: the run stopped early\n{run}");
+        assert_eq!(run.stderr.matches("returned nil").count(), 1, "warned once\n{run}");
+        assert!(run.stderr.contains("nil_request.lua:"), "no script location\n{run}");
+        let nils: u64 = run
+            .stdout
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("request() returned nil: "))
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or_else(|| panic!("no count of nil requests\n{run}"));
+        let requests = run.report().requests();
+        assert!(nils > 0 && requests > 0, "{rate:?}: {nils} nils, {requests} requests\n{run}");
+        if rate.is_some() {
+            // The plan's 300 requests: every third is a nil.
+            let planned = 300;
+            assert!(requests + nils <= planned + 2, "{requests} + {nils}\n{run}");
+            assert!(requests + nils + 8 >= planned, "{requests} + {nils}\n{run}");
+        }
+    }
+}
+
+// ----- chatty.lua: script output and the report --------------------------------------
+
+/// Checks wrk's order in what pace wrote to stdout: the header, every line
+/// the script printed per response, the report, then what done() printed;
+/// no line split by another.
+fn assert_wrk_output_order(stdout: &str, how: &str) {
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines[0].starts_with("Running ") && lines[1].contains(" threads and "),
+        "{how}\n{stdout}"
+    );
+    let report = lines.iter().position(|l| l.starts_with("  Thread Stats")).expect("a report");
+    let responses = &lines[2..report];
+    assert!(!responses.is_empty(), "{how}: no script output\n{stdout}");
+    for line in responses {
+        let ok = line.strip_prefix("response ").and_then(|rest| rest.split_once(" status 200"));
+        assert!(
+            ok.is_some_and(|(n, end)| n.parse::<u64>().is_ok() && end.is_empty()),
+            "{how}: {line:?}"
+        );
+    }
+    let tail = &lines[report..];
+    assert!(tail[tail.len() - 2].starts_with("Transfer/sec:"), "{how}\n{stdout}");
+    assert!(tail[tail.len() - 1].starts_with("done: "), "{how}\n{stdout}");
+    let requests = Report::new(stdout).requests();
+    assert_eq!(responses.len() as u64, requests, "{how}: one line per response\n{stdout}");
+}
+
+#[test]
+fn script_output_comes_before_the_report_and_done_after_it() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let args = ["-t2", "-c2", "-d300ms", "-s", script!("chatty"), target.as_str()];
+    // Through a pipe, as the tests read every run.
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    assert_wrk_output_order(&run.stdout, "pipe");
+    // Into a file, where C's stdio buffers fully.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("out.txt");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_pace"))
+        .args(args)
+        .stdout(std::fs::File::create(&path).unwrap())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > LIMIT {
+            let _ = child.kill();
+            panic!("pace did not finish within {LIMIT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(status.success());
+    assert_wrk_output_order(&std::fs::read_to_string(&path).unwrap(), "file");
 }

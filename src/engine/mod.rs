@@ -212,11 +212,13 @@ impl<'a> Engine<'a> {
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
         let (total, threads) = collector.finish(on_interval);
+        let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,
             threads,
             runtime: Duration::from_nanos(finished.saturating_sub(start)),
             interrupted: None,
+            script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),
         };

@@ -157,6 +157,11 @@ impl Recorder {
         }
     }
 
+    /// The script's `request()` gave no request (nil).
+    pub fn no_request(&mut self) {
+        self.stats.nil_requests += 1;
+    }
+
     pub fn error(&mut self, kind: ErrorKind, cause: &str) {
         self.stats.error(kind, cause);
     }

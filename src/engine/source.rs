@@ -51,17 +51,19 @@ impl RequestSource {
         }
     }
 
-    /// The next request batch.
+    /// The next request batch; None when the script's `request()` gave
+    /// none (nil).
     #[inline]
-    pub fn next_batch(&mut self) -> Result<Batch, ScriptError> {
+    pub fn next_batch(&mut self) -> Result<Option<Batch>, ScriptError> {
         match self {
             RequestSource::Fixed { batches, next, .. } => {
                 let batch = batches[*next].clone();
                 *next = (*next + 1) % batches.len();
-                Ok(batch)
+                Ok(Some(batch))
             }
             RequestSource::Script { script, heads } => {
-                Ok(Batch { bytes: script.request()?, heads: heads.clone() })
+                let bytes = script.request()?;
+                Ok(bytes.map(|bytes| Batch { bytes, heads: heads.clone() }))
             }
         }
     }
@@ -133,7 +135,8 @@ mod tests {
     fn fixed_requests_are_sent_in_turn() {
         let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
         let mut source = RequestSource::fixed(batches, 4, "127.0.0.1:1".parse().unwrap());
-        let sent: Vec<Arc<[u8]>> = (0..4).map(|_| source.next_batch().unwrap().bytes).collect();
+        let sent: Vec<Arc<[u8]>> =
+            (0..4).map(|_| source.next_batch().unwrap().unwrap().bytes).collect();
         assert_eq!(sent, [b"b", b"c", b"a", b"b"].map(|b| Arc::from(&b[..])));
         assert_eq!(source.depth(), 1);
         assert!(!source.stopped() && !source.wants_responses());

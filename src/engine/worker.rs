@@ -11,6 +11,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::engine::conn::Ticket;
 use crate::engine::connections::Connections;
 use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
@@ -21,6 +22,10 @@ use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::ErrorKind;
 use crate::sys;
+
+/// How long a closed-loop connection whose `request()` returned nil waits
+/// before asking again.
+const NO_REQUEST_RETRY_NS: u64 = 10_000_000;
 
 /// What a thread knows of the run besides its parts.
 pub struct RunSetup {
@@ -45,6 +50,8 @@ pub struct WorkerResult {
     pub script: Option<ThreadScript>,
     /// The script error that stopped the run.
     pub script_error: Option<String>,
+    /// The script stopped this thread (`thread:stop()`).
+    pub script_stopped: bool,
 }
 
 pub struct Worker {
@@ -125,6 +132,7 @@ impl Worker {
             start_ns,
             finished_ns,
             series: self.recorder.finish(finished_ns),
+            script_stopped: self.source.stopped(),
             script: self.source.into_script(),
             script_error: self.script_error,
         }
@@ -201,7 +209,11 @@ impl Worker {
                 return;
             };
             let batch = match self.source.next_batch() {
-                Ok(batch) => batch,
+                Ok(Some(batch)) => batch,
+                Ok(None) => {
+                    self.no_request(ticket, now);
+                    continue;
+                }
                 Err(error) => return self.script_failed(error),
             };
             let sent =
@@ -210,6 +222,16 @@ impl Worker {
             // The send took time: a later request of the plan may be due now.
             now = sent;
         }
+    }
+
+    /// The script's `request()` gave no request (nil) for the connection
+    /// of `ticket`: counted, and the connection tries again for its next
+    /// send (wrk's connection sends nothing more); in the closed loop after
+    /// a pause, so that a script that keeps returning nil does not spin.
+    fn no_request(&mut self, ticket: Ticket, now: u64) {
+        self.recorder.no_request();
+        let retry = (!self.schedule.is_paced()).then_some(now + NO_REQUEST_RETRY_NS);
+        self.schedule.ready(ticket, retry);
     }
 
     /// Acts on what the last poll brought: complete responses go to the

@@ -61,6 +61,8 @@ pub struct Report {
     pub bytes_per_sec: f64,
     pub status_codes: BTreeMap<u16, u64>,
     pub error_causes: BTreeMap<String, u64>,
+    /// Times the script's `request()` returned nil (nothing was sent).
+    pub nil_requests: u64,
     pub latency: Latency,
     pub schedule_lag: Summary,
     /// The uncorrected latency histogram, encoded as `hist`.
@@ -149,6 +151,8 @@ pub struct RunOnly {
     pub unsent: u64,
     /// `"SIGINT"` or `"SIGTERM"` when a signal ended the run early.
     pub interrupted_by: Option<&'static str>,
+    /// The script stopped every thread (`thread:stop()`) before the end.
+    pub stopped_by_script: bool,
     pub per_thread: Vec<ThreadCounts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<TimeSeries<u64>>,
@@ -223,6 +227,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     report.run = Some(RunOnly {
         unsent: result.total.errors.unsent,
         interrupted_by: result.interrupted.map(|signal| signal.name()),
+        stopped_by_script: result.script_stopped,
         per_thread: result
             .threads
             .iter()
@@ -294,6 +299,7 @@ fn common_fields(
         bytes_per_sec,
         status_codes: stats.statuses.clone(),
         error_causes: stats.error_causes.clone(),
+        nil_requests: stats.nil_requests,
         latency: Latency {
             corrected: summary(&stats.corrected, percentiles),
             uncorrected: summary(&stats.uncorrected, percentiles),
@@ -369,6 +375,7 @@ mod tests {
             threads: vec![ThreadTotals::from(&a), ThreadTotals::from(&b)],
             runtime: Duration::from_secs(2),
             interrupted: None,
+            script_stopped: false,
             series: vec![vec![150, 150], vec![60, 40]],
             series_interval: Duration::from_secs(1),
         }

@@ -112,6 +112,7 @@ mod tests {
             threads: vec![],
             runtime,
             interrupted: None,
+            script_stopped: false,
             series,
             series_interval: Duration::from_millis(250),
         }

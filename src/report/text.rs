@@ -66,11 +66,26 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, cfg, stats)?;
     write_summary(out, stats, result.runtime)?;
+    if result.script_stopped {
+        write_script_stop(out, cfg, result.runtime)?;
+    }
     if let Mode::Paced { rate } = cfg.mode {
         write_schedule_lag(out, &stats.lag)?;
         write_plan_warning(out, cfg.connections, rate, result)?;
     }
     Ok(())
+}
+
+/// The script stopped every thread before the end: the figures are over
+/// the time until then, which a wrk report of the same script is not.
+fn write_script_stop(out: &mut dyn Write, cfg: &BenchConfig, runtime: Duration) -> io::Result<()> {
+    writeln!(
+        out,
+        "Note: the script stopped every thread (thread:stop()) after {}; the rates are over \
+         that time, not the {} of -d (wrk divides by -d)",
+        format_time_us(runtime.as_micros() as f64),
+        format_test_duration(cfg.duration)
+    )
 }
 
 /// The percentiles of the latency distributions and how many decimals
@@ -296,6 +311,9 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
     }
+    if stats.nil_requests > 0 {
+        writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
+    }
     Ok(())
 }
 
@@ -389,6 +407,7 @@ mod tests {
             threads: vec![],
             runtime,
             interrupted: None,
+            script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
         }

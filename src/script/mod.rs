@@ -40,6 +40,7 @@ mod tests;
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -216,13 +217,19 @@ impl ThreadScript {
     /// The bytes of the next request batch (one request, or several for
     /// pipelining). Static scripts: the frozen request, shared (no Lua
     /// call, no copy). Dynamic scripts: `request()`'s string, copied once.
-    pub fn request(&mut self) -> Result<Arc<[u8]>, ScriptError> {
-        match &self.request {
-            None => Ok(self.static_request.clone()),
-            Some(request) => {
-                let value = self.interrupter.calling(Call::Request, || request.call(()))?;
-                request_bytes(value, &self.file, "request()")
+    /// None when `request()` returned nil (a script whose index ran past
+    /// its table): wrk's connection then sends nothing more; pace warns
+    /// once and the caller may try again.
+    pub fn request(&mut self) -> Result<Option<Arc<[u8]>>, ScriptError> {
+        let Some(request) = &self.request else {
+            return Ok(Some(self.static_request.clone()));
+        };
+        match self.interrupter.calling(Call::Request, || request.call(()))? {
+            Value::Nil => {
+                warn_nil_request_once(request);
+                Ok(None)
             }
+            value => request_bytes(value, &self.file, "request()").map(Some),
         }
     }
 
@@ -268,6 +275,21 @@ impl ThreadScript {
     pub fn stop_requested(&self) -> bool {
         self.shared.stop_requested()
     }
+}
+
+/// Says once per run, on stderr, that `request()` returned nil.
+fn warn_nil_request_once(request: &Function) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let info = request.info();
+    let source = info.short_src.unwrap_or_default();
+    let line = info.line_defined.unwrap_or(0);
+    eprintln!(
+        "pace: warning: request() ({source}:{line}) returned nil instead of a request: that \
+         send is skipped and the connection tries again (counted in the report)"
+    );
 }
 
 /// The request string a Lua function returned.
