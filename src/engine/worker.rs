@@ -17,7 +17,7 @@ use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
 use crate::engine::source::RequestSource;
 use crate::engine::start_line::StartLine;
-use crate::engine::wake::{self, Outlook};
+use crate::engine::wake::{self, Lateness, Outlook};
 use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::ErrorKind;
@@ -67,6 +67,8 @@ pub struct Worker {
     stop: Arc<AtomicBool>,
     /// The intended times of the batch being sent (reused).
     intended: Vec<u64>,
+    /// How late this thread's sleeps end: it wakes that much early.
+    lateness: Lateness,
 }
 
 impl Worker {
@@ -86,6 +88,7 @@ impl Worker {
             script_error: None,
             stop,
             intended: Vec::new(),
+            lateness: Lateness::default(),
         }
     }
 
@@ -187,15 +190,17 @@ impl Worker {
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
-            let wait = wake::choose(&Outlook {
+            let outlook = Outlook {
                 now,
                 deadline,
                 next_send: self.schedule.next_send_at(),
                 paced: self.schedule.is_paced(),
                 connection_ready: self.schedule.has_ready_connection(),
                 receiving_large_response: self.connections.receiving_large_response(),
-            });
-            self.connections.poll(wait.on_the_clock(sys::now_ns), &mut self.recorder);
+            };
+            let wait = wake::choose(&outlook, self.lateness.early_ns());
+            let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
+            self.connections.poll(timeout, &mut self.recorder);
             self.absorb();
         }
     }
