@@ -19,6 +19,13 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            jitter seen on the wire (bench/pacing.py: grid p50/p99),
            CPU per request, and pace's corrected - uncorrected p50
   wide     the same at -t2 -c1000 (pace and wrk2)
+  plans    pace's arrival plans at -R 10000 -t1 -c50: constant, Poisson
+           and stages (2000/s, ramp to 10000/s, hold, ramp down): how far
+           actual sends are from intended ones (schedule lag p50/p99, from
+           pace's own JSON), achieved rate and CPU per request
+
+$PACE_BASE names an earlier pace binary: closed, paced, wide and plans then
+measure it too, in the same run ("base"), for before/after ratios.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
@@ -27,13 +34,14 @@ python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
 (paths in $WRK2 and $OHA; see bench/README.md). $BENCH_PORT (default
 18080) is nginx's port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans]
 """
-import argparse, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
+import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 PACE = os.environ.get('PACE', os.path.join(ROOT, 'target', 'release', 'pace'))
+PACE_BASE = os.environ.get('PACE_BASE')
 WRK = shutil.which('wrk')
 WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
 OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
@@ -43,7 +51,7 @@ URL = f'http://127.0.0.1:{PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans')
 
 
 def have(path):
@@ -123,17 +131,25 @@ def median_table(title, rows):
         print(f'  {name:6} {cells}')
 
 
+def paces():
+    """pace, and the baseline pace when $PACE_BASE names one."""
+    return [('pace', PACE)] + ([('base', PACE_BASE)] if PACE_BASE else [])
+
+
 def closed(rounds):
-    rows = {'wrk': {'rps': [], 'cpu_us': []}, 'pace': {'rps': [], 'cpu_us': []}}
+    tools = [('wrk', WRK)] + paces()
+    rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
     for _ in range(rounds):
-        for name, cmd in [('wrk', [WRK]), ('pace', [PACE])]:
+        for name, binary in tools:
+            cmd = [binary]
             out, cpu = timed(cmd + ['-t1', '-c50', '-d5s', URL])
             rows[name]['rps'].append(rate_of(out))
             rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
     median_table('closed loop -t1 -c50 (median of %d)' % rounds, rows)
-    w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', 'pace'))
-    print(f'  pace CPU per request / wrk = {p / w:.2f}   '
-          f'pace rps / wrk = {statistics.median(rows["pace"]["rps"]) / statistics.median(rows["wrk"]["rps"]):.2f}')
+    for name, _ in paces():
+        w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', name))
+        rps = statistics.median(rows[name]['rps']) / statistics.median(rows['wrk']['rps'])
+        print(f'  {name} CPU per request / wrk = {p / w:.2f}   {name} rps / wrk = {rps:.2f}')
 
 
 def lua(rounds):
@@ -169,7 +185,8 @@ def static_cost(rounds):
 
 def paced(rounds, threads, conns, label):
     rate = 10000
-    tools = [('pace', [PACE, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])]
+    tools = [(name, [binary, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])
+             for name, binary in paces()]
     if have(WRK2):
         tools.append(('wrk2', [WRK2, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL]))
     if have(OHA) and threads == 1:
@@ -186,17 +203,46 @@ def paced(rounds, threads, conns, label):
                     row[key].append(figures[key])
             requests = requests_of(out)
             row['cpu_us'].append(cpu / requests * 1e6)
-            if name == 'pace':
+            if name in ('pace', 'base'):
                 corrected, uncorrected = p50s(out)
                 row['co_gap_us'].append(corrected - uncorrected)
     median_table(f'{label}: -R {rate} -t{threads} -c{conns} (median of {rounds})', rows)
     base = rows['pace']
     for peer in rows:
-        if peer != 'pace' and rows[peer]['grid_p99']:
+        if peer not in ('pace', 'base') and rows[peer]['grid_p99']:
             print(f'  pace grid_p99 / {peer} = '
                   f'{statistics.median(base["grid_p99"]) / statistics.median(rows[peer]["grid_p99"]):.3f}   '
                   f'pace CPU per request / {peer} = '
                   f'{statistics.median(base["cpu_us"]) / statistics.median(rows[peer]["cpu_us"]):.2f}')
+
+
+PLANS = [
+    ('constant', ['-R10000']),
+    ('poisson', ['-R10000', '--arrival', 'poisson', '--seed', '1']),
+    ('stages', ['-R2000', '--stages', '3s:10000,4s:10000,3s:2000']),
+]
+
+
+def plans(rounds):
+    """Schedule lag (actual - intended send) for each plan, from pace's
+    JSON: a Poisson or staged plan must be kept as well as the even one."""
+    rows = {f'{name} {plan}': {'achieved': [], 'lag_p50': [], 'lag_p99': [], 'cpu_us': []}
+            for name, _ in paces() for plan, _ in PLANS}
+    for _ in range(rounds):
+        for name, binary in paces():
+            for plan, options in PLANS:
+                if name == 'base' and plan != 'constant':
+                    continue
+                duration = [] if plan == 'stages' else ['-d10s']
+                out, cpu = timed([binary, '-t1', '-c50', '-e'] + duration + options + [URL])
+                report = json.loads(out)
+                lag = report['schedule_lag']['percentiles_us']
+                row = rows[f'{name} {plan}']
+                row['achieved'].append(report['requests_per_sec'])
+                row['lag_p50'].append(lag['50'])
+                row['lag_p99'].append(lag['99'])
+                row['cpu_us'].append(cpu / max(report['requests'], 1) * 1e6)
+    median_table(f'plans at -R 10000 -t1 -c50 (median of {rounds})', {k: v for k, v in rows.items() if v['lag_p50']})
 
 
 def main():
@@ -232,6 +278,8 @@ def main():
             paced(args.rounds, 1, 50, 'paced')
         if 'wide' in parts:
             paced(args.rounds, 2, 1000, 'wide')
+        if 'plans' in parts:
+            plans(args.rounds)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
