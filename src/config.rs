@@ -3,10 +3,30 @@
 //! it only holds what they mean.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use crate::plan::PlanSpec;
 use crate::target::Target;
+
+/// One instance's part of a plan several instances send together: it owns
+/// the requests k = index, index + count, ... of the global plan, and its
+/// share of the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole plan: one instance.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+}
+
+/// `total` spread over `parts`: part `i`'s share, the remainder going one
+/// each to the first parts.
+fn spread(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
+}
 
 /// Reporting period for `--hlog` when `-p` is not given.
 const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
@@ -37,6 +57,10 @@ pub struct BenchConfig {
     pub warmup: Duration,
     /// Seeds what is random in the run (`--seed`, or chosen and printed).
     pub seed: u64,
+    /// `--shard I/N`: this instance's part of the global plan.
+    pub shard: Shard,
+    /// `--start-at`: the wall-clock instant of the plan's time zero.
+    pub start_at: Option<SystemTime>,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
     /// `-L`: print the latency distribution.
@@ -97,6 +121,8 @@ impl BenchConfig {
             mode: Mode::ClosedLoop,
             warmup: Duration::ZERO,
             seed: 0,
+            shard: Shard::WHOLE,
+            start_at: None,
             headers: Vec::new(),
             latency: false,
             u_latency: false,
@@ -109,24 +135,29 @@ impl BenchConfig {
         }
     }
 
-    /// The rate the plan wants on average over the measured part of the
-    /// run (after the warm-up), requests per second; None in the closed
-    /// loop.
+    /// The rate the plan wants of this instance on average over the
+    /// measured part of the run (after the warm-up), requests per second;
+    /// None in the closed loop.
     pub fn target_rate(&self) -> Option<f64> {
         match &self.mode {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => {
-                Some(spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration))
+                let mean = spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration);
+                Some(mean / self.shard.count as f64)
             }
         }
     }
 
-    /// Connections owned by thread `i`: the remainder of
-    /// `connections / threads` is spread over the first threads instead of
-    /// being dropped (wrk bug wg/wrk#157).
+    /// The connections this instance opens: its shard's share of `-c`.
+    pub fn connections_of_instance(&self) -> usize {
+        spread(self.connections, self.shard.count, self.shard.index)
+    }
+
+    /// Connections owned by thread `i` of this instance: the remainder is
+    /// spread over the first threads instead of being dropped (wrk bug
+    /// wg/wrk#157).
     pub fn connections_of_thread(&self, i: usize) -> usize {
-        let base = self.connections / self.threads;
-        base + usize::from(i < self.connections % self.threads)
+        spread(self.connections_of_instance(), self.threads, i)
     }
 }
 

@@ -14,11 +14,16 @@ use std::time::{Duration, Instant};
 use rustix::event::epoll;
 use rustix::event::Timespec;
 
-/// Nanoseconds on the monotonic clock since the first call in this process.
-/// Every timestamp in pace (intended, sent, completed) uses this clock.
+/// Nanoseconds on the monotonic clock. Every timestamp in pace (intended,
+/// sent, completed) uses this clock. Its zero lies an hour before the
+/// first call (when the clock goes back that far), so that a plan start
+/// set in the recent past (`--start-at`) is still a time on it.
 pub fn now_ns() -> u64 {
     static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(Instant::now);
+    let base = *BASE.get_or_init(|| {
+        let now = Instant::now();
+        now.checked_sub(Duration::from_secs(3600)).unwrap_or(now)
+    });
     Instant::now().duration_since(base).as_nanos() as u64
 }
 

@@ -162,6 +162,12 @@ pub fn format_time_s(n: f64) -> String {
     format_units(n, &TIME_S, 0)
 }
 
+/// A wall-clock time in RFC 3339, UTC (`2026-11-23T10:00:00.25Z`).
+pub fn format_rfc3339(at: std::time::SystemTime) -> String {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::from(at).format(&Rfc3339).unwrap_or_else(|_| format!("{at:?}"))
+}
+
 /// wrk's `print_units`: the formatted value right-aligned and truncated to
 /// `width - pad`, then `pad` spaces, where `pad` is 2 minus the number of
 /// letters among the last two characters. Numbers line up whatever the unit.
@@ -247,6 +253,8 @@ mod tests {
         assert_eq!(format_time_s(3600.0), "60m");
         assert_eq!(c_float(f64::NAN, 2), "-");
         assert_eq!(format_time_us(f64::NAN), "-");
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(1_795_428_000_250);
+        assert_eq!(format_rfc3339(at), "2026-11-23T10:00:00.25Z");
     }
 
     #[test]

@@ -17,12 +17,13 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::options::{bad_value, time, word_text, Item, Options, Spec};
 use super::plan::{self, PlanArgs};
+use super::shard;
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, OutputOptions};
+use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
 use crate::target::Target;
 use crate::units::{parse_count, parse_metric};
@@ -52,6 +53,8 @@ pub(super) enum Flag {
     Stages,
     Warmup,
     Seed,
+    Shard,
+    StartAt,
     Version,
     Help,
 }
@@ -84,6 +87,8 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "stages", flag: Flag::Stages },
     Spec { short: None, long: "warmup", flag: Flag::Warmup },
     Spec { short: None, long: "seed", flag: Flag::Seed },
+    Spec { short: None, long: "shard", flag: Flag::Shard },
+    Spec { short: None, long: "start-at", flag: Flag::StartAt },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -113,6 +118,8 @@ struct BenchArgs {
     timeout: Duration,
     plan: PlanArgs,
     warmup: Duration,
+    shard: Shard,
+    start_at: Option<SystemTime>,
     digits: usize,
     insecure: bool,
     outputs: OutputOptions,
@@ -137,6 +144,8 @@ impl Default for BenchArgs {
             timeout: Duration::from_secs(2),
             plan: PlanArgs::default(),
             warmup: Duration::ZERO,
+            shard: Shard::WHOLE,
+            start_at: None,
             digits: 3,
             insecure: false,
             outputs: OutputOptions::default(),
@@ -177,6 +186,8 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
             Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
             Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
+            Flag::Shard => typed.shard = shard::shard(name, &options.text(name)?)?,
+            Flag::StartAt => typed.start_at = Some(shard::start_at(name, &options.text(name)?)?),
             Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
             Flag::Insecure => typed.insecure = true,
             Flag::ReportInterval => {
@@ -236,6 +247,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         mode,
         warmup: typed.warmup,
         seed,
+        shard: typed.shard,
+        start_at: typed.start_at,
         headers,
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
@@ -266,6 +279,14 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
     if typed.connections < typed.threads {
         return fail(format!(
             "number of connections ({}) must be >= threads ({})",
+            typed.connections, typed.threads
+        ));
+    }
+    let Shard { index, count } = typed.shard;
+    let share = typed.connections / count + usize::from(index < typed.connections % count);
+    if share < typed.threads {
+        return fail(format!(
+            "shard {index}/{count} opens {share} of the {} connections, fewer than its {} threads",
             typed.connections, typed.threads
         ));
     }

@@ -10,6 +10,7 @@ mod bench;
 mod options;
 mod plan;
 mod serve;
+mod shard;
 mod usage;
 
 use std::ffi::OsString;

@@ -31,6 +31,10 @@ Usage: pace <options> <url> [script args...]
                                it to R over D (e.g. 30s:1k,1m:1k)
         --warmup          <T>  Send the first T but do not count it
         --seed            <N>  Repeat a random plan
+        --shard         <I/N>  Send instance I's part (from 0) of a
+                               plan N instances send together
+        --start-at        <T>  Start the plan at this wall-clock time
+                               (RFC 3339, or Unix seconds)
     -D, --digits          <N>  Latency precision digits [1..5] (default 3)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details

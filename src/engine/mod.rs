@@ -18,9 +18,9 @@ use std::net::SocketAddr;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use crate::config::{BenchConfig, Mode};
+use crate::config::{BenchConfig, Mode, Shard};
 use crate::error::Error;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
@@ -130,9 +130,11 @@ impl<'a> Engine<'a> {
                 timeout_ns: duration_ns(cfg.timeout),
             })
             .map_err(|e| Error::Setup(format!("unable to create thread {thread}: {e}")))?;
+            // Shard s of N, thread t of T: requests s + N·t, stride N·T.
+            let Shard { index: shard, count: shards } = cfg.shard;
             let run = RunSetup {
-                thread,
-                threads: cfg.threads,
+                first_k: (shard + shards * thread) as u64,
+                stride: (shards * cfg.threads) as u64,
                 plan: match &cfg.mode {
                     Mode::ClosedLoop => None,
                     Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
@@ -142,7 +144,8 @@ impl<'a> Engine<'a> {
             };
             workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
         }
-        let start_line = Arc::new(StartLine::new(workers.len()));
+        let not_before = start_time(cfg)?;
+        let start_line = Arc::new(StartLine::new(workers.len(), not_before));
         let mut handles = Vec::with_capacity(workers.len());
         for (index, worker) in workers.into_iter().enumerate() {
             let line = start_line.clone();
@@ -243,6 +246,35 @@ fn join_all_but(
         results.push(result);
     }
     Ok(results)
+}
+
+/// `--start-at` on the monotonic clock. A time in the past is refused
+/// unless this instance's first request is still ahead: starting late would
+/// make every one of its requests late.
+fn start_time(cfg: &BenchConfig) -> Result<Option<u64>, Error> {
+    let Some(at) = cfg.start_at else { return Ok(None) };
+    let now = sys::now_ns();
+    let (ahead, behind) = match at.duration_since(SystemTime::now()) {
+        Ok(ahead) => (duration_ns(ahead), 0),
+        Err(past) => (0, duration_ns(past.duration())),
+    };
+    if behind == 0 {
+        return Ok(Some(now.saturating_add(ahead)));
+    }
+    // In the past: fine only while this instance's first request is ahead.
+    let first_offset = match &cfg.mode {
+        Mode::Paced(spec) => spec.plan(cfg.warmup, cfg.seed).offset_ns(cfg.shard.index as u64),
+        Mode::ClosedLoop => 0,
+    };
+    if first_offset <= behind {
+        let when = crate::units::format_rfc3339(at);
+        return Err(Error::Usage(format!(
+            "--start-at {when} is {:.3}s in the past, after this instance's first request was \
+             due: give a time ahead (and keep the machines' clocks in sync, see docs/scale-out.md)",
+            behind as f64 / 1e9
+        )));
+    }
+    Ok(Some(now.saturating_sub(behind)))
 }
 
 /// Where each stage of the plan starts, from the end of the warm-up.

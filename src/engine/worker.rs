@@ -29,10 +29,10 @@ const NO_REQUEST_RETRY_NS: u64 = 10_000_000;
 
 /// What a thread knows of the run besides its parts.
 pub struct RunSetup {
-    /// This thread's index and the number of threads: which share of the
-    /// plan it sends.
-    pub thread: usize,
-    pub threads: usize,
+    /// This thread's first request of the global plan and the stride to
+    /// its next ones (its shard's and thread's stripe).
+    pub first_k: u64,
+    pub stride: u64,
     /// The global plan (None: closed loop).
     pub plan: Option<Plan>,
     /// How long the plan lasts (the warm-up included).
@@ -103,10 +103,12 @@ impl Worker {
             let now = sys::now_ns();
             return self.result(now, now);
         };
+        // A start set by --start-at may lie ahead.
+        self.wait_until(start_ns);
         self.recorder.start(start_ns);
         let end_ns = start_ns + self.run.duration_ns;
         if let Some(plan) = &self.run.plan {
-            let share = plan.for_thread(self.run.thread, self.run.threads, start_ns);
+            let share = plan.share(self.run.first_k, self.run.stride, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
         }
         // As every later request, the first one waits for the script's
@@ -151,6 +153,22 @@ impl Worker {
     /// This thread sends nothing more: stopped, or its script said so.
     fn done_sending(&self) -> bool {
         self.stopped() || self.source.stopped() || self.script_error.is_some()
+    }
+
+    /// Waits on the clock until `at` (or a stop), precisely.
+    fn wait_until(&mut self, at: u64) {
+        while !self.stopped() {
+            let now = sys::now_ns();
+            let early = self.lateness.early_ns();
+            if now + early >= at {
+                break;
+            }
+            let nap = (at - early - now).min(50_000_000);
+            std::thread::sleep(std::time::Duration::from_nanos(nap));
+        }
+        while sys::now_ns() < at && !self.stopped() {
+            std::hint::spin_loop();
+        }
     }
 
     /// Before the plan starts: let every connection finish its TCP (and

@@ -5,6 +5,8 @@
 //! `k = i, i + T, i + 2T, ...`, so the union of all threads is exactly the
 //! global plan and no thread starts with a burst (wrk2 gives every
 //! connection its own schedule, which makes the server see bursts).
+//! Instances that share one plan (`--shard s/N`) stripe it first: shard s
+//! owns k = s, s + N, ..., and its threads stripe that.
 //! Latency is measured from these intended times, so a stalled server or a
 //! busy generator can never hide behind the wait (coordinated omission).
 //!
@@ -160,8 +162,16 @@ impl Plan {
     }
 
     /// The share of this plan owned by thread `thread` of `threads`.
+    #[cfg(test)]
     pub fn for_thread(&self, thread: usize, threads: usize, start_ns: u64) -> ThreadPlan {
-        ThreadPlan::new(self.clone(), start_ns, thread as u64, threads as u64)
+        self.share(thread as u64, threads as u64, start_ns)
+    }
+
+    /// The requests `first, first + stride, ...` of this plan, which
+    /// starts at `start_ns`: a thread's share, or a thread's of a shard's
+    /// (shard s of N, thread t of T: first s + N·t, stride N·T).
+    pub fn share(&self, first: u64, stride: u64, start_ns: u64) -> ThreadPlan {
+        ThreadPlan::new(self.clone(), start_ns, first, stride)
     }
 }
 

@@ -161,6 +161,12 @@ pub struct RunOnly {
     pub thread_timeseries: Option<TimeSeries<Vec<u64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<LatencyBins>,
+    /// This instance's part of a plan several send together.
+    pub shard: ShardInfo,
+    /// `--start-at`: when the plan started, RFC 3339 (null: at once).
+    pub start_at: Option<String>,
+    /// The same in Unix seconds.
+    pub start_at_unix_s: Option<f64>,
     /// Paced mode: the plan.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan: Option<PlanInfo>,
@@ -182,6 +188,14 @@ pub struct PlanInfo {
     /// Requests per second at the start (`-R`; where stages start from).
     pub start_rate: f64,
     pub stages: Vec<StageSpec>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShardInfo {
+    pub index: usize,
+    pub count: usize,
+    /// The connections this instance opened (of `connections`).
+    pub connections: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -300,6 +314,16 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
         latency_histogram: outputs
             .histogram
             .then(|| LatencyBins(series::bins(&result.total.corrected).collect())),
+        shard: ShardInfo {
+            index: cfg.shard.index,
+            count: cfg.shard.count,
+            connections: cfg.connections_of_instance(),
+        },
+        start_at: cfg.start_at.map(crate::units::format_rfc3339),
+        start_at_unix_s: cfg
+            .start_at
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|since| since.as_secs_f64()),
         plan: plan_info(cfg),
         warmup: (!cfg.warmup.is_zero()).then_some(WarmupInfo {
             duration_s: cfg.warmup.as_secs_f64(),

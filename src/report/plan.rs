@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use super::spectrum::value_at_percentile;
 use super::text::per_second;
-use crate::config::{BenchConfig, Mode};
+use crate::config::{BenchConfig, Mode, Shard};
 use crate::plan::{Arrival, PlanSpec};
 use crate::stats::RunResult;
 use crate::units::{format_time_us, UNDEFINED};
@@ -15,6 +15,24 @@ use crate::units::{format_time_us, UNDEFINED};
 /// The header's plan lines, after wrk's two (none for wrk's and wrk2's
 /// plans, so their header stays byte for byte).
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
+    let Shard { index, count } = cfg.shard;
+    if count > 1 {
+        let connections =
+            format!("{} of the {} connections", cfg.connections_of_instance(), cfg.connections);
+        match cfg.mode {
+            Mode::Paced(_) => writeln!(
+                out,
+                "  shard {index}/{count}: requests {index}, {}, {}, ... of the plan \
+                 (counted from 0), {connections}",
+                index + count,
+                index + 2 * count
+            )?,
+            Mode::ClosedLoop => writeln!(out, "  shard {index}/{count}: {connections}")?,
+        }
+    }
+    if let Some(at) = cfg.start_at {
+        writeln!(out, "  the plan starts at {}", crate::units::format_rfc3339(at))?;
+    }
     if let Mode::Paced(spec) = &cfg.mode {
         if spec.arrival == Arrival::Poisson {
             writeln!(out, "  Poisson arrivals (seed {}; --seed {0} repeats them)", cfg.seed)?;

@@ -42,7 +42,7 @@ const MAX_BUSY_SHARE: f64 = 0.9;
 /// really used.
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
     writeln!(out, "Running {} test @ {}", format_test_duration(cfg.duration), cfg.target.url)?;
-    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections)?;
+    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
     super::plan::write_header(out, cfg)
 }
 
@@ -74,7 +74,7 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
     super::plan::write_stages(out, cfg, result)?;
     if let Some(rate) = cfg.target_rate() {
         write_schedule_lag(out, &stats.lag)?;
-        write_plan_warning(out, cfg.connections, rate, result)?;
+        write_plan_warning(out, cfg.connections_of_instance(), rate, result)?;
     }
     Ok(())
 }
