@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::slo::Objective;
 use crate::target::Target;
 
 /// Reporting period for `--hlog` when `-p` is not given.
@@ -47,6 +48,8 @@ pub struct BenchConfig {
     pub script_args: Vec<String>,
     /// Machine-readable outputs and periodic reports.
     pub outputs: OutputOptions,
+    /// `--slo`: objectives judged on the final result (none: no verdict).
+    pub slo: Vec<Objective>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -97,6 +100,7 @@ impl BenchConfig {
             script: None,
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
+            slo: Vec::new(),
         }
     }
 

@@ -22,6 +22,7 @@ use super::series;
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
 use crate::config::{BenchConfig, Mode};
+use crate::slo;
 use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
 
@@ -160,6 +161,9 @@ pub struct RunOnly {
     pub thread_timeseries: Option<TimeSeries<Vec<u64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<LatencyBins>,
+    /// With `--slo`: each objective, its measured value and whether it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Vec<slo::Verdict>>,
 }
 
 /// One thread's totals.
@@ -249,6 +253,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
         latency_histogram: outputs
             .histogram
             .then(|| LatencyBins(series::bins(&result.total.corrected).collect())),
+        slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
     });
     Ok(report)
 }
