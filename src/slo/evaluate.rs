@@ -99,8 +99,8 @@ pub fn failures(verdicts: &[Verdict]) -> Option<String> {
 ///
 /// ```text
 /// SLO verdict: FAIL (1 of 2 objectives met)
-///   ok    p99 < 10ms       measured 9.12ms
-///   FAIL  errors < 0.1%    measured 0.35%
+///   ok    p99 < 10ms     measured 9.12ms
+///   FAIL  errors < 0.1%  measured 0.35%
 /// ```
 pub fn write_verdicts(out: &mut dyn Write, verdicts: &[Verdict]) -> io::Result<()> {
     if verdicts.is_empty() {
