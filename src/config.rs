@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::plan::PlanSpec;
 use crate::slo::Objective;
 use crate::target::Target;
 
@@ -17,9 +18,10 @@ pub enum Mode {
     /// wrk: every connection sends its next request as soon as the previous
     /// response is complete.
     ClosedLoop,
-    /// wrk2 `-R`: requests follow a plan of intended send times, whatever the
-    /// server does; latency counts from the intended time.
-    Paced { rate: f64 },
+    /// wrk2 `-R` (and `--stages`, `--arrival`, `--warmup`): requests follow
+    /// a plan of intended send times, whatever the server does; latency
+    /// counts from the intended time.
+    Paced(PlanSpec),
 }
 
 /// Everything one benchmark run needs, validated.
@@ -31,6 +33,11 @@ pub struct BenchConfig {
     pub duration: Duration,
     pub timeout: Duration,
     pub mode: Mode,
+    /// `--warmup`: the run's first part, sent as usual but not counted (the
+    /// run lasts the warm-up and then `duration`).
+    pub warmup: Duration,
+    /// Seeds what is random in the run (`--seed`, or chosen and printed).
+    pub seed: u64,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
     /// `-L`: print the latency distribution.
@@ -91,6 +98,8 @@ impl BenchConfig {
             duration: Duration::from_secs(10),
             timeout: Duration::from_secs(2),
             mode: Mode::ClosedLoop,
+            warmup: Duration::ZERO,
+            seed: 0,
             headers: Vec::new(),
             latency: false,
             u_latency: false,
@@ -101,6 +110,18 @@ impl BenchConfig {
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
             slo: Vec::new(),
+        }
+    }
+
+    /// The rate the plan wants on average over the measured part of the
+    /// run (after the warm-up), requests per second; None in the closed
+    /// loop.
+    pub fn target_rate(&self) -> Option<f64> {
+        match &self.mode {
+            Mode::ClosedLoop => None,
+            Mode::Paced(spec) => {
+                Some(spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration))
+            }
         }
     }
 

@@ -162,8 +162,8 @@ fn bad_objectives_are_command_line_errors() {
         ),
         (
             &["--slo", "rate>99%"],
-            "pace: invalid value for '--slo': 'rate>99%': a share of the target rate needs -R \
-             (without -R, give requests/s, e.g. rate>1000)",
+            "pace: invalid value for '--slo': 'rate>99%': a share of the target rate needs a \
+             plan (-R or --stages); without one, give requests/s (e.g. rate>1000)",
         ),
     ] {
         let mut line = args.to_vec();

@@ -14,15 +14,16 @@
 //! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
 //! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
 //! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
-//! makes `--s` ambiguous (`--sc` is `--script`).
+//! may be abbreviated to `--sl`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use super::options::{bad_value, time, word_text, Item, Options, Spec};
+use super::plan::{self, PlanArgs};
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
@@ -49,6 +50,10 @@ pub(super) enum Flag {
     ThreadTimeseries,
     Histogram,
     Percentiles,
+    Arrival,
+    Stages,
+    Warmup,
+    Seed,
     Slo,
     Version,
     Help,
@@ -78,6 +83,10 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
+    Spec { short: None, long: "arrival", flag: Flag::Arrival },
+    Spec { short: None, long: "stages", flag: Flag::Stages },
+    Spec { short: None, long: "warmup", flag: Flag::Warmup },
+    Spec { short: None, long: "seed", flag: Flag::Seed },
     Spec { short: None, long: "slo", flag: Flag::Slo },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
@@ -97,6 +106,8 @@ const DEFAULT_SERIES_SLOT: Duration = Duration::from_millis(250);
 struct BenchArgs {
     connections: usize,
     duration: Duration,
+    /// `-d` was typed (it must then agree with `--stages`).
+    duration_typed: bool,
     threads: usize,
     script: Option<PathBuf>,
     headers: Vec<(String, String)>,
@@ -104,7 +115,8 @@ struct BenchArgs {
     u_latency: bool,
     batch_latency: bool,
     timeout: Duration,
-    rate: Option<f64>,
+    plan: PlanArgs,
+    warmup: Duration,
     digits: usize,
     insecure: bool,
     outputs: OutputOptions,
@@ -121,6 +133,7 @@ impl Default for BenchArgs {
         BenchArgs {
             connections: 10,
             duration: Duration::from_secs(10),
+            duration_typed: false,
             threads: 2,
             script: None,
             headers: Vec::new(),
@@ -128,7 +141,8 @@ impl Default for BenchArgs {
             u_latency: false,
             batch_latency: false,
             timeout: Duration::from_secs(2),
-            rate: None,
+            plan: PlanArgs::default(),
+            warmup: Duration::ZERO,
             digits: 3,
             insecure: false,
             outputs: OutputOptions::default(),
@@ -154,7 +168,10 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
         let name = found.name.as_str();
         match found.flag {
             Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
-            Flag::Duration => typed.duration = time(name, &options.text(name)?)?,
+            Flag::Duration => {
+                typed.duration = time(name, &options.text(name)?)?;
+                typed.duration_typed = true;
+            }
             Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
             Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
             Flag::Header => typed.headers.push(header(&options.text(name)?)?),
@@ -162,7 +179,11 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::ULatency => typed.u_latency = true,
             Flag::BatchLatency => typed.batch_latency = true,
             Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
-            Flag::Rate => typed.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Arrival => typed.plan.arrival = Some(plan::arrival(name, &options.text(name)?)?),
+            Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
+            Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
+            Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
             Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
             Flag::Insecure => typed.insecure = true,
             Flag::ReportInterval => {
@@ -212,18 +233,17 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     if let Some(credentials) = target.basic_authorization().filter(|_| !authorized) {
         headers.push(("Authorization".to_string(), credentials));
     }
-    let mode = match typed.rate {
-        None => Mode::ClosedLoop,
-        Some(rate) if rate > 0.0 => Mode::Paced { rate },
-        Some(_) => return Err(Error::Usage("-R/--rate must be greater than 0".into())),
-    };
+    let seed = plan::seed(&typed.plan);
+    let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
     let config = BenchConfig {
         target,
         connections: typed.connections,
         threads: typed.threads,
-        duration: typed.duration,
+        duration,
         timeout: typed.timeout,
         mode,
+        warmup: typed.warmup,
+        seed,
         headers,
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
@@ -363,6 +383,8 @@ fn is_token_byte(byte: u8) -> bool {
 mod tests {
     use super::super::parse as parse_command;
     use super::*;
+    use crate::config::Mode;
+    use crate::plan::PlanSpec;
 
     fn args(line: &[&str]) -> Vec<OsString> {
         line.iter().map(OsString::from).collect()
@@ -481,10 +503,12 @@ mod tests {
 
     #[test]
     fn rate() {
-        each_form("-R", "--rate", "2k", |cfg| assert_eq!(cfg.mode, Mode::Paced { rate: 2000.0 }));
-        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced { rate: 0.5 });
-        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced { rate: 1e6 });
-        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced { rate: 10.0 });
+        each_form("-R", "--rate", "2k", |cfg| {
+            assert_eq!(cfg.mode, Mode::Paced(PlanSpec::constant(2000.0)))
+        });
+        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced(PlanSpec::constant(0.5)));
+        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced(PlanSpec::constant(1e6)));
+        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced(PlanSpec::constant(10.0)));
     }
 
     #[test]
@@ -591,16 +615,13 @@ mod tests {
         );
         assert_eq!(
             error(&["--slo", "rate>99%", URL]),
-            "invalid value for '--slo': 'rate>99%': a share of the target rate needs -R \
-             (without -R, give requests/s, e.g. rate>1000)"
+            "invalid value for '--slo': 'rate>99%': a share of the target rate needs a plan \
+             (-R or --stages); without one, give requests/s (e.g. rate>1000)"
         );
-        assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with -R"));
+        assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with a plan"));
         assert_eq!(texts(config(&["--slo", "rate>100", URL])), ["rate>100"]);
         assert_eq!(error(&[URL, "--slo"]), "option '--slo' needs a value");
-        assert_eq!(
-            error(&["--s", "x.lua", URL]),
-            "option '--s' is ambiguous; possibilities: '--script' '--slo'"
-        );
+        assert!(error(&["--s", "x.lua", URL]).contains("'--slo'"));
         assert_eq!(config(&["--sc", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
     }
 

@@ -26,6 +26,11 @@ Usage: pace <options> <url> [script args...]
     -R, --rate            <N>  Work rate (throughput)
                                in requests/sec (total);
                                without it, as fast as possible (wrk)
+        --arrival         <A>  constant (even, default) or poisson
+        --stages    <D:R,...>  Ramp/step the rate: each stage moves
+                               it to R over D (e.g. 30s:1k,1m:1k)
+        --warmup          <T>  Send the first T but do not count it
+        --seed            <N>  Repeat a random plan
     -D, --digits          <N>  Latency precision digits [1..5] (default 3)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details

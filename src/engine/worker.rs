@@ -17,7 +17,7 @@ use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
 use crate::engine::source::RequestSource;
 use crate::engine::start_line::StartLine;
-use crate::engine::wake::{self, Outlook};
+use crate::engine::wake::{self, Lateness, Outlook};
 use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::ErrorKind;
@@ -35,6 +35,7 @@ pub struct RunSetup {
     pub threads: usize,
     /// The global plan (None: closed loop).
     pub plan: Option<Plan>,
+    /// How long the plan lasts (the warm-up included).
     pub duration_ns: u64,
     pub timeout_ns: u64,
 }
@@ -66,6 +67,8 @@ pub struct Worker {
     stop: Arc<AtomicBool>,
     /// The intended times of the batch being sent (reused).
     intended: Vec<u64>,
+    /// How late this thread's sleeps end: it wakes that much early.
+    lateness: Lateness,
 }
 
 impl Worker {
@@ -85,6 +88,7 @@ impl Worker {
             script_error: None,
             stop,
             intended: Vec::new(),
+            lateness: Lateness::default(),
         }
     }
 
@@ -101,7 +105,7 @@ impl Worker {
         };
         self.recorder.start(start_ns);
         let end_ns = start_ns + self.run.duration_ns;
-        if let Some(plan) = self.run.plan {
+        if let Some(plan) = &self.run.plan {
             let share = plan.for_thread(self.run.thread, self.run.threads, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
         }
@@ -124,7 +128,8 @@ impl Worker {
             sending_ended.max(self.recorder.last_response_ns())
         };
         self.count_abandoned();
-        self.result(start_ns, finished_ns)
+        let measured_from = self.recorder.measured_start_ns();
+        self.result(measured_from, finished_ns)
     }
 
     fn result(self, start_ns: u64, finished_ns: u64) -> WorkerResult {
@@ -185,15 +190,17 @@ impl Worker {
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
-            let wait = wake::choose(&Outlook {
+            let outlook = Outlook {
                 now,
                 deadline,
                 next_send: self.schedule.next_send_at(),
                 paced: self.schedule.is_paced(),
                 connection_ready: self.schedule.has_ready_connection(),
                 receiving_large_response: self.connections.receiving_large_response(),
-            });
-            self.connections.poll(wait.on_the_clock(sys::now_ns), &mut self.recorder);
+            };
+            let wait = wake::choose(&outlook, self.lateness.early_ns());
+            let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
+            self.connections.poll(timeout, &mut self.recorder);
             self.absorb();
         }
     }

@@ -8,7 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::{Metric, Objective, Source, Stat, Unit};
-use crate::config::{BenchConfig, Mode};
+use crate::config::BenchConfig;
 use crate::error::SLO_FAILED;
 use crate::report::spectrum::{self, value_at_percentile};
 use crate::report::text::per_second;
@@ -24,13 +24,11 @@ pub struct Expectation {
 }
 
 impl Expectation {
-    /// The expectation of the run `cfg` describes: `-R`'s rate.
+    /// The expectation of the run `cfg` describes: the plan's mean rate
+    /// over the measured part of the run (after the warm-up), as the
+    /// report's plan warning and the JSON's `target_requests_per_sec`.
     pub fn of(cfg: &BenchConfig) -> Expectation {
-        let target_rate = match cfg.mode {
-            Mode::ClosedLoop => None,
-            Mode::Paced { rate } => Some(rate),
-        };
-        Expectation { target_rate }
+        Expectation { target_rate: cfg.target_rate() }
     }
 }
 
@@ -233,6 +231,8 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
+    use crate::config::Mode;
+    use crate::plan::PlanSpec;
     use crate::report::json::{final_report, write_line};
     use crate::report::text::write_report;
     use crate::slo::parse;
@@ -317,7 +317,7 @@ mod tests {
     fn the_report_prints_the_same_figures() {
         let cfg = BenchConfig {
             latency: true,
-            mode: Mode::Paced { rate: 500.0 },
+            mode: Mode::Paced(PlanSpec::constant(500.0)),
             slo: parse("p50<1s,p99<1s,p99.9<1s,p100<1s").unwrap(),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         };
@@ -467,7 +467,7 @@ mod tests {
         assert_eq!(v[0]["ok"], false);
         // In the final report only, and only with objectives.
         let mut cfg = BenchConfig {
-            mode: Mode::Paced { rate: 500.0 },
+            mode: Mode::Paced(PlanSpec::constant(500.0)),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         };
         let report = |cfg: &BenchConfig| {
@@ -485,7 +485,7 @@ mod tests {
     #[test]
     fn gate_decides_the_exit_code() {
         let mut cfg = BenchConfig {
-            mode: Mode::Paced { rate: 500.0 },
+            mode: Mode::Paced(PlanSpec::constant(500.0)),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         };
         let result = run();

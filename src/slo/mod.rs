@@ -24,7 +24,7 @@
 //! - `pN` (N from 0 to 100, e.g. `p99.9`; `p100` is the maximum), `mean`,
 //!   `stdev`, `max`: the corrected latency (from the intended send time, the
 //!   report's headline); `u.` the uncorrected latency, `lag.` the schedule
-//!   lag (only with `-R`). Thresholds are times with a unit (`10ms`,
+//!   lag (only with a plan). Thresholds are times with a unit (`10ms`,
 //!   `500us`, `1.5s`); a bare number is refused, as it could mean seconds
 //!   (wrk's `-d`) or milliseconds.
 //! - `errors`: with `%`, the share of the requests issued that failed:
@@ -37,7 +37,8 @@
 //! - `requests`: completed responses (a count, SI suffixes allowed: `10k`).
 //! - `rate`: with `%`, the achieved rate (completed responses per second of
 //!   run time, the report's `Requests/sec`) as a share of the target rate
-//!   (needs `-R`); without `%`, requests per second (`1.5k`).
+//!   (the plan's mean rate after the warm-up; needs a plan, `-R` or
+//!   `--stages`); without `%`, requests per second (`1.5k`).
 
 mod evaluate;
 mod parse;

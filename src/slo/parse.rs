@@ -39,14 +39,14 @@ pub fn check(objectives: &[Objective], expectation: &Expectation) -> Result<(), 
         match (objective.metric, objective.unit) {
             (Metric::Rate, Unit::Percent) => {
                 return Err(format!(
-                    "'{}': a share of the target rate needs -R (without -R, give requests/s, \
-                     e.g. rate>1000)",
+                    "'{}': a share of the target rate needs a plan (-R or --stages); without \
+                     one, give requests/s (e.g. rate>1000)",
                     objective.text()
                 ))
             }
             (Metric::Latency(Source::Lag, _), _) => {
                 return Err(format!(
-                    "'{}': the schedule lag is measured only with -R",
+                    "'{}': the schedule lag is measured only with a plan (-R or --stages)",
                     objective.text()
                 ))
             }
@@ -323,7 +323,11 @@ mod tests {
                  1.5k requests/s)",
             ),
             ("rate>%", "'rate>%': '%' is not a percentage (examples: 0.1%, 99%)"),
-            ("rate>-5", "'rate>-5': '-5' is not a rate (examples: 99% of the target rate, 1000 or 1.5k requests/s)"),
+            (
+                "rate>-5",
+                "'rate>-5': '-5' is not a rate (examples: 99% of the target rate, 1000 or 1.5k \
+                 requests/s)",
+            ),
         ];
         for (text, message) in cases {
             assert_eq!(error(text), message, "{text}");
@@ -346,10 +350,13 @@ mod tests {
         for (text, message) in [
             (
                 "rate > 99%",
-                "'rate>99%': a share of the target rate needs -R (without -R, give requests/s, \
-                 e.g. rate>1000)",
+                "'rate>99%': a share of the target rate needs a plan (-R or --stages); without \
+                 one, give requests/s (e.g. rate>1000)",
             ),
-            ("lag.p99<1ms", "'lag.p99<1ms': the schedule lag is measured only with -R"),
+            (
+                "lag.p99<1ms",
+                "'lag.p99<1ms': the schedule lag is measured only with a plan (-R or --stages)",
+            ),
         ] {
             let list = parse(text).unwrap();
             assert_eq!(check(&list, &closed), Err(message.to_string()));
