@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use crate::plan::PlanSpec;
+use crate::slo::Objective;
 use crate::target::Target;
 
 /// One instance's part of a plan several instances send together: it owns
@@ -78,6 +79,8 @@ pub struct BenchConfig {
     pub script_args: Vec<String>,
     /// Machine-readable outputs and periodic reports.
     pub outputs: OutputOptions,
+    /// `--slo`: objectives judged on the final result (none: no verdict).
+    pub slo: Vec<Objective>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -132,6 +135,7 @@ impl BenchConfig {
             script: None,
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
+            slo: Vec::new(),
         }
     }
 

@@ -27,6 +27,7 @@ mod run;
 mod script;
 pub mod serve;
 mod signals;
+mod slo;
 mod stats;
 mod sys;
 mod target;

@@ -20,6 +20,7 @@ use crate::config::BenchConfig;
 use crate::error::Error;
 use crate::outfile::OutputFile;
 use crate::report::{hlog, json, periodic, series, text};
+use crate::slo;
 use crate::stats::{Interval, RunResult};
 
 /// The outputs of one run, opened before it starts.
@@ -97,7 +98,8 @@ impl Outputs {
 }
 
 /// The final report: JSON, or the text report followed by wrx's blocks in
-/// wrx's order (its thread table comes first, as it printed that live).
+/// wrx's order (its thread table comes first, as it printed that live),
+/// then the `--slo` verdicts.
 fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
     if cfg.outputs.json {
         json::write_line(out, &json::final_report(cfg, result)?)?;
@@ -119,6 +121,7 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
     if outputs.histogram {
         series::write_histogram(out, &result.total.corrected)?;
     }
+    slo::write_verdicts(out, &slo::verdicts(cfg, result))?;
     out.flush()
 }
 

@@ -20,6 +20,7 @@ use crate::report;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
+use crate::slo;
 use crate::stats::{Interval, RunResult};
 use crate::sys;
 
@@ -80,7 +81,11 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
         return Err(error);
     }
     written?;
-    Ok(exit_code(&finished.result))
+    // A signal's exit code wins over the verdict (the verdict is printed).
+    match exit_code(&finished.result) {
+        0 => Ok(slo::gate(cfg, &finished.result)),
+        signal => Ok(signal),
+    }
 }
 
 /// Prints the header, runs the benchmark against `addr` and returns what

@@ -13,7 +13,8 @@
 //! `--thread-timeseries`, `--histogram`, and pace's `--hlog` and
 //! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
 //! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
-//! up to `--time`.
+//! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
+//! may be abbreviated to `--sl`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -25,6 +26,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
 use crate::units::{parse_count, parse_metric};
 
@@ -55,6 +57,7 @@ pub(super) enum Flag {
     Seed,
     Shard,
     StartAt,
+    Slo,
     Version,
     Help,
 }
@@ -89,6 +92,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "seed", flag: Flag::Seed },
     Spec { short: None, long: "shard", flag: Flag::Shard },
     Spec { short: None, long: "start-at", flag: Flag::StartAt },
+    Spec { short: None, long: "slo", flag: Flag::Slo },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -123,6 +127,8 @@ struct BenchArgs {
     digits: usize,
     insecure: bool,
     outputs: OutputOptions,
+    /// `--slo`, every list in order (the option may be repeated).
+    slo: Vec<Objective>,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -149,6 +155,7 @@ impl Default for BenchArgs {
             digits: 3,
             insecure: false,
             outputs: OutputOptions::default(),
+            slo: Vec::new(),
             print_version: false,
             words: Vec::new(),
         }
@@ -207,6 +214,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Percentiles => {
                 typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
+            Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -238,7 +246,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     }
     let seed = plan::seed(&typed.plan);
     let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
-    Ok(BenchConfig {
+    let config = BenchConfig {
         target,
         connections: typed.connections,
         threads: typed.threads,
@@ -260,7 +268,11 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         script: typed.script,
         script_args: words.collect(),
         outputs: typed.outputs,
-    })
+        slo: typed.slo,
+    };
+    // What needs the mode: a share of the target rate, the schedule lag.
+    slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
+    Ok(config)
 }
 
 /// Counts and durations that must not be zero, and their relations, in
@@ -357,6 +369,11 @@ fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
     list.sort_by(f64::total_cmp);
     list.dedup();
     Ok(list)
+}
+
+/// `--slo p99<10ms,errors<1%`: objectives (see [`crate::slo`]).
+fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Error> {
+    slo::parse(text).map_err(|why| bad_value(option, why))
 }
 
 /// `-H "Name: value"`, also without the space (`Name:value`, which wrk
@@ -600,6 +617,33 @@ mod tests {
         for bad in ["", "50,", "p99", "nan", "-1", "inf"] {
             assert!(error(&["--percentiles", bad, URL]).contains("is not a percentile"), "{bad}");
         }
+    }
+
+    #[test]
+    fn slo() {
+        let texts = |cfg: BenchConfig| -> Vec<String> {
+            cfg.slo.iter().map(crate::slo::Objective::text).collect()
+        };
+        let cfg = config(&["--slo", "p99<10ms, errors<0.1%", URL]);
+        assert_eq!(texts(cfg), ["p99<10ms", "errors<0.1%"]);
+        // Repeated, the lists add up; abbreviated to --sl.
+        let cfg = config(&["-R10", "--slo=p99<10ms", URL, "--sl", "rate>99%,lag.p99<1ms"]);
+        assert_eq!(texts(cfg), ["p99<10ms", "rate>99%", "lag.p99<1ms"]);
+        assert!(config(&[URL]).slo.is_empty());
+        assert_eq!(
+            error(&["--slo", "p99<1x", URL]),
+            "invalid value for '--slo': 'p99<1x': '1x' is not a time (examples: 10ms, 500us, 1.5s)"
+        );
+        assert_eq!(
+            error(&["--slo", "rate>99%", URL]),
+            "invalid value for '--slo': 'rate>99%': a share of the target rate needs a plan \
+             (-R or --stages); without one, give requests/s (e.g. rate>1000)"
+        );
+        assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with a plan"));
+        assert_eq!(texts(config(&["--slo", "rate>100", URL])), ["rate>100"]);
+        assert_eq!(error(&[URL, "--slo"]), "option '--slo' needs a value");
+        assert!(error(&["--s", "x.lua", URL]).contains("'--slo'"));
+        assert_eq!(config(&["--sc", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
     }
 
     #[test]

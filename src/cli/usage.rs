@@ -51,6 +51,9 @@ Usage: pace <options> <url> [script args...]
                                (default 250ms)
         --thread-timeseries    Print requests per period and thread
         --histogram            Print requests per 1us of latency
+        --slo             <L>  Objectives to judge the run by, e.g.
+                               'p99<10ms,errors<0.1%,rate>99%'
+                               (exit status 4 if one fails)
 
   Numeric arguments may include a SI unit (1k, 1M, 1G)
   Time arguments may include a time unit (2s, 2m, 2h)
@@ -67,6 +70,8 @@ Usage: pace <options> <url> [script args...]
     2                          Target unusable (resolve, connect, TLS)
                                or a file cannot be read or written
     3                          The Lua script failed
+    4                          An --slo objective failed (the report
+                               is printed; 2, 3, 130, 143 take precedence)
     130, 143                   Interrupted by SIGINT, SIGTERM
                                (the report so far is printed)
 "

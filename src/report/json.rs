@@ -23,6 +23,7 @@ use super::text::{per_second, WRK2_PERCENTILES};
 use super::{plan, series};
 use crate::config::{BenchConfig, Mode};
 use crate::plan::Arrival;
+use crate::slo;
 use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
 
@@ -176,6 +177,9 @@ pub struct RunOnly {
     /// Per stage of `--stages`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageReport>,
+    /// With `--slo`: each objective, its measured value and whether it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Vec<slo::Verdict>>,
 }
 
 /// The plan of a paced run: enough to repeat it.
@@ -331,6 +335,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
             errors: result.total.warmup.errors,
         }),
         stages: stage_reports(cfg, result),
+        slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
     });
     Ok(report)
 }
