@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Batch, Engine, Finished, Overrun, RequestSource, Workload};
+use crate::engine::{Batch, Engine, Finished, Order, Overrun, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
 use crate::limits;
@@ -216,7 +216,7 @@ pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
     let batches: Arc<[Batch]> = Arc::from([Batch { bytes, heads: Arc::from([false]) }]);
     Workload {
         sources: (0..cfg.threads)
-            .map(|thread| RequestSource::fixed(batches.clone(), thread, addr))
+            .map(|thread| RequestSource::fixed(batches.clone(), thread, addr, Order::Sequential))
             .collect(),
     }
 }

@@ -36,7 +36,7 @@ use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::{Batch, RequestSource};
+pub use source::{Batch, Order, RequestSource, SplitMix64};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
