@@ -3,8 +3,10 @@
 //! it only holds what they mean.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
+use crate::requests::{Targets, TargetsOrder};
 use crate::target::Target;
 
 /// Reporting period for `--hlog` when `-p` is not given.
@@ -32,6 +34,23 @@ pub struct BenchConfig {
     pub mode: Mode,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
+    /// `-m`: the method of the request (default GET).
+    pub method: String,
+    /// `--body` or the bytes of `--body-file`: the request's body (with
+    /// `--targets`, the body of targets without one of their own).
+    pub body: Option<Arc<[u8]>>,
+    /// `--targets FILE`: the requests to send in turn instead of the one
+    /// of `-m`, the URL and the body.
+    pub targets: Option<Targets>,
+    /// `--targets-order`.
+    pub targets_order: TargetsOrder,
+    /// `--seed`: the seed of the run's random choices (None: drawn at
+    /// random, and printed, when something needs one).
+    pub seed: Option<u64>,
+    /// `-n/--requests`: stop after this many requests.
+    // Parsed and checked; the engine's side of it comes separately.
+    #[allow(dead_code)]
+    pub requests: Option<u64>,
     /// `-L`: print the latency distribution.
     pub latency: bool,
     /// `-U`: also print the uncorrected latency distribution.
@@ -79,7 +98,8 @@ impl OutputOptions {
 
 impl BenchConfig {
     /// wrk's defaults for `target`: 2 threads, 10 connections, 10 s,
-    /// 2 s timeout, closed loop, no script, text report.
+    /// 2 s timeout, closed loop, GET without a body, no script, text
+    /// report.
     pub fn new(target: Target) -> BenchConfig {
         BenchConfig {
             target,
@@ -89,6 +109,12 @@ impl BenchConfig {
             timeout: Duration::from_secs(2),
             mode: Mode::ClosedLoop,
             headers: Vec::new(),
+            method: "GET".to_string(),
+            body: None,
+            targets: None,
+            targets_order: TargetsOrder::Sequential,
+            seed: None,
+            requests: None,
             latency: false,
             u_latency: false,
             batch_latency: false,
