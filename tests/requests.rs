@@ -489,7 +489,7 @@ fn bad_request_options_are_command_line_errors() {
     assert_usage_error(&[url, "-n"], "option '-n' needs a value");
     assert_usage_error(
         &["--re", "5", url],
-        "option '--re' is ambiguous; possibilities: '--requests' '--report_interval'",
+        "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'",
     );
     assert_usage_error(&["--seed", "-3", url], "invalid value for '--seed': '-3' is not a whole");
     assert_usage_error(&["--targets-order", "random", url], "--targets-order needs --targets");

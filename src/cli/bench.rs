@@ -80,13 +80,6 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('t'), long: "threads", flag: Flag::Threads },
     Spec { short: Some('s'), long: "script", flag: Flag::Script },
     Spec { short: Some('H'), long: "header", flag: Flag::Header },
-    Spec { short: Some('m'), long: "method", flag: Flag::Method },
-    Spec { short: None, long: "body", flag: Flag::Body },
-    Spec { short: None, long: "body-file", flag: Flag::BodyFile },
-    Spec { short: None, long: "targets", flag: Flag::Targets },
-    Spec { short: None, long: "targets-order", flag: Flag::TargetsOrder },
-    Spec { short: None, long: "seed", flag: Flag::Seed },
-    Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: Some('L'), long: "latency", flag: Flag::Latency },
     Spec { short: Some('U'), long: "u_latency", flag: Flag::ULatency },
     Spec { short: Some('B'), long: "batch_latency", flag: Flag::BatchLatency },
@@ -102,6 +95,13 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
+    Spec { short: Some('m'), long: "method", flag: Flag::Method },
+    Spec { short: None, long: "body", flag: Flag::Body },
+    Spec { short: None, long: "body-file", flag: Flag::BodyFile },
+    Spec { short: None, long: "targets", flag: Flag::Targets },
+    Spec { short: None, long: "targets-order", flag: Flag::TargetsOrder },
+    Spec { short: None, long: "seed", flag: Flag::Seed },
+    Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -769,8 +769,8 @@ mod tests {
     fn ambiguous_long_options() {
         assert_eq!(
             error(&["--t", "2", URL]),
-            "option '--t' is ambiguous; possibilities: '--threads' '--targets' '--targets-order' \
-             '--timeout' '--timeseries' '--thread-timeseries'"
+            "option '--t' is ambiguous; possibilities: '--threads' '--timeout' '--timeseries' \
+             '--thread-timeseries' '--targets' '--targets-order'"
         );
         assert_eq!(
             error(&["--d=1", URL]),
@@ -964,7 +964,7 @@ mod tests {
         );
         assert_eq!(
             error(&["--b", URL]),
-            "option '--b' is ambiguous; possibilities: '--body' '--body-file' '--batch_latency'"
+            "option '--b' is ambiguous; possibilities: '--batch_latency' '--body' '--body-file'"
         );
     }
 
@@ -989,11 +989,11 @@ mod tests {
         assert_eq!(config(&["--ra", "5", URL]).mode, Mode::Paced { rate: 5.0 });
         assert_eq!(
             error(&["--re", "3", URL]),
-            "option '--re' is ambiguous; possibilities: '--requests' '--report_interval'"
+            "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'"
         );
         assert_eq!(
             error(&["--r", "3", URL]),
-            "option '--r' is ambiguous; possibilities: '--requests' '--rate' '--report_interval'"
+            "option '--r' is ambiguous; possibilities: '--rate' '--report_interval' '--requests'"
         );
     }
 
