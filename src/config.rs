@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::plan::PlanSpec;
 use crate::requests::{Targets, TargetsOrder};
 use crate::target::Target;
 
@@ -18,9 +19,10 @@ pub enum Mode {
     /// wrk: every connection sends its next request as soon as the previous
     /// response is complete.
     ClosedLoop,
-    /// wrk2 `-R`: requests follow a plan of intended send times, whatever the
-    /// server does; latency counts from the intended time.
-    Paced { rate: f64 },
+    /// wrk2 `-R` (and `--stages`, `--arrival`, `--warmup`): requests follow
+    /// a plan of intended send times, whatever the server does; latency
+    /// counts from the intended time.
+    Paced(PlanSpec),
 }
 
 /// Everything one benchmark run needs, validated.
@@ -32,6 +34,11 @@ pub struct BenchConfig {
     pub duration: Duration,
     pub timeout: Duration,
     pub mode: Mode,
+    /// `--warmup`: the run's first part, sent as usual but not counted (the
+    /// run lasts the warm-up and then `duration`).
+    pub warmup: Duration,
+    /// Seeds what is random in the run (`--seed`, or chosen and printed).
+    pub seed: u64,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
     /// `-m`: the method of the request (default GET).
@@ -44,9 +51,6 @@ pub struct BenchConfig {
     pub targets: Option<Targets>,
     /// `--targets-order`.
     pub targets_order: TargetsOrder,
-    /// `--seed`: the seed of the run's random choices (None: drawn at
-    /// random, and printed, when something needs one).
-    pub seed: Option<u64>,
     /// `-n/--requests`: stop after this many requests.
     // Parsed and checked; the engine's side of it comes separately.
     #[allow(dead_code)]
@@ -108,12 +112,13 @@ impl BenchConfig {
             duration: Duration::from_secs(10),
             timeout: Duration::from_secs(2),
             mode: Mode::ClosedLoop,
+            warmup: Duration::ZERO,
+            seed: 0,
             headers: Vec::new(),
             method: "GET".to_string(),
             body: None,
             targets: None,
             targets_order: TargetsOrder::Sequential,
-            seed: None,
             requests: None,
             latency: false,
             u_latency: false,
@@ -123,6 +128,18 @@ impl BenchConfig {
             script: None,
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
+        }
+    }
+
+    /// The rate the plan wants on average over the measured part of the
+    /// run (after the warm-up), requests per second; None in the closed
+    /// loop.
+    pub fn target_rate(&self) -> Option<f64> {
+        match &self.mode {
+            Mode::ClosedLoop => None,
+            Mode::Paced(spec) => {
+                Some(spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration))
+            }
         }
     }
 

@@ -203,6 +203,7 @@ mod tests {
 
     use super::*;
     use crate::config::{Mode, OutputOptions as Options};
+    use crate::plan::PlanSpec;
     use crate::signals::Interruption;
     use crate::stats::{Stats, ThreadTotals};
     use crate::target::Target;
@@ -232,7 +233,7 @@ mod tests {
             connections: 2,
             threads: 1,
             duration: Duration::from_secs(2),
-            mode: Mode::Paced { rate: 100.0 },
+            mode: Mode::Paced(PlanSpec::constant(100.0)),
             outputs: options,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }

@@ -228,7 +228,7 @@ fn scripted_workload(
     script: &mut Script,
 ) -> Result<Workload, Error> {
     script.set_addrs(addrs)?;
-    let paced = matches!(cfg.mode, Mode::Paced { .. });
+    let paced = matches!(cfg.mode, Mode::Paced(_));
     let mut heads: Option<Arc<[bool]>> = None;
     let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {

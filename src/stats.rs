@@ -114,6 +114,40 @@ pub struct Stats {
     pub rate_samples: Vec<f64>,
     /// Times the script's `request()` returned nil (no request sent).
     pub nil_requests: u64,
+    /// What the warm-up sent (none of it is counted above).
+    pub warmup: Warmup,
+    /// Per stage of `--stages` (by intended send time); empty without.
+    pub stages: Vec<StageStats>,
+}
+
+/// What the warm-up (`--warmup`) sent: counted apart from the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Warmup {
+    /// Responses to requests intended during the warm-up.
+    pub requests: u64,
+    /// Errors during the warm-up (socket errors, statuses > 399, requests
+    /// of its plan never sent).
+    pub errors: u64,
+}
+
+/// What one stage of the plan measured: the requests intended in it.
+#[derive(Clone, Debug)]
+pub struct StageStats {
+    /// Completed responses.
+    pub requests: u64,
+    /// Their latency from the intended send time, us.
+    pub corrected: Histogram<u64>,
+}
+
+impl StageStats {
+    pub fn new(digits: u8) -> StageStats {
+        StageStats { requests: 0, corrected: latency_histogram(digits) }
+    }
+
+    fn merge(&mut self, other: &StageStats) {
+        self.requests += other.requests;
+        self.corrected.add(&other.corrected).expect("auto-resizing histogram");
+    }
 }
 
 impl Stats {
@@ -129,6 +163,16 @@ impl Stats {
             error_causes: BTreeMap::new(),
             rate_samples: Vec::new(),
             nil_requests: 0,
+            warmup: Warmup::default(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Measurements with room for `stages` stages.
+    pub fn with_stages(digits: u8, stages: usize) -> Stats {
+        Stats {
+            stages: (0..stages).map(|_| StageStats::new(digits)).collect(),
+            ..Stats::new(digits)
         }
     }
 
@@ -167,6 +211,11 @@ impl Stats {
         self.error_causes.clear();
         self.rate_samples.clear();
         self.nil_requests = 0;
+        self.warmup = Warmup::default();
+        for stage in &mut self.stages {
+            stage.requests = 0;
+            stage.corrected.reset();
+        }
     }
 
     /// Adds another thread's measurements to these.
@@ -186,6 +235,14 @@ impl Stats {
         }
         self.rate_samples.extend_from_slice(&other.rate_samples);
         self.nil_requests += other.nil_requests;
+        self.warmup.requests += other.warmup.requests;
+        self.warmup.errors += other.warmup.errors;
+        for (i, stage) in other.stages.iter().enumerate() {
+            match self.stages.get_mut(i) {
+                Some(mine) => mine.merge(stage),
+                None => self.stages.push(stage.clone()),
+            }
+        }
     }
 }
 

@@ -403,17 +403,21 @@ fn a_random_order_repeats_with_its_seed() {
         let run = run_clean(&args);
         (paths(&server.take()), run.stderr)
     };
+    // The run's seed is printed, and repeats the order.
+    let printed = |stderr: &str| {
+        let seed = stderr
+            .lines()
+            .find_map(|line| line.strip_prefix("pace: targets in random order, seed "))
+            .and_then(|rest| rest.split(' ').next())
+            .unwrap_or_else(|| panic!("no seed on stderr: {stderr}"))
+            .to_string();
+        assert!(stderr.contains(&format!("(--seed {seed} repeats the order)")), "{stderr}");
+        seed
+    };
     let (first, stderr) = sequence(None);
-    // The drawn seed is printed, and repeats the run.
-    let seed = stderr
-        .lines()
-        .find_map(|line| line.strip_prefix("pace: random seed "))
-        .and_then(|rest| rest.split(' ').next())
-        .unwrap_or_else(|| panic!("no seed on stderr: {stderr}"))
-        .to_string();
-    assert!(stderr.contains(&format!("(repeat this run with --seed {seed})")), "{stderr}");
+    let seed = printed(&stderr);
     let (again, stderr) = sequence(Some(&seed));
-    assert!(!stderr.contains("random seed"), "{stderr}");
+    assert_eq!(printed(&stderr), seed);
     let (same, n) = common_prefix(&first, &again);
     assert!(n >= 50, "{n} requests");
     assert_eq!(same, n, "seed {seed}: {first:?} vs {again:?}");

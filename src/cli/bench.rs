@@ -16,11 +16,11 @@
 //! up to `--time`.
 //!
 //! The request options (issue #12, [`crate::requests`]) are pace's: `-m`,
-//! `--body`, `--body-file`, `--targets`, `--targets-order`, `--seed` and
-//! `-n/--requests` (wrk has no `-m` or `-n`). They make a few of wrk's
+//! `--body`, `--body-file`, `--targets`, `--targets-order` and
+//! `-n/--requests` (wrk has no `-m` or `-n`). They make two of wrk's
 //! abbreviations ambiguous, which getopt reports instead of guessing:
-//! `--s` (`--script`, `--seed`), `--b` (`--batch_latency`, `--body`,
-//! `--body-file`) and yicwang's `--re` (`--report_interval`, `--requests`).
+//! `--b` (`--batch_latency`, `--body`, `--body-file`) and yicwang's `--re`
+//! (`--report_interval`, `--requests`).
 //! The files are read here, once, so that a missing file or a bad line is
 //! a command-line error (exit 1) before anything starts.
 
@@ -31,8 +31,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::options::{bad_value, time, word_text, Item, Options, Spec};
+use super::plan::{self, PlanArgs};
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::requests::{self, Targets, TargetsOrder};
 use crate::target::Target;
@@ -50,7 +51,6 @@ pub(super) enum Flag {
     BodyFile,
     Targets,
     TargetsOrder,
-    Seed,
     Requests,
     Latency,
     ULatency,
@@ -66,6 +66,10 @@ pub(super) enum Flag {
     ThreadTimeseries,
     Histogram,
     Percentiles,
+    Arrival,
+    Stages,
+    Warmup,
+    Seed,
     Version,
     Help,
 }
@@ -95,12 +99,15 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
+    Spec { short: None, long: "arrival", flag: Flag::Arrival },
+    Spec { short: None, long: "stages", flag: Flag::Stages },
+    Spec { short: None, long: "warmup", flag: Flag::Warmup },
+    Spec { short: None, long: "seed", flag: Flag::Seed },
     Spec { short: Some('m'), long: "method", flag: Flag::Method },
     Spec { short: None, long: "body", flag: Flag::Body },
     Spec { short: None, long: "body-file", flag: Flag::BodyFile },
     Spec { short: None, long: "targets", flag: Flag::Targets },
     Spec { short: None, long: "targets-order", flag: Flag::TargetsOrder },
-    Spec { short: None, long: "seed", flag: Flag::Seed },
     Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
@@ -120,6 +127,8 @@ const DEFAULT_SERIES_SLOT: Duration = Duration::from_millis(250);
 struct BenchArgs {
     connections: usize,
     duration: Duration,
+    /// `-d` was typed (it must then agree with `--stages`).
+    duration_typed: bool,
     threads: usize,
     script: Option<PathBuf>,
     headers: Vec<(String, String)>,
@@ -128,13 +137,13 @@ struct BenchArgs {
     body_file: Option<PathBuf>,
     targets: Option<PathBuf>,
     targets_order: Option<TargetsOrder>,
-    seed: Option<u64>,
     requests: Option<usize>,
     latency: bool,
     u_latency: bool,
     batch_latency: bool,
     timeout: Duration,
-    rate: Option<f64>,
+    plan: PlanArgs,
+    warmup: Duration,
     digits: usize,
     insecure: bool,
     outputs: OutputOptions,
@@ -149,6 +158,7 @@ impl Default for BenchArgs {
         BenchArgs {
             connections: 10,
             duration: Duration::from_secs(10),
+            duration_typed: false,
             threads: 2,
             script: None,
             headers: Vec::new(),
@@ -157,13 +167,13 @@ impl Default for BenchArgs {
             body_file: None,
             targets: None,
             targets_order: None,
-            seed: None,
             requests: None,
             latency: false,
             u_latency: false,
             batch_latency: false,
             timeout: Duration::from_secs(2),
-            rate: None,
+            plan: PlanArgs::default(),
+            warmup: Duration::ZERO,
             digits: 3,
             insecure: false,
             outputs: OutputOptions::default(),
@@ -188,7 +198,10 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
         let name = found.name.as_str();
         match found.flag {
             Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
-            Flag::Duration => typed.duration = time(name, &options.text(name)?)?,
+            Flag::Duration => {
+                typed.duration = time(name, &options.text(name)?)?;
+                typed.duration_typed = true;
+            }
             Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
             Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
             Flag::Header => typed.headers.push(header(&options.text(name)?)?),
@@ -199,13 +212,16 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::TargetsOrder => {
                 typed.targets_order = Some(targets_order(name, &options.text(name)?)?)
             }
-            Flag::Seed => typed.seed = Some(seed(name, &options.text(name)?)?),
             Flag::Requests => typed.requests = Some(count(name, &options.text(name)?)?),
             Flag::Latency => typed.latency = true,
             Flag::ULatency => typed.u_latency = true,
             Flag::BatchLatency => typed.batch_latency = true,
             Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
-            Flag::Rate => typed.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Arrival => typed.plan.arrival = Some(plan::arrival(name, &options.text(name)?)?),
+            Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
+            Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
+            Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
             Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
             Flag::Insecure => typed.insecure = true,
             Flag::ReportInterval => {
@@ -275,24 +291,22 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     if let Some(credentials) = target.basic_authorization().filter(|_| !authorized && typed_url) {
         headers.push(("Authorization".to_string(), credentials));
     }
-    let mode = match typed.rate {
-        None => Mode::ClosedLoop,
-        Some(rate) if rate > 0.0 => Mode::Paced { rate },
-        Some(_) => return Err(Error::Usage("-R/--rate must be greater than 0".into())),
-    };
+    let seed = plan::seed(&typed.plan);
+    let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
     Ok(BenchConfig {
         target,
         connections: typed.connections,
         threads: typed.threads,
-        duration: typed.duration,
+        duration,
         timeout: typed.timeout,
         mode,
+        warmup: typed.warmup,
+        seed,
         headers,
         method: typed.method.unwrap_or_else(|| "GET".to_string()),
         body,
         targets,
         targets_order: typed.targets_order.unwrap_or_default(),
-        seed: typed.seed,
         requests: typed.requests.map(|n| n as u64),
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
@@ -381,13 +395,6 @@ fn targets_order(option: &str, text: &str) -> Result<TargetsOrder, Error> {
         .ok_or_else(|| bad_value(option, format!("'{text}' is not 'sequential' or 'random'")))
 }
 
-/// `--seed`: any 64-bit number, in decimal.
-fn seed(option: &str, text: &str) -> Result<u64, Error> {
-    text.parse().map_err(|_| {
-        bad_value(option, format!("'{text}' is not a whole number from 0 to {}", u64::MAX))
-    })
-}
-
 /// A whole number with an optional SI suffix (`-c 1k`).
 fn count(option: &str, text: &str) -> Result<usize, Error> {
     parse_count(text).map_err(|err| bad_value(option, err))
@@ -453,6 +460,8 @@ fn header(text: &str) -> Result<(String, String), Error> {
 mod tests {
     use super::super::parse as parse_command;
     use super::*;
+    use crate::config::Mode;
+    use crate::plan::PlanSpec;
 
     fn args(line: &[&str]) -> Vec<OsString> {
         line.iter().map(OsString::from).collect()
@@ -571,10 +580,12 @@ mod tests {
 
     #[test]
     fn rate() {
-        each_form("-R", "--rate", "2k", |cfg| assert_eq!(cfg.mode, Mode::Paced { rate: 2000.0 }));
-        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced { rate: 0.5 });
-        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced { rate: 1e6 });
-        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced { rate: 10.0 });
+        each_form("-R", "--rate", "2k", |cfg| {
+            assert_eq!(cfg.mode, Mode::Paced(PlanSpec::constant(2000.0)))
+        });
+        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced(PlanSpec::constant(0.5)));
+        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced(PlanSpec::constant(1e6)));
+        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced(PlanSpec::constant(10.0)));
     }
 
     #[test]
@@ -986,7 +997,7 @@ mod tests {
         assert_eq!(config(&["--req", "3", URL]).requests, Some(3));
         let cfg = config(&["--rep", "1s", URL]);
         assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(1)));
-        assert_eq!(config(&["--ra", "5", URL]).mode, Mode::Paced { rate: 5.0 });
+        assert_eq!(config(&["--ra", "5", URL]).mode, Mode::Paced(PlanSpec::constant(5.0)));
         assert_eq!(
             error(&["--re", "3", URL]),
             "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'"
@@ -994,28 +1005,6 @@ mod tests {
         assert_eq!(
             error(&["--r", "3", URL]),
             "option '--r' is ambiguous; possibilities: '--rate' '--report_interval' '--requests'"
-        );
-    }
-
-    #[test]
-    fn seed() {
-        assert_eq!(config(&[URL]).seed, None);
-        assert_eq!(config(&["--seed", "42", URL]).seed, Some(42));
-        assert_eq!(config(&["--seed=0", URL]).seed, Some(0));
-        assert_eq!(config(&["--se", "18446744073709551615", URL]).seed, Some(u64::MAX));
-        for bad in ["-1", "x", "1k", "18446744073709551616", ""] {
-            assert_eq!(
-                error(&["--seed", bad, URL]),
-                format!(
-                    "invalid value for '--seed': '{bad}' is not a whole number from 0 to \
-                     18446744073709551615"
-                )
-            );
-        }
-        assert_eq!(config(&["--sc", "a.lua", URL]).script.as_deref(), Some("a.lua".as_ref()));
-        assert_eq!(
-            error(&["--s", "a.lua", URL]),
-            "option '--s' is ambiguous; possibilities: '--script' '--seed'"
         );
     }
 

@@ -8,6 +8,7 @@
 
 mod bench;
 mod options;
+mod plan;
 mod serve;
 mod usage;
 

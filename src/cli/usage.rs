@@ -26,6 +26,11 @@ Usage: pace <options> <url> [script args...]
     -R, --rate            <N>  Work rate (throughput)
                                in requests/sec (total);
                                without it, as fast as possible (wrk)
+        --arrival         <A>  constant (even, default) or poisson
+        --stages    <D:R,...>  Ramp/step the rate: each stage moves
+                               it to R over D (e.g. 30s:1k,1m:1k)
+        --warmup          <T>  Send the first T but do not count it
+        --seed            <N>  Repeat a random plan
     -D, --digits          <N>  Latency precision digits [1..5] (default 3)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details
@@ -37,9 +42,8 @@ Usage: pace <options> <url> [script args...]
         --body-file       <F>  Request body read from file F
         --targets         <F>  Requests from file F, in turn (vegeta's
                                http format); then the URL may be left out
-        --targets-order   <O>  sequential (default) or random
-        --seed            <N>  Seed of random choices (default: drawn
-                               at random and printed)
+        --targets-order   <O>  sequential (default) or random (--seed
+                               repeats the order)
     -n, --requests        <N>  Stop after N requests
 
   Reports:

@@ -22,7 +22,6 @@ use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
-use crate::plan::Plan;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
 use crate::stats::{Interval, RunResult};
@@ -36,7 +35,7 @@ use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::{Batch, Order, RequestSource, SplitMix64};
+pub use source::{Batch, Order, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
@@ -116,11 +115,13 @@ impl<'a> Engine<'a> {
             let recorder = Recorder::new(RecorderSetup {
                 thread,
                 digits: cfg.digits,
-                paced: matches!(cfg.mode, Mode::Paced { .. }),
+                paced: matches!(cfg.mode, Mode::Paced(_)),
                 batch_latency: cfg.batch_latency,
                 period_ns: period.map(duration_ns),
                 periods: PeriodChannel { to_collector: to_collector.clone(), recycled },
                 series_ns: series.map(duration_ns),
+                warmup_ns: duration_ns(cfg.warmup),
+                stage_starts_ns: stage_starts(&cfg.mode),
             });
             let connections = Connections::new(ConnectionSetup {
                 connections: cfg.connections_of_thread(thread),
@@ -132,11 +133,11 @@ impl<'a> Engine<'a> {
             let run = RunSetup {
                 thread,
                 threads: cfg.threads,
-                plan: match cfg.mode {
+                plan: match &cfg.mode {
                     Mode::ClosedLoop => None,
-                    Mode::Paced { rate } => Some(Plan::constant(rate)),
+                    Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
                 },
-                duration_ns: duration_ns(cfg.duration),
+                duration_ns: duration_ns(cfg.warmup + cfg.duration),
                 timeout_ns: duration_ns(cfg.timeout),
             };
             workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
@@ -159,7 +160,7 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
-        let lasts = duration_ns(cfg.duration + cfg.timeout);
+        let lasts = duration_ns(cfg.warmup + cfg.duration + cfg.timeout);
         let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
         loop {
@@ -242,6 +243,18 @@ fn join_all_but(
         results.push(result);
     }
     Ok(results)
+}
+
+/// Where each stage of the plan starts, from the end of the warm-up.
+fn stage_starts(mode: &Mode) -> Vec<u64> {
+    let Mode::Paced(spec) = mode else { return Vec::new() };
+    let mut start = Duration::ZERO;
+    let mut starts = Vec::with_capacity(spec.stages.len());
+    for stage in &spec.stages {
+        starts.push(duration_ns(start));
+        start += stage.duration;
+    }
+    starts
 }
 
 fn duration_ns(d: Duration) -> u64 {

@@ -48,6 +48,11 @@ pub struct RecorderSetup {
     pub periods: PeriodChannel,
     /// Length of a time-series slot, when a time series is wanted.
     pub series_ns: Option<u64>,
+    /// The warm-up: the run's first part, measured apart.
+    pub warmup_ns: u64,
+    /// Where each stage of the plan starts, from the end of the warm-up
+    /// (empty without stages).
+    pub stage_starts_ns: Vec<u64>,
 }
 
 pub struct Recorder {
@@ -55,7 +60,12 @@ pub struct Recorder {
     /// Measurements of the current period.
     stats: Stats,
     period: u64,
+    /// When the measured run starts (after the warm-up).
     start_ns: u64,
+    /// The warm-up is on: errors and bytes are the warm-up's.
+    in_warmup: bool,
+    /// Where the stages start (absolute ns).
+    stage_starts: Vec<u64>,
     next_period_ns: u64,
     next_sample_ns: u64,
     /// Responses completed since the start, and at the last rate sample.
@@ -69,12 +79,14 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(setup: RecorderSetup) -> Recorder {
-        let stats = Stats::new(setup.digits);
+        let stats = Stats::with_stages(setup.digits, setup.stage_starts_ns.len());
         Recorder {
             setup,
             stats,
             period: 0,
             start_ns: 0,
+            in_warmup: false,
+            stage_starts: Vec::new(),
             next_period_ns: u64::MAX,
             next_sample_ns: u64::MAX,
             completed: 0,
@@ -84,12 +96,20 @@ impl Recorder {
         }
     }
 
-    /// The run starts at `start_ns`: periods, samples and slots count from
-    /// there.
-    pub fn start(&mut self, start_ns: u64) {
+    /// The run starts at `started_ns`; after the warm-up, the measured run:
+    /// periods, samples and slots count from there.
+    pub fn start(&mut self, started_ns: u64) {
+        let start_ns = started_ns + self.setup.warmup_ns;
         self.start_ns = start_ns;
+        self.in_warmup = self.setup.warmup_ns > 0;
+        self.stage_starts = self.setup.stage_starts_ns.iter().map(|at| start_ns + at).collect();
         self.next_sample_ns = start_ns + RATE_SAMPLE_NS;
         self.next_period_ns = self.setup.period_ns.map_or(u64::MAX, |length| start_ns + length);
+    }
+
+    /// When the measured run starts (after the warm-up).
+    pub fn measured_start_ns(&self) -> u64 {
+        self.start_ns
     }
 
     /// A request batch went out at `sent`; the plan meant its requests
@@ -98,7 +118,7 @@ impl Recorder {
     #[inline]
     pub fn sent(&mut self, intended: &[u64], sent: u64) {
         if self.setup.paced {
-            for &intended in intended {
+            for &intended in intended.iter().filter(|&&at| at >= self.start_ns) {
                 record_us(&mut self.stats.lag, sent.saturating_sub(intended));
             }
         }
@@ -108,6 +128,12 @@ impl Recorder {
     /// `last_of_batch` when it is the batch's last (or only) response.
     #[inline]
     pub fn response(&mut self, exchange: Exchange, arrived: u64, status: u16, last_of_batch: bool) {
+        if exchange.intended < self.start_ns {
+            let warmup = &mut self.stats.warmup;
+            warmup.requests += 1;
+            warmup.errors += u64::from(status > 399);
+            return;
+        }
         self.stats.response(status);
         self.completed += 1;
         self.last_response_ns = self.last_response_ns.max(arrived);
@@ -129,6 +155,13 @@ impl Recorder {
             record_us(&mut stats.corrected, arrived.saturating_sub(intended));
             record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
         }
+        if !self.stage_starts.is_empty() {
+            let stage = self.stage_starts.partition_point(|&at| at <= exchange.intended);
+            if let Some(stage) = self.stats.stages.get_mut(stage.saturating_sub(1)) {
+                stage.requests += 1;
+                record_us(&mut stage.corrected, arrived.saturating_sub(exchange.intended));
+            }
+        }
     }
 
     /// The requests of `plan` due before `end_ns` that were never sent
@@ -139,9 +172,11 @@ impl Recorder {
     /// buckets their waits span.
     pub fn unsent(&mut self, plan: &ThreadPlan, end_ns: u64) {
         let unsent = plan.unsent_before(end_ns);
-        self.stats.errors.unsent += unsent;
+        // Those of the warm-up are its errors, and out of the latency.
+        let mut recorded = plan.unsent_before(self.start_ns.min(end_ns));
+        self.stats.warmup.errors += recorded;
+        self.stats.errors.unsent += unsent - recorded;
         let corrected = &mut self.stats.corrected;
-        let mut recorded = 0;
         while recorded < unsent {
             // Waits shrink from the first unsent request to the last.
             let wait_us = end_ns.saturating_sub(plan.due_ns_after(recorded)) / 1000;
@@ -163,17 +198,24 @@ impl Recorder {
     }
 
     pub fn error(&mut self, kind: ErrorKind, cause: &str) {
-        self.stats.error(kind, cause);
+        if self.in_warmup {
+            self.stats.warmup.errors += 1;
+        } else {
+            self.stats.error(kind, cause);
+        }
     }
 
     #[inline]
     pub fn bytes_read(&mut self, n: usize) {
-        self.stats.bytes += n as u64;
+        if !self.in_warmup {
+            self.stats.bytes += n as u64;
+        }
     }
 
     /// Takes the rate samples and hands over the periods due at `now`;
     /// returns when it next needs to be called.
     pub fn tick(&mut self, now: u64) -> u64 {
+        self.in_warmup &= now < self.start_ns;
         while now >= self.next_sample_ns {
             let done = self.completed - self.sampled;
             self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
@@ -214,7 +256,7 @@ impl Recorder {
     fn hand_over(&mut self) {
         let blank = match self.setup.periods.recycled.try_recv() {
             Ok(stats) => stats,
-            Err(_) => Stats::new(self.setup.digits),
+            Err(_) => Stats::with_stages(self.setup.digits, self.stage_starts.len()),
         };
         let stats = std::mem::replace(&mut self.stats, blank);
         let share =
@@ -256,6 +298,8 @@ mod tests {
             period_ns,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: Some(100 * MS),
+            warmup_ns: 0,
+            stage_starts_ns: Vec::new(),
         };
         (Recorder::new(setup), shares)
     }
@@ -379,6 +423,54 @@ mod tests {
         // Evenly spread waits: the median is half the run.
         let median = stats.corrected.value_at_quantile(0.5);
         assert!((499_000..=501_000).contains(&median), "{median}");
+    }
+
+    #[test]
+    fn the_warmup_is_counted_apart_and_stages_by_intended_time() {
+        let (to_collector, shares) = mpsc::channel();
+        let (_recycle, recycled) = mpsc::channel();
+        let mut r = Recorder::new(RecorderSetup {
+            thread: 0,
+            digits: 3,
+            paced: true,
+            batch_latency: false,
+            period_ns: None,
+            periods: PeriodChannel { to_collector, recycled },
+            series_ns: None,
+            warmup_ns: 100 * MS,
+            stage_starts_ns: vec![0, 50 * MS],
+        });
+        r.start(0);
+        assert_eq!(r.measured_start_ns(), 100 * MS);
+        r.tick(10 * MS);
+        r.error(ErrorKind::Connect, "refused");
+        r.bytes_read(100);
+        let warm = Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS };
+        r.sent(&[20 * MS], 20 * MS);
+        r.response(warm, 25 * MS, 503, true);
+        r.tick(100 * MS);
+        let first = Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS };
+        r.sent(&[120 * MS], 121 * MS);
+        r.response(first, 122 * MS, 200, true);
+        let second = Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS };
+        r.response(second, 163 * MS, 200, true);
+        r.bytes_read(50);
+        // At 100/s, 20 requests were due before 200 ms; the plan was not
+        // advanced here, so all are unsent, 10 of them in the warm-up.
+        let plan = crate::plan::Plan::constant(100.0).for_thread(0, 1, 0);
+        r.unsent(&plan, 200 * MS);
+        r.finish(200 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.warmup, crate::stats::Warmup { requests: 1, errors: 1 + 1 + 10 });
+        assert_eq!((stats.requests, stats.bytes, stats.errors.connect), (2, 50, 0));
+        assert_eq!(stats.errors.unsent, 10);
+        assert_eq!(stats.lag.len(), 1);
+        let stages: Vec<u64> = stats.stages.iter().map(|s| s.requests).collect();
+        assert_eq!(stages, vec![1, 1]);
+        assert_eq!(
+            stats.stages[1].corrected.max(),
+            stats.stages[1].corrected.highest_equivalent(3_000)
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::response::Captured;
+use crate::plan::random::Draws;
 use crate::script::{Interrupter, ScriptError, ThreadScript};
 
 /// One write's worth of requests: their bytes, and for each request in
@@ -27,19 +28,19 @@ impl Batch {
 }
 
 /// The order in which a source of fixed requests sends its batches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug)]
 pub enum Order {
     /// In turn, from the first one given.
     Sequential,
-    /// Each batch drawn at random (uniformly, with replacement) by a
-    /// generator started from this seed.
-    Random { seed: u64 },
+    /// Each batch drawn at random (uniformly, with replacement) from this
+    /// stream of random numbers.
+    Random(Draws),
 }
 
 pub enum RequestSource {
     /// Requests built from the command line, sent in turn (`random`
     /// absent) or drawn at random.
-    Fixed { batches: Arc<[Batch]>, next: usize, random: Option<SplitMix64>, addr: SocketAddr },
+    Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
     /// A Lua state per thread; every batch has the depth and HEAD flags of
     /// the script's first request (as in wrk).
     Script { script: Box<ThreadScript>, heads: Arc<[bool]> },
@@ -57,7 +58,7 @@ impl RequestSource {
         debug_assert!(!batches.is_empty());
         let random = match order {
             Order::Sequential => None,
-            Order::Random { seed } => Some(SplitMix64::new(seed)),
+            Order::Random(draws) => Some(draws),
         };
         RequestSource::Fixed { next: first % batches.len(), batches, random, addr }
     }
@@ -82,7 +83,9 @@ impl RequestSource {
                 Ok(Some(batch))
             }
             RequestSource::Fixed { batches, random: Some(random), .. } => {
-                Ok(Some(batches[random.below(batches.len())].clone()))
+                // `uniform` is below 1; `min` guards the rounding.
+                let index = (random.uniform() * batches.len() as f64) as usize;
+                Ok(Some(batches[index.min(batches.len() - 1)].clone()))
             }
             RequestSource::Script { script, heads } => {
                 let bytes = script.request()?;
@@ -146,37 +149,6 @@ impl RequestSource {
     }
 }
 
-/// SplitMix64 (Steele, Lea and Flood, 2014): a small seeded generator,
-/// statistically sound for choosing among requests, one add and three
-/// multiply-xorshifts per number, no allocation.
-#[derive(Clone, Debug)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    #[inline]
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (n > 0), by Lemire's multiply-shift: no division,
-    /// and a bias below n / 2^64.
-    #[inline]
-    pub fn below(&mut self, n: usize) -> usize {
-        ((u128::from(self.next_u64()) * n as u128) >> 64) as usize
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,7 +174,8 @@ mod tests {
         let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
         let addr = "127.0.0.1:1".parse().unwrap();
         let draw = |seed| {
-            let mut source = RequestSource::fixed(batches.clone(), 0, addr, Order::Random { seed });
+            let order = Order::Random(Draws::at(seed, 0, 0));
+            let mut source = RequestSource::fixed(batches.clone(), 0, addr, order);
             (0..300).map(|_| source.next_batch().unwrap().unwrap().bytes[0]).collect::<Vec<u8>>()
         };
         let first = draw(7);
@@ -211,18 +184,6 @@ mod tests {
         for letter in b"abc" {
             let count = first.iter().filter(|&&b| b == *letter).count();
             assert!((60..=140).contains(&count), "{} drawn {count} times of 300", *letter as char);
-        }
-    }
-
-    #[test]
-    fn splitmix64_matches_its_reference_output() {
-        // The first outputs for seed 1234567 of the reference C code
-        // (https://prng.di.unimi.it/splitmix64.c).
-        let mut random = SplitMix64::new(1234567);
-        let expected = [6457827717110365317, 3203168211198807973, 9817491932198370423];
-        assert_eq!([random.next_u64(), random.next_u64(), random.next_u64()], expected);
-        for n in [1, 2, 3, 1000] {
-            assert!((0..100).all(|_| random.below(n) < n));
         }
     }
 }

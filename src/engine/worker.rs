@@ -35,6 +35,7 @@ pub struct RunSetup {
     pub threads: usize,
     /// The global plan (None: closed loop).
     pub plan: Option<Plan>,
+    /// How long the plan lasts (the warm-up included).
     pub duration_ns: u64,
     pub timeout_ns: u64,
 }
@@ -101,7 +102,7 @@ impl Worker {
         };
         self.recorder.start(start_ns);
         let end_ns = start_ns + self.run.duration_ns;
-        if let Some(plan) = self.run.plan {
+        if let Some(plan) = &self.run.plan {
             let share = plan.for_thread(self.run.thread, self.run.threads, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
         }
@@ -124,7 +125,8 @@ impl Worker {
             sending_ended.max(self.recorder.last_response_ns())
         };
         self.count_abandoned();
-        self.result(start_ns, finished_ns)
+        let measured_from = self.recorder.measured_start_ns();
+        self.result(measured_from, finished_ns)
     }
 
     fn result(self, start_ns: u64, finished_ns: u64) -> WorkerResult {

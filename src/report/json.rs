@@ -18,10 +18,11 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
 use super::hlog::encode_compressed;
-use super::series;
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
+use super::{plan, series};
 use crate::config::{BenchConfig, Mode};
+use crate::plan::Arrival;
 use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
 
@@ -160,6 +161,56 @@ pub struct RunOnly {
     pub thread_timeseries: Option<TimeSeries<Vec<u64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<LatencyBins>,
+    /// Paced mode: the plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanInfo>,
+    /// What the warm-up sent, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupInfo>,
+    /// Per stage of `--stages`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
+}
+
+/// The plan of a paced run: enough to repeat it.
+#[derive(Debug, Serialize)]
+pub struct PlanInfo {
+    /// `"constant"` (evenly spaced) or `"poisson"`.
+    pub arrival: &'static str,
+    /// The seed of Poisson arrivals.
+    pub seed: Option<u64>,
+    /// Requests per second at the start (`-R`; where stages start from).
+    pub start_rate: f64,
+    pub stages: Vec<StageSpec>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageSpec {
+    pub duration_s: f64,
+    pub rate: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WarmupInfo {
+    pub duration_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// One stage's line of the text report.
+#[derive(Debug, Serialize)]
+pub struct StageReport {
+    pub index: usize,
+    /// From the end of the warm-up.
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub from_rate: f64,
+    pub to_rate: f64,
+    pub target_rate: f64,
+    pub achieved_rate: f64,
+    pub requests: u64,
+    pub corrected_p50_us: Option<u64>,
+    pub corrected_p99_us: Option<u64>,
 }
 
 /// One thread's totals.
@@ -249,8 +300,49 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
         latency_histogram: outputs
             .histogram
             .then(|| LatencyBins(series::bins(&result.total.corrected).collect())),
+        plan: plan_info(cfg),
+        warmup: (!cfg.warmup.is_zero()).then_some(WarmupInfo {
+            duration_s: cfg.warmup.as_secs_f64(),
+            requests: result.total.warmup.requests,
+            errors: result.total.warmup.errors,
+        }),
+        stages: stage_reports(cfg, result),
     });
     Ok(report)
+}
+
+fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
+    let Mode::Paced(spec) = &cfg.mode else { return None };
+    let poisson = spec.arrival == Arrival::Poisson;
+    Some(PlanInfo {
+        arrival: if poisson { "poisson" } else { "constant" },
+        seed: poisson.then_some(cfg.seed),
+        start_rate: spec.rate,
+        stages: spec
+            .stages
+            .iter()
+            .map(|s| StageSpec { duration_s: s.duration.as_secs_f64(), rate: s.rate })
+            .collect(),
+    })
+}
+
+fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> Vec<StageReport> {
+    let Mode::Paced(spec) = &cfg.mode else { return Vec::new() };
+    plan::stage_rows(cfg, spec, result)
+        .into_iter()
+        .map(|row| StageReport {
+            index: row.index,
+            start_s: row.start.as_secs_f64(),
+            duration_s: row.duration.as_secs_f64(),
+            from_rate: row.from_rate,
+            to_rate: row.to_rate,
+            target_rate: row.target_rate,
+            achieved_rate: row.achieved_rate,
+            requests: row.requests,
+            corrected_p50_us: row.p50_us,
+            corrected_p99_us: row.p99_us,
+        })
+        .collect()
 }
 
 /// Writes `report` as one line.
@@ -272,10 +364,11 @@ fn common_fields(
     let requests_per_sec = per_second(stats.requests, seconds);
     let bytes_per_sec = per_second(stats.bytes, seconds);
     let percentiles = cfg.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
-    let (mode, target) = match cfg.mode {
-        Mode::ClosedLoop => ("closed_loop", None),
-        Mode::Paced { rate } => ("paced", Some(rate)),
+    let mode = match cfg.mode {
+        Mode::ClosedLoop => "closed_loop",
+        Mode::Paced(_) => "paced",
     };
+    let target = cfg.target_rate();
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         report: kind,
@@ -328,6 +421,7 @@ fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanSpec;
     use crate::signals::Interruption;
     use crate::stats::{latency_histogram, ErrorKind, ThreadTotals};
     use crate::target::Target;
@@ -397,7 +491,7 @@ mod tests {
 
     #[test]
     fn final_report_fields() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
         let v = to_value(&final_report(&cfg, &result).unwrap());
         assert_eq!(v["schema_version"], 1);
@@ -445,7 +539,7 @@ mod tests {
 
     #[test]
     fn totals_equal_the_text_reports() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let mut result = run();
         result.runtime = Duration::from_nanos(1_999_876_543);
         let v = to_value(&final_report(&cfg, &result).unwrap());
@@ -472,7 +566,7 @@ mod tests {
 
     #[test]
     fn latency_summaries_match_the_histograms() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
         let v = to_value(&final_report(&cfg, &result).unwrap());
         let corrected = &v["latency"]["corrected"];
@@ -558,7 +652,7 @@ mod tests {
 
     #[test]
     fn period_report_covers_the_period() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let mut stats = Stats::new(3);
         for _ in 0..100 {
             stats.response(200);

@@ -8,6 +8,7 @@
 pub mod hlog;
 pub mod json;
 pub mod periodic;
+pub mod plan;
 pub mod series;
 pub mod spectrum;
 pub mod text;

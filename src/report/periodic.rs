@@ -25,7 +25,7 @@ pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval)
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, cfg, stats)?;
     write_summary(out, stats, interval.length)?;
-    if let Mode::Paced { .. } = cfg.mode {
+    if let Mode::Paced(_) = cfg.mode {
         write_schedule_lag(out, &stats.lag)?;
     }
     writeln!(out, "{REPORT_END}")
@@ -37,6 +37,7 @@ mod tests {
 
     use super::*;
     use crate::config::OutputOptions;
+    use crate::plan::PlanSpec;
     use crate::stats::Stats;
     use crate::target::Target;
 
@@ -73,7 +74,7 @@ mod tests {
 
     #[test]
     fn paced_period() {
-        let text = render(&config(Mode::Paced { rate: 200.0 }, false), &period());
+        let text = render(&config(Mode::Paced(PlanSpec::constant(200.0)), false), &period());
         assert_eq!(
             text,
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\

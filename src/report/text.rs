@@ -42,7 +42,8 @@ const MAX_BUSY_SHARE: f64 = 0.9;
 /// really used.
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
     writeln!(out, "Running {} test @ {}", format_test_duration(cfg.duration), cfg.target.url)?;
-    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections)
+    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections)?;
+    super::plan::write_header(out, cfg)
 }
 
 /// wrk's whole seconds (`30s`, `2m`) when the duration is whole seconds, as
@@ -69,7 +70,9 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
     if result.script_stopped {
         write_script_stop(out, cfg, result.runtime)?;
     }
-    if let Mode::Paced { rate } = cfg.mode {
+    super::plan::write_warmup(out, cfg, result)?;
+    super::plan::write_stages(out, cfg, result)?;
+    if let Some(rate) = cfg.target_rate() {
         write_schedule_lag(out, &stats.lag)?;
         write_plan_warning(out, cfg.connections, rate, result)?;
     }
@@ -99,7 +102,7 @@ fn distribution_percentiles(cfg: &BenchConfig) -> (&[f64], usize) {
     let outputs = &cfg.outputs;
     let wrx = outputs.histogram || outputs.timeseries.is_some() || outputs.thread_timeseries;
     let (list, decimals): (&[f64], usize) = match (&cfg.mode, outputs.percentiles.as_deref()) {
-        (Mode::Paced { .. }, list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
+        (Mode::Paced(_), list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
         (Mode::ClosedLoop, Some(list)) => (list, 2),
         (Mode::ClosedLoop, None) if wrx => (&WRX_PERCENTILES, 2),
         (Mode::ClosedLoop, None) => (&WRK_PERCENTILES, 0),
@@ -130,7 +133,7 @@ pub fn write_latency_distributions(
     let (percentiles, decimals) = distribution_percentiles(cfg);
     match cfg.mode {
         Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, percentiles, decimals),
-        Mode::Paced { .. } => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
+        Mode::Paced(_) => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
     }
 }
 
@@ -390,6 +393,7 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanSpec;
     use crate::stats::ErrorKind;
     use crate::target::Target;
 
@@ -544,7 +548,7 @@ mod tests {
         cfg.outputs.percentiles = Some(vec![90.0]);
         assert!(report(&cfg, &run).contains("  Latency Distribution\n  90.00%    9.01ms\n"));
         // In paced mode the wrk2 block keeps its three decimals.
-        cfg.mode = Mode::Paced { rate: 1000.0 };
+        cfg.mode = Mode::Paced(PlanSpec::constant(1000.0));
         cfg.outputs.percentiles = Some(vec![50.0, 99.9999]);
         let text = report(&cfg, &kept_plan());
         assert!(
@@ -555,7 +559,7 @@ mod tests {
 
     #[test]
     fn wrk2_latency_distributions() {
-        let mut cfg = config(Mode::Paced { rate: 1000.0 });
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
         cfg.latency = true;
         let text = report(&cfg, &kept_plan());
         let recorded = "  Latency Distribution (HdrHistogram - Recorded Latency)\n 50.000%    1.00ms\n 75.000%    1.00ms\n 90.000%    1.00ms\n 99.000%    1.00ms\n 99.900%    1.00ms\n 99.990%    1.00ms\n 99.999%    1.00ms\n100.000%    1.00ms\n\n  Detailed Percentile spectrum:\n";
@@ -623,7 +627,7 @@ mod tests {
 
     #[test]
     fn paced_run_that_kept_the_plan() {
-        let cfg = config(Mode::Paced { rate: 1000.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
         let text = report(&cfg, &kept_plan());
         assert!(text.ends_with(
             "Requests/sec:   1000.00\nTransfer/sec:     97.66KB\nSchedule lag: p50 20.00us, p99 20.00us, max 20.00us (actual send - intended send; measures the load generator)\n"
@@ -692,7 +696,7 @@ mod tests {
 
     #[test]
     fn empty_paced_run_does_not_panic() {
-        let mut cfg = config(Mode::Paced { rate: 100.0 });
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(100.0)));
         cfg.u_latency = true;
         let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));

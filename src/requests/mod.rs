@@ -16,18 +16,18 @@
 //! Threads start at different places of the list (thread i at request i)
 //! and go round, so the run as a whole sends the requests in turn; with
 //! `--targets-order random` each thread draws its next request from its own
-//! generator, seeded from `--seed` (or a random seed, printed on stderr so
-//! that the run can be repeated).
+//! stream of the run's random numbers (the run's seed, `--seed` or a fresh
+//! one, is printed on stderr so that the order can be repeated).
 
 pub mod targets;
 
-use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use crate::config::BenchConfig;
 use crate::engine::{Batch, Order, RequestSource, Workload};
 use crate::http::request::{build_request, default_headers};
+use crate::plan::random::Draws;
 use crate::target::Target;
 
 pub use targets::Targets;
@@ -58,19 +58,28 @@ impl TargetsOrder {
 /// should send a length for them).
 const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 
+/// The stream of the run's random numbers (`Draws::at(seed, stream,
+/// thread)`) from which a thread draws its targets: apart from those of
+/// the arrival plan.
+const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
+
 /// Every thread sends the requests of the command line to `addr`, thread
 /// i starting at request i, in turn or in random order (`--targets-order`).
 pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
     let batches: Arc<[Batch]> = batches(cfg).into();
     let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
-    // One generator per thread, each seeded from the run's seed.
-    let mut seeds = random.then(|| crate::engine::SplitMix64::new(run_seed(cfg.seed)));
+    if random {
+        eprintln!(
+            "pace: targets in random order, seed {} (--seed {0} repeats the order)",
+            cfg.seed
+        );
+    }
     Workload {
         sources: (0..cfg.threads)
             .map(|thread| {
-                let order = match seeds.as_mut() {
-                    Some(seeds) => Order::Random { seed: seeds.next_u64() },
-                    None => Order::Sequential,
+                let order = match random {
+                    true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, thread as u64)),
+                    false => Order::Sequential,
                 };
                 RequestSource::fixed(batches.clone(), thread, addr, order)
             })
@@ -127,21 +136,6 @@ fn request(
     let body = body.or(BODY_METHODS.contains(&method).then_some(&[][..]));
     let bytes = build_request(method, &target.path, &headers, body);
     Batch { bytes: bytes.into(), heads: Arc::from([method == "HEAD"]) }
-}
-
-/// The seed of the run's random choices: `--seed`, or one drawn at random
-/// the first time it is asked for and printed on stderr, so that the run
-/// can be repeated.
-pub fn run_seed(given: Option<u64>) -> u64 {
-    static DRAWN: OnceLock<u64> = OnceLock::new();
-    given.unwrap_or_else(|| {
-        *DRAWN.get_or_init(|| {
-            // std's hasher keys come from the operating system's randomness.
-            let seed = std::collections::hash_map::RandomState::new().build_hasher().finish();
-            eprintln!("pace: random seed {seed} (repeat this run with --seed {seed})");
-            seed
-        })
-    })
 }
 
 /// Says on stderr which options the script makes pointless (it builds the
@@ -374,7 +368,7 @@ mod tests {
         let mut cfg = config("http://h/");
         cfg.threads = 2;
         cfg.targets_order = TargetsOrder::Random;
-        cfg.seed = Some(42);
+        cfg.seed = 42;
         let list = (0..10).map(|i| target(i + 1, "GET", &format!("http://h/{i}"), &[])).collect();
         cfg.targets = Some(Targets { file: "t.txt".into(), list });
         let addr = "127.0.0.1:1".parse().unwrap();
@@ -390,7 +384,7 @@ mod tests {
         let first = draws(&cfg);
         assert_eq!(first, draws(&cfg));
         assert_ne!(first[0], first[1], "the threads draw differently");
-        cfg.seed = Some(43);
+        cfg.seed = 43;
         assert_ne!(first, draws(&cfg));
     }
 
