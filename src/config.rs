@@ -3,9 +3,11 @@
 //! it only holds what they mean.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::plan::PlanSpec;
+use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
 
@@ -50,7 +52,10 @@ pub struct BenchConfig {
     pub target: Target,
     pub connections: usize,
     pub threads: usize,
-    pub duration: Duration,
+    /// How long the plan lasts after the warm-up: `-d`, the stages, or
+    /// the time `-n` requests of the plan take. None: a closed loop that
+    /// lasts until its `-n` requests are answered.
+    pub duration: Option<Duration>,
     pub timeout: Duration,
     pub mode: Mode,
     /// `--warmup`: the run's first part, sent as usual but not counted (the
@@ -64,6 +69,18 @@ pub struct BenchConfig {
     pub start_at: Option<SystemTime>,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
+    /// `-m`: the method of the request (default GET).
+    pub method: String,
+    /// `--body` or the bytes of `--body-file`: the request's body (with
+    /// `--targets`, the body of targets without one of their own).
+    pub body: Option<Arc<[u8]>>,
+    /// `--targets FILE`: the requests to send in turn instead of the one
+    /// of `-m`, the URL and the body.
+    pub targets: Option<Targets>,
+    /// `--targets-order`.
+    pub targets_order: TargetsOrder,
+    /// `-n/--requests`: stop after this many requests (of all shards).
+    pub requests: Option<u64>,
     /// `-L`: print the latency distribution.
     pub latency: bool,
     /// `-U`: also print the uncorrected latency distribution.
@@ -113,13 +130,14 @@ impl OutputOptions {
 
 impl BenchConfig {
     /// wrk's defaults for `target`: 2 threads, 10 connections, 10 s,
-    /// 2 s timeout, closed loop, no script, text report.
+    /// 2 s timeout, closed loop, GET without a body, no script, text
+    /// report.
     pub fn new(target: Target) -> BenchConfig {
         BenchConfig {
             target,
             connections: 10,
             threads: 2,
-            duration: Duration::from_secs(10),
+            duration: Some(Duration::from_secs(10)),
             timeout: Duration::from_secs(2),
             mode: Mode::ClosedLoop,
             warmup: Duration::ZERO,
@@ -127,6 +145,11 @@ impl BenchConfig {
             shard: Shard::WHOLE,
             start_at: None,
             headers: Vec::new(),
+            method: "GET".to_string(),
+            body: None,
+            targets: None,
+            targets_order: TargetsOrder::Sequential,
+            requests: None,
             latency: false,
             u_latency: false,
             batch_latency: false,
@@ -146,7 +169,9 @@ impl BenchConfig {
         match &self.mode {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => {
-                let mean = spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration);
+                // A plan always lasts a while (see `duration`).
+                let measured = self.duration.unwrap_or_default();
+                let mean = spec.mean_rate(self.warmup, self.warmup, self.warmup + measured);
                 Some(mean / self.shard.count as f64)
             }
         }
@@ -162,6 +187,14 @@ impl BenchConfig {
     /// wg/wrk#157).
     pub fn connections_of_thread(&self, i: usize) -> usize {
         spread(self.connections_of_instance(), self.threads, i)
+    }
+
+    /// The requests thread `i` of this instance may send in the closed
+    /// loop under `-n`: `-n` spread over every thread of every shard.
+    pub fn requests_of_thread(&self, i: usize) -> Option<u64> {
+        let threads = self.threads * self.shard.count;
+        let global = i * self.shard.count + self.shard.index;
+        self.requests.map(|n| spread(n as usize, threads, global) as u64)
     }
 }
 
@@ -190,7 +223,7 @@ mod tests {
 
     fn test_config() -> BenchConfig {
         BenchConfig {
-            duration: Duration::from_secs(1),
+            duration: Some(Duration::from_secs(1)),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:1/").unwrap())
         }
     }

@@ -35,7 +35,7 @@ pub fn run() -> Result<i32, Error> {
     let url = format!("http://{addr}/");
     let cfg = BenchConfig {
         connections: 50,
-        duration: DURATION,
+        duration: Some(DURATION),
         timeout: Duration::from_secs(5),
         mode: Mode::Paced(PlanSpec::constant(RATE)),
         latency: true,

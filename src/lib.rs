@@ -22,6 +22,7 @@ mod outfile;
 mod output;
 mod plan;
 mod report;
+mod requests;
 mod resolve;
 mod run;
 mod script;

@@ -235,7 +235,7 @@ mod tests {
         BenchConfig {
             connections: 2,
             threads: 1,
-            duration: Duration::from_secs(2),
+            duration: Some(Duration::from_secs(2)),
             mode: Mode::Paced(PlanSpec::constant(100.0)),
             outputs: options,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())

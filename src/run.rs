@@ -11,12 +11,13 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Batch, Engine, Finished, Overrun, RequestSource, Workload};
+use crate::engine::{Engine, Finished, Overrun, RequestSource, Workload};
 use crate::error::Error;
-use crate::http::request::{build_request, count_requests, default_headers};
+use crate::http::request::count_requests;
 use crate::limits;
 use crate::output::Outputs;
 use crate::report;
+use crate::requests;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
@@ -41,7 +42,10 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {
-        Some(script) => scripted_workload(cfg, &addrs, script)?,
+        Some(script) => {
+            requests::note_script_overrides(cfg);
+            scripted_workload(cfg, &addrs, script)?
+        }
         None => fixed_workload(cfg, addrs[0]),
     };
     let mut outputs = Outputs::start(cfg)?;
@@ -213,17 +217,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
     result.interrupted.map_or(0, |signal| signal.exit_code())
 }
 
-/// Every thread sends the same request to `addr`: GET of the URL's path
-/// with `Host` and the `-H` headers.
+/// Every thread sends the requests of the command line to `addr` (see
+/// [`crate::requests`]): `-m` of the URL's path with `Host`, the `-H`
+/// headers and the body, or the `--targets`, thread i starting at request i.
 pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
-    let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    let bytes: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
-    let batches: Arc<[Batch]> = Arc::from([Batch { bytes, heads: Arc::from([false]) }]);
-    Workload {
-        sources: (0..cfg.threads)
-            .map(|thread| RequestSource::fixed(batches.clone(), thread, addr))
-            .collect(),
-    }
+    requests::workload(cfg, addr)
 }
 
 /// One Lua state per thread, set up in wrk's order. As wrk's

@@ -15,9 +15,20 @@
 //! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
 //! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
 //! may be abbreviated to `--sl`.
+//!
+//! The request options (issue #12, [`crate::requests`]) are pace's: `-m`,
+//! `--body`, `--body-file`, `--targets`, `--targets-order` and
+//! `-n/--requests` (wrk has no `-m` or `-n`). They make two of wrk's
+//! abbreviations ambiguous, which getopt reports instead of guessing:
+//! `--b` (`--batch_latency`, `--body`, `--body-file`) and yicwang's `--re`
+//! (`--report_interval`, `--requests`).
+//! The files are read here, once, so that a missing file or a bad line is
+//! a command-line error (exit 1) before anything starts.
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::os::unix::ffi::OsStringExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use super::options::{bad_value, time, word_text, Item, Options, Spec};
@@ -26,6 +37,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::requests::{self, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
 use crate::units::{parse_count, parse_metric};
@@ -37,6 +49,12 @@ pub(super) enum Flag {
     Threads,
     Script,
     Header,
+    Method,
+    Body,
+    BodyFile,
+    Targets,
+    TargetsOrder,
+    Requests,
     Latency,
     ULatency,
     BatchLatency,
@@ -63,8 +81,9 @@ pub(super) enum Flag {
 }
 
 /// wrk2's options (`t:c:d:s:H:T:R:LUBv`), yicwang's `-D -p -e`, wrx's long
-/// options, and pace's own. `--u_latency`, `--batch_latency`,
-/// `--report_interval`, `--json_encoding` keep their authors' underscores.
+/// options, and pace's own (the requests' `-m`, `-n` and long options).
+/// `--u_latency`, `--batch_latency`, `--report_interval`, `--json_encoding`
+/// keep their authors' underscores.
 pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('c'), long: "connections", flag: Flag::Connections },
     Spec { short: Some('d'), long: "duration", flag: Flag::Duration },
@@ -93,6 +112,12 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "shard", flag: Flag::Shard },
     Spec { short: None, long: "start-at", flag: Flag::StartAt },
     Spec { short: None, long: "slo", flag: Flag::Slo },
+    Spec { short: Some('m'), long: "method", flag: Flag::Method },
+    Spec { short: None, long: "body", flag: Flag::Body },
+    Spec { short: None, long: "body-file", flag: Flag::BodyFile },
+    Spec { short: None, long: "targets", flag: Flag::Targets },
+    Spec { short: None, long: "targets-order", flag: Flag::TargetsOrder },
+    Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -116,6 +141,12 @@ struct BenchArgs {
     threads: usize,
     script: Option<PathBuf>,
     headers: Vec<(String, String)>,
+    method: Option<String>,
+    body: Option<Vec<u8>>,
+    body_file: Option<PathBuf>,
+    targets: Option<PathBuf>,
+    targets_order: Option<TargetsOrder>,
+    requests: Option<usize>,
     latency: bool,
     u_latency: bool,
     batch_latency: bool,
@@ -144,6 +175,12 @@ impl Default for BenchArgs {
             threads: 2,
             script: None,
             headers: Vec::new(),
+            method: None,
+            body: None,
+            body_file: None,
+            targets: None,
+            targets_order: None,
+            requests: None,
             latency: false,
             u_latency: false,
             batch_latency: false,
@@ -184,6 +221,14 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
             Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
             Flag::Header => typed.headers.push(header(&options.text(name)?)?),
+            Flag::Method => typed.method = Some(method(name, options.text(name)?)?),
+            Flag::Body => typed.body = Some(options.value(name)?.into_vec()),
+            Flag::BodyFile => typed.body_file = Some(PathBuf::from(options.value(name)?)),
+            Flag::Targets => typed.targets = Some(PathBuf::from(options.value(name)?)),
+            Flag::TargetsOrder => {
+                typed.targets_order = Some(targets_order(name, &options.text(name)?)?)
+            }
+            Flag::Requests => typed.requests = Some(count(name, &options.text(name)?)?),
             Flag::Latency => typed.latency = true,
             Flag::ULatency => typed.u_latency = true,
             Flag::BatchLatency => typed.batch_latency = true,
@@ -222,7 +267,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
     }
     // wrk prints the version and goes on, ending with the usage text and exit
     // 1 when there is no URL (wg/wrk#55); pace treats a lone -v as a request.
-    if typed.print_version && typed.words.is_empty() {
+    if typed.print_version && typed.words.is_empty() && typed.targets.is_none() {
         return Ok(Command::Version(version_line()));
     }
     let print_version = typed.print_version;
@@ -234,18 +279,42 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
 /// so that the last of repeated options is the one checked (`-t0 -t2`).
 fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     let mut words = std::mem::take(&mut typed.words).into_iter();
-    let url = words.next().ok_or_else(|| Error::Usage("missing URL (try 'pace --help')".into()))?;
+    let url = words.next();
+    let missing_url = || Error::Usage("missing URL (try 'pace --help')".into());
+    if url.is_none() && typed.targets.is_none() {
+        return Err(missing_url());
+    }
     check_ranges(&typed)?;
-    let target = Target::parse(&url).map_err(|err| Error::Usage(err.to_string()))?;
+    check_requests(&typed)?;
+    let body = match (typed.body.take(), &typed.body_file) {
+        (Some(body), _) => Some(Arc::from(body)),
+        (None, Some(file)) => Some(body_file(file)?),
+        (None, None) => None,
+    };
+    let targets = typed.targets.as_deref().map(Targets::read).transpose().map_err(Error::Usage)?;
+    let target = match (&url, &targets) {
+        (Some(url), _) => Target::parse(url).map_err(|err| Error::Usage(err.to_string()))?,
+        (None, Some(targets)) => targets.first().target.clone(),
+        (None, None) => return Err(missing_url()),
+    };
+    let run_is = if url.is_some() { "the run's URL" } else { "the first target" };
+    if let Some(targets) = &targets {
+        targets.check_origin(&target, run_is).map_err(Error::Usage)?;
+    }
     // `user:password@` in the URL is Basic authorization (as curl sends
-    // it), unless an -H header says otherwise.
+    // it), unless an -H header says otherwise. A target's own (the URL
+    // taken from the first target) is that target's alone.
     let mut headers = typed.headers;
     let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
-    if let Some(credentials) = target.basic_authorization().filter(|_| !authorized) {
+    let typed_url = url.is_some();
+    if let Some(credentials) = target.basic_authorization().filter(|_| !authorized && typed_url) {
         headers.push(("Authorization".to_string(), credentials));
     }
     let seed = plan::seed(&typed.plan);
     let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
+    let requests = typed.requests.map(|n| n as u64);
+    let duration =
+        plan::bounded(&mode, duration, typed.duration_typed, requests, typed.warmup, seed);
     let config = BenchConfig {
         target,
         connections: typed.connections,
@@ -258,6 +327,11 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         shard: typed.shard,
         start_at: typed.start_at,
         headers,
+        method: typed.method.unwrap_or_else(|| "GET".to_string()),
+        body,
+        targets,
+        targets_order: typed.targets_order.unwrap_or_default(),
+        requests,
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
         u_latency: typed.u_latency,
@@ -314,6 +388,47 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// The request options that exclude or need one another.
+fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
+    let fail = |message: &str| Err(Error::Usage(message.into()));
+    if typed.requests == Some(0) {
+        return fail("-n/--requests must be at least 1");
+    }
+    if typed.body.is_some() && typed.body_file.is_some() {
+        return fail("--body and --body-file cannot be used together");
+    }
+    if typed.targets.is_none() && typed.targets_order.is_some() {
+        return fail("--targets-order needs --targets");
+    }
+    if typed.targets.is_some() && typed.method.is_some() {
+        return fail("-m/--method cannot be used with --targets: each target names its method");
+    }
+    Ok(())
+}
+
+/// `--body-file`: read once, at the start.
+fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
+    std::fs::read(path).map(Arc::from).map_err(|err| {
+        Error::Usage(format!(
+            "cannot read --body-file {}: {}",
+            path.display(),
+            requests::io_reason(&err)
+        ))
+    })
+}
+
+/// `-m`: an HTTP method, as typed.
+fn method(option: &str, text: String) -> Result<String, Error> {
+    requests::check_method(&text).map_err(|why| bad_value(option, why))?;
+    Ok(text)
+}
+
+/// `--targets-order sequential|random`.
+fn targets_order(option: &str, text: &str) -> Result<TargetsOrder, Error> {
+    TargetsOrder::parse(text)
+        .ok_or_else(|| bad_value(option, format!("'{text}' is not 'sequential' or 'random'")))
 }
 
 /// A whole number with an optional SI suffix (`-c 1k`).
@@ -376,28 +491,10 @@ fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Error> {
     slo::parse(text).map_err(|why| bad_value(option, why))
 }
 
-/// `-H "Name: value"`, also without the space (`Name:value`, which wrk
-/// silently dropped: wg/wrk#404). Split at the first ':' so values may hold
-/// colons (`Host: x:8080`).
+/// `-H "Name: value"` ([`requests::parse_header`]).
 fn header(text: &str) -> Result<(String, String), Error> {
-    let bad = |why: &str| Error::Usage(format!("invalid header '{text}': {why}"));
-    let (name, value) = text.split_once(':').ok_or_else(|| bad("expected 'Name: value'"))?;
-    if name.is_empty() {
-        return Err(bad("empty name"));
-    }
-    if !name.bytes().all(is_token_byte) {
-        return Err(bad("the name may not contain spaces or separators"));
-    }
-    // A CR or LF would end the header early and corrupt the request.
-    if value.contains(['\r', '\n']) {
-        return Err(bad("the value may not contain line breaks"));
-    }
-    Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
-}
-
-/// RFC 9110 `tchar`: the bytes allowed in a header name.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+    requests::parse_header(text)
+        .map_err(|why| Error::Usage(format!("invalid header '{text}': {why}")))
 }
 
 #[cfg(test)]
@@ -473,7 +570,7 @@ mod tests {
         let cfg = config(&[URL]);
         assert_eq!(cfg.connections, 10);
         assert_eq!(cfg.threads, 2);
-        assert_eq!(cfg.duration, Duration::from_secs(10));
+        assert_eq!(cfg.duration, Some(Duration::from_secs(10)));
         assert_eq!(cfg.timeout, Duration::from_secs(2));
         assert_eq!(cfg.mode, Mode::ClosedLoop);
         assert_eq!(cfg.digits, 3);
@@ -505,14 +602,14 @@ mod tests {
     #[test]
     fn duration() {
         each_form("-d", "--duration", "30s", |cfg| {
-            assert_eq!(cfg.duration, Duration::from_secs(30))
+            assert_eq!(cfg.duration, Some(Duration::from_secs(30)))
         });
-        assert_eq!(config(&["-d", "5", URL]).duration, Duration::from_secs(5));
-        assert_eq!(config(&["-d", "2m", URL]).duration, Duration::from_secs(120));
-        assert_eq!(config(&["-d", "1h", URL]).duration, Duration::from_secs(3600));
-        assert_eq!(config(&["-d", "500ms", URL]).duration, Duration::from_millis(500));
-        assert_eq!(config(&["--dur=1.5s", URL]).duration, Duration::from_millis(1500));
-        assert_eq!(config(&["-d1s", "-d2s", URL]).duration, Duration::from_secs(2));
+        assert_eq!(config(&["-d", "5", URL]).duration, Some(Duration::from_secs(5)));
+        assert_eq!(config(&["-d", "2m", URL]).duration, Some(Duration::from_secs(120)));
+        assert_eq!(config(&["-d", "1h", URL]).duration, Some(Duration::from_secs(3600)));
+        assert_eq!(config(&["-d", "500ms", URL]).duration, Some(Duration::from_millis(500)));
+        assert_eq!(config(&["--dur=1.5s", URL]).duration, Some(Duration::from_millis(1500)));
+        assert_eq!(config(&["-d1s", "-d2s", URL]).duration, Some(Duration::from_secs(2)));
     }
 
     #[test]
@@ -752,7 +849,7 @@ mod tests {
         assert_eq!(
             error(&["--t", "2", URL]),
             "option '--t' is ambiguous; possibilities: '--threads' '--timeout' '--timeseries' \
-             '--thread-timeseries'"
+             '--thread-timeseries' '--targets' '--targets-order'"
         );
         assert_eq!(
             error(&["--d=1", URL]),
@@ -880,5 +977,231 @@ mod tests {
         for line in [&["-h"][..], &["--help"], &["--hel"], &[URL, "-h"], &["-t0", "-h"]] {
             assert!(matches!(parse_command(args(line)), Ok(Command::Help(_))), "{line:?}");
         }
+    }
+
+    #[test]
+    fn method() {
+        each_form("-m", "--method", "POST", |cfg| assert_eq!(cfg.method, "POST"));
+        assert_eq!(config(&[URL]).method, "GET");
+        assert_eq!(config(&["--m", "HEAD", URL]).method, "HEAD");
+        // Sent as typed: methods are case-sensitive.
+        assert_eq!(config(&["-m", "purge", URL]).method, "purge");
+        assert_eq!(config(&["-mPUT", "-mDELETE", URL]).method, "DELETE");
+        assert_eq!(
+            error(&["-m", "GE T", URL]),
+            "invalid value for '-m': 'GE T' is not an HTTP method (e.g. GET, POST, HEAD)"
+        );
+        assert!(error(&["--method=", URL]).starts_with("invalid value for '--method': ''"));
+        assert_eq!(error(&[URL, "-m"]), "option '-m' needs a value");
+    }
+
+    #[test]
+    fn body() {
+        assert_eq!(config(&[URL]).body, None);
+        let cfg = config(&["--body", "a=b&c", URL]);
+        assert_eq!(cfg.body.as_deref(), Some(&b"a=b&c"[..]));
+        assert_eq!(config(&["--body=", URL]).body.as_deref(), Some(&b""[..]));
+        assert_eq!(config(&[URL, "--body", "-x"]).body.as_deref(), Some(&b"-x"[..]));
+        // The method stays as -m says (GET), as in wrk, oha and hey.
+        assert_eq!(config(&["--body", "x", URL]).method, "GET");
+        // Bodies need not be UTF-8.
+        use std::os::unix::ffi::OsStringExt;
+        let line = vec!["--body".into(), OsString::from_vec(vec![0xff, 0]), URL.into()];
+        match parse_command(line) {
+            Ok(Command::Bench { config, .. }) => {
+                assert_eq!(config.body.as_deref(), Some(&[0xff, 0][..]))
+            }
+            _ => panic!("binary body rejected"),
+        }
+    }
+
+    #[test]
+    fn body_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("body.json");
+        std::fs::write(&file, b"{\"a\":1}\n").unwrap();
+        let file = file.to_str().unwrap();
+        for line in [
+            &["--body-file", file, URL][..],
+            &[&format!("--body-file={file}"), URL],
+            &["--body-", file, URL],
+        ] {
+            assert_eq!(config(line).body.as_deref(), Some(&b"{\"a\":1}\n"[..]), "{line:?}");
+        }
+        let missing = dir.path().join("nope.json");
+        assert_eq!(
+            error(&["--body-file", missing.to_str().unwrap(), URL]),
+            format!("cannot read --body-file {}: No such file or directory", missing.display())
+        );
+        assert_eq!(
+            error(&["--body", "x", "--body-file", file, URL]),
+            "--body and --body-file cannot be used together"
+        );
+        assert_eq!(
+            error(&["--bo", "x", URL]),
+            "option '--bo' is ambiguous; possibilities: '--body' '--body-file'"
+        );
+        assert_eq!(
+            error(&["--b", URL]),
+            "option '--b' is ambiguous; possibilities: '--batch_latency' '--body' '--body-file'"
+        );
+    }
+
+    #[test]
+    fn requests() {
+        each_form("-n", "--requests", "100", |cfg| assert_eq!(cfg.requests, Some(100)));
+        assert_eq!(config(&[URL]).requests, None);
+        assert_eq!(config(&["-n1k", URL]).requests, Some(1000));
+        assert_eq!(config(&["-n", "5", "-n", "7", URL]).requests, Some(7));
+        assert_eq!(error(&["-n", "0", URL]), "-n/--requests must be at least 1");
+        assert_eq!(
+            error(&["-n", "many", URL]),
+            "invalid value for '-n': 'many' is not a number (examples: 10, 1.5k, 2M)"
+        );
+        assert!(error(&["--requests", "1.5", URL]).contains("'--requests': '1.5' is not a whole"));
+        assert!(error(&["-n", "-1", URL]).contains("'-n'"));
+        assert_eq!(error(&[URL, "-n"]), "option '-n' needs a value");
+        // getopt's abbreviations: --re is no longer --report_interval alone.
+        assert_eq!(config(&["--req", "3", URL]).requests, Some(3));
+        let cfg = config(&["--rep", "1s", URL]);
+        assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(1)));
+        assert_eq!(config(&["--ra", "5", URL]).mode, Mode::Paced(PlanSpec::constant(5.0)));
+        assert_eq!(
+            error(&["--re", "3", URL]),
+            "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'"
+        );
+        assert_eq!(
+            error(&["--r", "3", URL]),
+            "option '--r' is ambiguous; possibilities: '--rate' '--report_interval' '--requests'"
+        );
+    }
+
+    #[test]
+    fn n_requests_bound_the_run() {
+        let secs = |s| Some(Duration::from_secs(s));
+        // The closed loop: open-ended, unless -d was typed.
+        assert_eq!(config(&["-n", "100", URL]).duration, None);
+        assert_eq!(config(&["-n", "100", "-d", "5s", URL]).duration, secs(5));
+        // A plan ends just after its N-th request is due (at 500/s, the
+        // 200th at 398 ms)...
+        let just_after = Some(Duration::from_nanos(398_000_001));
+        assert_eq!(config(&["-R", "500", "-n", "200", URL]).duration, just_after);
+        // ...counted after the warm-up...
+        let warm = config(&["-R", "500", "-n", "200", "--warmup", "1s", URL]);
+        assert_eq!(warm.duration, just_after);
+        // ...and at the latest at the end of -d or of the stages.
+        assert_eq!(config(&["-R", "500", "-n", "1M", "-d", "5s", URL]).duration, secs(5));
+        assert_eq!(config(&["--stages", "2s:100", "-n", "1M", URL]).duration, secs(2));
+        assert_eq!(
+            config(&["-R", "1", "-n", "100", URL]).duration,
+            Some(Duration::from_nanos(99_000_000_001))
+        );
+    }
+
+    /// A targets file in a temporary directory.
+    fn targets_file(text: &str) -> (tempfile::TempDir, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("targets.txt");
+        std::fs::write(&path, text).unwrap();
+        (dir, path.to_str().unwrap().to_string())
+    }
+
+    const TARGETS: &str = "GET http://127.0.0.1:8080/a\n\nPOST http://127.0.0.1:8080/b\nX: 1\n";
+
+    #[test]
+    fn targets_give_the_url_when_the_command_line_has_none() {
+        let (_dir, file) = targets_file(TARGETS);
+        let cfg = config(&["--targets", &file, "-t1"]);
+        assert_eq!(cfg.target.url, "http://127.0.0.1:8080/a");
+        assert!(cfg.script_args.is_empty());
+        let targets = cfg.targets.unwrap();
+        let lines: Vec<(usize, &str)> =
+            targets.list.iter().map(|t| (t.line, t.method.as_str())).collect();
+        assert_eq!(lines, [(1, "GET"), (3, "POST")]);
+        assert_eq!(cfg.targets_order, TargetsOrder::Sequential);
+        // A URL on the command line is still the run's, and wrk's rules
+        // for the words after it hold.
+        let cfg = config(&[&format!("--targets={file}"), "http://127.0.0.1:8080/x", "arg"]);
+        assert_eq!(cfg.target.url, "http://127.0.0.1:8080/x");
+        assert_eq!(cfg.script_args, ["arg"]);
+        // -v with targets and no URL runs.
+        match parse_command(args(&["-v", "--targets", &file])) {
+            Ok(Command::Bench { print_version: true, .. }) => {}
+            _ => panic!("-v --targets must run"),
+        }
+    }
+
+    #[test]
+    fn targets_options() {
+        let (_dir, file) = targets_file(TARGETS);
+        for order in ["--targets-order=random", "--targets-o=random", "--targets-order"] {
+            let mut line = vec!["--targets", &file, order, URL];
+            if order == "--targets-order" {
+                line.insert(3, "random");
+            }
+            assert_eq!(config(&line).targets_order, TargetsOrder::Random, "{line:?}");
+        }
+        let cfg = config(&["--targets", &file, "--targets-order", "sequential", URL]);
+        assert_eq!(cfg.targets_order, TargetsOrder::Sequential);
+        assert_eq!(
+            error(&["--targets", &file, "--targets-order", "shuffled", URL]),
+            "invalid value for '--targets-order': 'shuffled' is not 'sequential' or 'random'"
+        );
+        assert_eq!(error(&["--targets-order", "random", URL]), "--targets-order needs --targets");
+        assert_eq!(
+            error(&["--targets", &file, "-m", "PUT"]),
+            "-m/--method cannot be used with --targets: each target names its method"
+        );
+        let cfg = config(&["--targets", &file, "--body", "default"]);
+        assert_eq!(cfg.body.as_deref(), Some(&b"default"[..]));
+        assert_eq!(
+            error(&["--ta", &file, URL]),
+            "option '--ta' is ambiguous; possibilities: '--targets' '--targets-order'"
+        );
+    }
+
+    #[test]
+    fn targets_errors_are_usage_errors() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("none.txt");
+        assert_eq!(
+            error(&["--targets", missing.to_str().unwrap()]),
+            format!("cannot read --targets file {}: No such file or directory", missing.display())
+        );
+        let (_dir, file) = targets_file("GET http://127.0.0.1:8080/\nnot a header\n");
+        assert_eq!(
+            error(&["--targets", &file]),
+            format!("{file}:2: invalid header 'not a header': expected 'Name: value'")
+        );
+        let (_dir, file) =
+            targets_file("GET http://127.0.0.1:8080/a\nGET http://localhost:8080/b\n");
+        let message = error(&["--targets", &file]);
+        assert!(
+            message.starts_with(&format!(
+                "{file}:2: http://localhost:8080/b is not on http://127.0.0.1:8080 (the first \
+                 target); pace sends all targets over the same connections"
+            )),
+            "{message}"
+        );
+        assert!(message.ends_with("benchmark other hosts in separate runs"), "{message}");
+        let (_dir, file) = targets_file(TARGETS);
+        let message = error(&["--targets", &file, "http://127.0.0.1:9999/"]);
+        assert!(
+            message.starts_with(&format!(
+                "{file}:1: http://127.0.0.1:8080/a is not on http://127.0.0.1:9999 (the run's URL)"
+            )),
+            "{message}"
+        );
+        // Still: no URL and no targets.
+        assert_eq!(error(&["-m", "POST"]), "missing URL (try 'pace --help')");
+    }
+
+    #[test]
+    fn a_first_targets_credentials_stay_its_own() {
+        let (_dir, file) =
+            targets_file("GET http://u:p@127.0.0.1:8080/a\nGET http://127.0.0.1:8080/b\n");
+        assert!(config(&["--targets", &file]).headers.is_empty());
+        let cfg = config(&["--targets", &file, "http://v:w@127.0.0.1:8080/"]);
+        assert_eq!(cfg.headers, vec![("Authorization".into(), "Basic djp3".into())]);
     }
 }

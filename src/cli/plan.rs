@@ -56,6 +56,31 @@ pub(super) fn mode(
     Ok((Mode::Paced(PlanSpec { rate, stages: stages.clone(), arrival }), length))
 }
 
+/// How long the run lasts once `-n` is known: `-n N` in a plan ends it
+/// just after its N-th measured request is due (at the latest at the end
+/// of `-d` or the stages); in the closed loop it leaves the run open-ended
+/// (None) unless `-d` was typed, whichever comes first then.
+pub(super) fn bounded(
+    mode: &Mode,
+    duration: Duration,
+    duration_typed: bool,
+    requests: Option<u64>,
+    warmup: Duration,
+    seed: u64,
+) -> Option<Duration> {
+    let Some(requests) = requests else { return Some(duration) };
+    let Mode::Paced(spec) = mode else { return duration_typed.then_some(duration) };
+    let plan = spec.plan(warmup, seed);
+    let warmup_ns = warmup.as_nanos() as u64;
+    let last = plan.offset_ns(plan.count_before(warmup_ns) + requests - 1);
+    let needed = Duration::from_nanos(last.saturating_add(1).saturating_sub(warmup_ns));
+    if duration_typed || !spec.stages.is_empty() {
+        Some(duration.min(needed))
+    } else {
+        Some(needed)
+    }
+}
+
 /// The run's seed: `--seed`, or a fresh one (printed by the header when
 /// something random uses it, so the run can be repeated).
 pub(super) fn seed(args: &PlanArgs) -> u64 {

@@ -40,6 +40,17 @@ Usage: pace <options> <url> [script args...]
     -v, --version              Print version details
     -h, --help                 Print this help
 
+  Requests (without -s; a script makes its own):
+    -m, --method          <M>  Request method (default GET)
+        --body            <S>  Request body (Content-Length is set)
+        --body-file       <F>  Request body read from file F
+        --targets         <F>  Requests from file F, in turn (vegeta's
+                               http format); then the URL may be left out
+        --targets-order   <O>  sequential (default) or random (--seed
+                               repeats the order)
+    -n, --requests        <N>  Stop after N requests (with a rate: a plan
+                               of N requests; -d still bounds the run)
+
   Reports:
     -p, --report_interval <T>  Also report each period of T alone (0 = off)
     -e, --json                 Print JSON on stdout instead of text

@@ -35,7 +35,7 @@ use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::{Batch, RequestSource};
+pub use source::{Batch, Order, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
@@ -139,7 +139,12 @@ impl<'a> Engine<'a> {
                     Mode::ClosedLoop => None,
                     Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
                 },
-                duration_ns: duration_ns(cfg.warmup + cfg.duration),
+                duration_ns: cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d)),
+                // A plan ends itself after the -n requests (its duration).
+                budget: match cfg.mode {
+                    Mode::ClosedLoop => cfg.requests_of_thread(thread),
+                    Mode::Paced(_) => None,
+                },
                 timeout_ns: duration_ns(cfg.timeout),
             };
             workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
@@ -163,7 +168,7 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
-        let lasts = duration_ns(cfg.warmup + cfg.duration + cfg.timeout);
+        let lasts = cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d + cfg.timeout));
         let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
         loop {

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::http::response::Captured;
+use crate::plan::random::Draws;
 use crate::script::{Interrupter, ScriptError, ThreadScript};
 
 /// One write's worth of requests: their bytes, and for each request in
@@ -26,9 +27,20 @@ impl Batch {
     }
 }
 
+/// The order in which a source of fixed requests sends its batches.
+#[derive(Clone, Copy, Debug)]
+pub enum Order {
+    /// In turn, from the first one given.
+    Sequential,
+    /// Each batch drawn at random (uniformly, with replacement) from this
+    /// stream of random numbers.
+    Random(Draws),
+}
+
 pub enum RequestSource {
-    /// Requests built from the command line, sent in turn.
-    Fixed { batches: Arc<[Batch]>, next: usize, addr: SocketAddr },
+    /// Requests built from the command line, sent in turn (`random`
+    /// absent) or drawn at random.
+    Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
     /// A Lua state per thread; every batch has the depth and HEAD flags of
     /// the script's first request (as in wrk).
     Script { script: Box<ThreadScript>, heads: Arc<[bool]> },
@@ -36,10 +48,19 @@ pub enum RequestSource {
 
 impl RequestSource {
     /// Requests built from the command line (at least one batch, all of
-    /// the same depth), sent in turn from the `first`.
-    pub fn fixed(batches: Arc<[Batch]>, first: usize, addr: SocketAddr) -> RequestSource {
+    /// the same depth), sent in turn from the `first`, or in random order.
+    pub fn fixed(
+        batches: Arc<[Batch]>,
+        first: usize,
+        addr: SocketAddr,
+        order: Order,
+    ) -> RequestSource {
         debug_assert!(!batches.is_empty());
-        RequestSource::Fixed { next: first % batches.len(), batches, addr }
+        let random = match order {
+            Order::Sequential => None,
+            Order::Random(draws) => Some(draws),
+        };
+        RequestSource::Fixed { next: first % batches.len(), batches, random, addr }
     }
 
     /// Requests per batch: how many intended times of the plan one batch
@@ -56,10 +77,15 @@ impl RequestSource {
     #[inline]
     pub fn next_batch(&mut self) -> Result<Option<Batch>, ScriptError> {
         match self {
-            RequestSource::Fixed { batches, next, .. } => {
+            RequestSource::Fixed { batches, next, random: None, .. } => {
                 let batch = batches[*next].clone();
                 *next = (*next + 1) % batches.len();
                 Ok(Some(batch))
+            }
+            RequestSource::Fixed { batches, random: Some(random), .. } => {
+                // `uniform` is below 1; `min` guards the rounding.
+                let index = (random.uniform() * batches.len() as f64) as usize;
+                Ok(Some(batches[index.min(batches.len() - 1)].clone()))
             }
             RequestSource::Script { script, heads } => {
                 let bytes = script.request()?;
@@ -134,11 +160,30 @@ mod tests {
     #[test]
     fn fixed_requests_are_sent_in_turn() {
         let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
-        let mut source = RequestSource::fixed(batches, 4, "127.0.0.1:1".parse().unwrap());
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let mut source = RequestSource::fixed(batches, 4, addr, Order::Sequential);
         let sent: Vec<Arc<[u8]>> =
             (0..4).map(|_| source.next_batch().unwrap().unwrap().bytes).collect();
         assert_eq!(sent, [b"b", b"c", b"a", b"b"].map(|b| Arc::from(&b[..])));
         assert_eq!(source.depth(), 1);
         assert!(!source.stopped() && !source.wants_responses());
+    }
+
+    #[test]
+    fn random_order_repeats_with_its_seed_and_reaches_every_batch() {
+        let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let draw = |seed| {
+            let order = Order::Random(Draws::at(seed, 0, 0));
+            let mut source = RequestSource::fixed(batches.clone(), 0, addr, order);
+            (0..300).map(|_| source.next_batch().unwrap().unwrap().bytes[0]).collect::<Vec<u8>>()
+        };
+        let first = draw(7);
+        assert_eq!(first, draw(7));
+        assert_ne!(first, draw(8));
+        for letter in b"abc" {
+            let count = first.iter().filter(|&&b| b == *letter).count();
+            assert!((60..=140).contains(&count), "{} drawn {count} times of 300", *letter as char);
+        }
     }
 }

@@ -35,8 +35,11 @@ pub struct RunSetup {
     pub stride: u64,
     /// The global plan (None: closed loop).
     pub plan: Option<Plan>,
-    /// How long the plan lasts (the warm-up included).
+    /// How long the plan lasts (the warm-up included; `u64::MAX`: until
+    /// the budget is spent).
     pub duration_ns: u64,
+    /// The requests this thread may still send (`-n` in the closed loop).
+    pub budget: Option<u64>,
     pub timeout_ns: u64,
 }
 
@@ -106,7 +109,7 @@ impl Worker {
         // A start set by --start-at may lie ahead.
         self.wait_until(start_ns);
         self.recorder.start(start_ns);
-        let end_ns = start_ns + self.run.duration_ns;
+        let end_ns = start_ns.saturating_add(self.run.duration_ns);
         if let Some(plan) = &self.run.plan {
             let share = plan.share(self.run.first_k, self.run.stride, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
@@ -119,7 +122,7 @@ impl Worker {
         let sending_ended = end_ns.min(sys::now_ns());
         self.count_unsent(sending_ended);
         if !self.stopped() {
-            self.collect_in_flight(end_ns + self.run.timeout_ns);
+            self.collect_in_flight(sending_ended + self.run.timeout_ns);
         }
         // The run lasts until the end of the plan (or the stop), or until
         // the last response that came after it; waiting for responses that
@@ -150,9 +153,13 @@ impl Worker {
         self.stop.load(Ordering::Relaxed)
     }
 
-    /// This thread sends nothing more: stopped, or its script said so.
+    /// This thread sends nothing more: stopped, its script said so, or its
+    /// `-n` budget is spent.
     fn done_sending(&self) -> bool {
-        self.stopped() || self.source.stopped() || self.script_error.is_some()
+        self.stopped()
+            || self.source.stopped()
+            || self.script_error.is_some()
+            || self.run.budget == Some(0)
     }
 
     /// Waits on the clock until `at` (or a stop), precisely.
@@ -241,6 +248,9 @@ impl Worker {
                 }
                 Err(error) => return self.script_failed(error),
             };
+            if let Some(budget) = &mut self.run.budget {
+                *budget = budget.saturating_sub(batch.depth() as u64);
+            }
             let sent =
                 self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
             self.recorder.sent(&self.intended, sent);

@@ -52,7 +52,10 @@ pub struct Report {
     pub connections: usize,
     pub digits: u8,
     pub target_requests_per_sec: Option<f64>,
-    pub duration_s: f64,
+    /// None: open-ended, until `-n` requests are done.
+    pub duration_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests_limit: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub period: Option<Period>,
     // What this report covers.
@@ -412,7 +415,8 @@ fn common_fields(
         connections: cfg.connections,
         digits: cfg.digits,
         target_requests_per_sec: target,
-        duration_s: cfg.duration.as_secs_f64(),
+        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
+        requests_limit: cfg.requests,
         period: None,
         elapsed_s: seconds,
         requests: stats.requests,
@@ -461,7 +465,7 @@ mod tests {
 
     fn config(mode: Mode) -> BenchConfig {
         BenchConfig {
-            duration: Duration::from_secs(2),
+            duration: Some(Duration::from_secs(2)),
             mode,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }

@@ -43,7 +43,7 @@ mod tests {
 
     fn config(mode: Mode, latency: bool) -> BenchConfig {
         BenchConfig {
-            duration: Duration::from_secs(5),
+            duration: Some(Duration::from_secs(5)),
             mode,
             latency,
             outputs: OutputOptions {

@@ -19,8 +19,8 @@ use crate::stats::RunResult;
 /// How many slots the series of a run have: every slot the run covered
 /// (the planned duration, or less when the run was interrupted), plus any
 /// later slot in which late responses arrived.
-pub fn slot_count(result: &RunResult, planned: Duration) -> usize {
-    let covered = result.runtime.min(planned).as_nanos();
+pub fn slot_count(result: &RunResult, planned: Option<Duration>) -> usize {
+    let covered = planned.map_or(result.runtime, |planned| result.runtime.min(planned)).as_nanos();
     let slot = result.series_interval.as_nanos().max(1);
     let slots = usize::try_from(covered.div_ceil(slot)).unwrap_or(usize::MAX);
     result.series.iter().map(Vec::len).fold(slots, usize::max)
@@ -123,19 +123,19 @@ mod tests {
         let second = Duration::from_secs(1);
         // 1 s planned, ended a little later: 4 slots, trailing empty ones kept.
         let r = result(vec![vec![5, 6], vec![7]], Duration::from_millis(1003));
-        assert_eq!(slot_count(&r, second), 4);
+        assert_eq!(slot_count(&r, Some(second)), 4);
         // A response in a fifth slot adds it.
         let r = result(vec![vec![1, 0, 0, 0, 2]], Duration::from_millis(1260));
-        assert_eq!(slot_count(&r, second), 5);
+        assert_eq!(slot_count(&r, Some(second)), 5);
         // Interrupted after 0.6 s: 3 slots.
         let r = result(vec![vec![1]], Duration::from_millis(600));
-        assert_eq!(slot_count(&r, Duration::from_secs(10)), 3);
+        assert_eq!(slot_count(&r, Some(Duration::from_secs(10))), 3);
     }
 
     #[test]
     fn timeseries_like_wrx() {
         let r = result(vec![vec![5, 6], vec![7, 0, 1]], Duration::from_millis(750));
-        let slots = slot_count(&r, Duration::from_secs(1));
+        let slots = slot_count(&r, Some(Duration::from_secs(1)));
         let threads = per_thread(&r, slots);
         assert_eq!(threads, vec![vec![5, 6, 0], vec![7, 0, 1]]);
         let sums = totals(&threads, slots);

@@ -39,9 +39,21 @@ const MIN_ACHIEVED_SHARE: f64 = 0.99;
 const MAX_BUSY_SHARE: f64 = 0.9;
 
 /// `Running 30s test @ http://host/` and the threads and connections
-/// really used.
+/// really used. With `-n`: `Running 1000 requests @ ...` when that is all
+/// that bounds the run, or `Running 30s test, at most 1000 requests @ ...`.
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
-    writeln!(out, "Running {} test @ {}", format_test_duration(cfg.duration), cfg.target.url)?;
+    let url = &cfg.target.url;
+    match (cfg.duration, cfg.requests) {
+        (Some(duration), None) => {
+            writeln!(out, "Running {} test @ {url}", format_test_duration(duration))?
+        }
+        (Some(duration), Some(n)) => writeln!(
+            out,
+            "Running {} test, at most {n} requests @ {url}",
+            format_test_duration(duration)
+        )?,
+        (None, n) => writeln!(out, "Running {} requests @ {url}", n.unwrap_or_default())?,
+    }
     writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
     super::plan::write_header(out, cfg)
 }
@@ -82,13 +94,20 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
 /// The script stopped every thread before the end: the figures are over
 /// the time until then, which a wrk report of the same script is not.
 fn write_script_stop(out: &mut dyn Write, cfg: &BenchConfig, runtime: Duration) -> io::Result<()> {
-    writeln!(
-        out,
-        "Note: the script stopped every thread (thread:stop()) after {}; the rates are over \
-         that time, not the {} of -d (wrk divides by -d)",
-        format_time_us(runtime.as_micros() as f64),
-        format_test_duration(cfg.duration)
-    )
+    let stopped_after = format_time_us(runtime.as_micros() as f64);
+    match cfg.duration {
+        Some(duration) => writeln!(
+            out,
+            "Note: the script stopped every thread (thread:stop()) after {stopped_after}; the \
+             rates are over that time, not the {} of -d (wrk divides by -d)",
+            format_test_duration(duration)
+        ),
+        None => writeln!(
+            out,
+            "Note: the script stopped every thread (thread:stop()) after {stopped_after}, \
+             before the requests of -n were done"
+        ),
+    }
 }
 
 /// The percentiles of the latency distributions and how many decimals
@@ -399,7 +418,7 @@ mod tests {
 
     fn config(mode: Mode) -> BenchConfig {
         BenchConfig {
-            duration: Duration::from_secs(30),
+            duration: Some(Duration::from_secs(30)),
             mode,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/index.html").unwrap())
         }
@@ -449,11 +468,11 @@ mod tests {
             header(&cfg),
             "Running 30s test @ http://127.0.0.1:8080/index.html\n  2 threads and 10 connections\n"
         );
-        cfg.duration = Duration::from_secs(90);
+        cfg.duration = Some(Duration::from_secs(90));
         assert!(header(&cfg).starts_with("Running 2m test"));
-        cfg.duration = Duration::from_millis(500);
+        cfg.duration = Some(Duration::from_millis(500));
         assert!(header(&cfg).starts_with("Running 500ms test"));
-        cfg.duration = Duration::from_millis(1500);
+        cfg.duration = Some(Duration::from_millis(1500));
         assert!(header(&cfg).starts_with("Running 1.50s test"));
     }
 

@@ -20,7 +20,7 @@ const URL: &str = "http://127.0.0.1:8080/index.html?q=1";
 fn config() -> BenchConfig {
     BenchConfig {
         connections: 2,
-        duration: Duration::from_secs(1),
+        duration: Some(Duration::from_secs(1)),
         script_args: vec!["first".into(), "second".into()],
         ..BenchConfig::new(Target::parse(URL).unwrap())
     }

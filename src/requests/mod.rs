@@ -1,0 +1,411 @@
+//! Requests without a script: what `-m`, `--body`, `--body-file`, `-H` and
+//! `--targets` describe, turned into the list of request batches every
+//! engine thread sends in turn (a Lua script, `-s`, replaces all of it).
+//!
+//! - One request: `-m` (default GET) of the URL's path, `Host` from the URL
+//!   unless `-H` gives one, the `-H` headers, and the body of `--body` or
+//!   `--body-file` with its `Content-Length`. POST, PUT and PATCH without a
+//!   body say `Content-Length: 0`, as Go's net/http and hyper do (some
+//!   servers answer 411 to a POST without a length).
+//! - `--targets FILE`: one request per target of a vegeta targets file
+//!   ([`targets`]), each with its method, its URL's path and `Host`, the
+//!   `-H` headers (a target's own header of the same name replaces them),
+//!   and its body (`@file`), else the `--body`. All targets go to one
+//!   scheme, host and port: a thread's connections go to one address.
+//!
+//! Threads start at different places of the list (thread i at request i)
+//! and go round, so the run as a whole sends the requests in turn; with
+//! `--targets-order random` each thread draws its next request from its own
+//! stream of the run's random numbers (the run's seed, `--seed` or a fresh
+//! one, is printed on stderr so that the order can be repeated).
+
+pub mod targets;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use crate::config::BenchConfig;
+use crate::engine::{Batch, Order, RequestSource, Workload};
+use crate::http::request::{build_request, default_headers};
+use crate::plan::random::Draws;
+use crate::target::Target;
+
+pub use targets::Targets;
+
+/// `--targets-order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TargetsOrder {
+    /// Round-robin, in the order of the file.
+    #[default]
+    Sequential,
+    /// Each request drawn at random from the targets.
+    Random,
+}
+
+impl TargetsOrder {
+    /// The value of `--targets-order`.
+    pub fn parse(text: &str) -> Option<TargetsOrder> {
+        match text {
+            "sequential" => Some(TargetsOrder::Sequential),
+            "random" => Some(TargetsOrder::Random),
+            _ => None,
+        }
+    }
+}
+
+/// Methods whose requests give their content a meaning: without a body they
+/// are sent with `Content-Length: 0` (RFC 9110 section 8.6: a user agent
+/// should send a length for them).
+const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
+
+/// The stream of the run's random numbers (`Draws::at(seed, stream,
+/// thread)`) from which a thread draws its targets: apart from those of
+/// the arrival plan.
+const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
+
+/// Every thread sends the requests of the command line to `addr`, in turn
+/// or in random order (`--targets-order`). Threads are numbered across the
+/// shards (`--shard`) as the plan numbers them, thread i of shard s being
+/// i·N + s: each starts at its own request and draws its own random order,
+/// so that the instances of a shared plan do not repeat one another.
+pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
+    let batches: Arc<[Batch]> = batches(cfg).into();
+    let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
+    if random {
+        eprintln!(
+            "pace: targets in random order, seed {} (--seed {0} repeats the order)",
+            cfg.seed
+        );
+    }
+    Workload {
+        sources: (0..cfg.threads)
+            .map(|thread| {
+                let global = thread * cfg.shard.count + cfg.shard.index;
+                let order = match random {
+                    true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
+                    false => Order::Sequential,
+                };
+                RequestSource::fixed(batches.clone(), global, addr, order)
+            })
+            .collect(),
+    }
+}
+
+/// The requests of the command line, one batch (of one request) each: the
+/// targets of `--targets` in the order of the file, or the one request of
+/// `-m`, the URL and the body.
+pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
+    let body = cfg.body.as_deref();
+    match &cfg.targets {
+        Some(targets) => targets
+            .list
+            .iter()
+            .map(|target| {
+                let body = target.body.as_deref().or(body);
+                request(&target.method, &target.target, &cfg.headers, &target.headers, body)
+            })
+            .collect(),
+        None => vec![request(&cfg.method, &cfg.target, &cfg.headers, &[], body)],
+    }
+}
+
+/// One request: `method` of `target`'s path, `Host` (unless a header names
+/// one), the run's headers `common` except those `own` replaces (same name,
+/// any case), then `own`, and the body with its `Content-Length`.
+/// `target`'s `user:password@` is its Basic authorization unless a header
+/// of its own gives one.
+fn request(
+    method: &str,
+    target: &Target,
+    common: &[(String, String)],
+    own: &[(String, String)],
+    body: Option<&[u8]>,
+) -> Batch {
+    let named = |list: &[(String, String)], name: &str| {
+        list.iter().any(|(other, _)| other.eq_ignore_ascii_case(name))
+    };
+    let mut own = own.to_vec();
+    if let Some(credentials) =
+        target.basic_authorization().filter(|_| !named(&own, "authorization"))
+    {
+        own.push(("Authorization".to_string(), credentials));
+    }
+    let headers: Vec<(String, String)> = common
+        .iter()
+        .filter(|(name, _)| !named(&own, name))
+        .cloned()
+        .chain(own.iter().cloned())
+        .collect();
+    let headers = default_headers(&target.host_header(), &headers);
+    let body = body.or(BODY_METHODS.contains(&method).then_some(&[][..]));
+    let bytes = build_request(method, &target.path, &headers, body);
+    Batch { bytes: bytes.into(), heads: Arc::from([method == "HEAD"]) }
+}
+
+/// Says on stderr which options the script makes pointless (it builds the
+/// requests itself).
+pub fn note_script_overrides(cfg: &BenchConfig) {
+    let mut given = Vec::new();
+    if cfg.method != "GET" {
+        given.push("-m");
+    }
+    if cfg.body.is_some() {
+        given.push("--body/--body-file");
+    }
+    if cfg.targets.is_some() {
+        given.push("--targets");
+    }
+    if !given.is_empty() {
+        eprintln!(
+            "pace: the script (-s) makes the requests: {} {} not used",
+            given.join(", "),
+            if given.len() == 1 { "is" } else { "are" }
+        );
+    }
+}
+
+/// `-m`: an HTTP method is a token (RFC 9110: letters, digits and
+/// `!#$%&'*+-.^_`|~`), sent as typed (methods are case-sensitive).
+pub fn check_method(text: &str) -> Result<(), String> {
+    if text.is_empty() || !text.bytes().all(is_token_byte) {
+        return Err(format!("'{text}' is not an HTTP method (e.g. GET, POST, HEAD)"));
+    }
+    Ok(())
+}
+
+/// A header as `-H` and a targets file give it: `Name: value`, also
+/// without the space (`Name:value`, which wrk silently dropped:
+/// wg/wrk#404). Split at the first ':' so values may hold colons
+/// (`Host: x:8080`). The error says why, without the header.
+pub fn parse_header(text: &str) -> Result<(String, String), &'static str> {
+    let (name, value) = text.split_once(':').ok_or("expected 'Name: value'")?;
+    if name.is_empty() {
+        return Err("empty name");
+    }
+    if !name.bytes().all(is_token_byte) {
+        return Err("the name may not contain spaces or separators");
+    }
+    // A CR or LF would end the header early and corrupt the request.
+    if value.contains(['\r', '\n']) {
+        return Err("the value may not contain line breaks");
+    }
+    Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
+}
+
+/// Why a file cannot be read, without the `(os error N)` that
+/// `io::Error` appends.
+pub(crate) fn io_reason(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(end) => text[..end].to_string(),
+        None => text,
+    }
+}
+
+/// RFC 9110 `tchar`: the bytes allowed in a header name or a method.
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::targets::TargetRequest;
+    use super::*;
+    use crate::http::request::count_requests;
+
+    fn config(url: &str) -> BenchConfig {
+        BenchConfig::new(Target::parse(url).unwrap())
+    }
+
+    fn text(batch: &Batch) -> String {
+        String::from_utf8(batch.bytes.to_vec()).unwrap()
+    }
+
+    fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+        list.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()
+    }
+
+    /// Every batch holds one request whose HEAD flag is the parser's.
+    fn check(batches: &[Batch]) {
+        for batch in batches {
+            let parsed = count_requests(&batch.bytes).unwrap();
+            assert_eq!(parsed.is_head, batch.heads.to_vec(), "{}", text(batch));
+        }
+    }
+
+    #[test]
+    fn a_get_of_the_url_by_default() {
+        let mut cfg = config("http://example.com:8080/a?b=1");
+        cfg.headers = pairs(&[("X-A", "1")]);
+        let batches = batches(&cfg);
+        check(&batches);
+        assert_eq!(batches.len(), 1);
+        assert_eq!(
+            text(&batches[0]),
+            "GET /a?b=1 HTTP/1.1\r\nHost: example.com:8080\r\nX-A: 1\r\n\r\n"
+        );
+    }
+
+    #[test]
+    fn method_and_body_with_content_length() {
+        let mut cfg = config("http://h/p");
+        cfg.method = "POST".into();
+        cfg.body = Some(Arc::from(&b"a=b"[..]));
+        let batches = batches(&cfg);
+        check(&batches);
+        assert_eq!(
+            text(&batches[0]),
+            "POST /p HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\na=b"
+        );
+    }
+
+    #[test]
+    fn methods_with_content_say_when_they_have_none() {
+        let mut cfg = config("http://h/");
+        for method in ["POST", "PUT", "PATCH"] {
+            cfg.method = method.into();
+            let request = text(&batches(&cfg)[0]);
+            assert!(request.ends_with("Content-Length: 0\r\n\r\n"), "{request}");
+        }
+        for method in ["GET", "DELETE", "OPTIONS", "HEAD"] {
+            cfg.method = method.into();
+            let request = text(&batches(&cfg)[0]);
+            assert!(!request.contains("Content-Length"), "{request}");
+        }
+    }
+
+    #[test]
+    fn head_is_flagged() {
+        let mut cfg = config("http://h/");
+        cfg.method = "HEAD".into();
+        let batches = batches(&cfg);
+        check(&batches);
+        assert_eq!(batches[0].heads.to_vec(), [true]);
+        cfg.method = "head".into();
+        // Methods are case-sensitive: `head` is not HEAD.
+        assert_eq!(super::batches(&cfg)[0].heads.to_vec(), [false]);
+    }
+
+    fn target(line: usize, method: &str, url: &str, headers: &[(&str, &str)]) -> TargetRequest {
+        TargetRequest {
+            line,
+            method: method.into(),
+            target: Target::parse(url).unwrap(),
+            headers: pairs(headers),
+            body: None,
+        }
+    }
+
+    #[test]
+    fn one_request_per_target_with_common_headers_and_body() {
+        let mut cfg = config("http://h:1/");
+        cfg.headers = pairs(&[("Accept", "*/*"), ("X-Run", "r"), ("x-run", "r2")]);
+        cfg.body = Some(Arc::from(&b"common"[..]));
+        let mut own_body = target(3, "PUT", "http://h:1/b", &[("X-RUN", "mine")]);
+        own_body.body = Some(Arc::from(&b"own"[..]));
+        cfg.targets = Some(Targets {
+            file: "t.txt".into(),
+            list: vec![
+                target(1, "GET", "http://h:1/a", &[]),
+                own_body,
+                target(5, "HEAD", "http://h:1/c", &[("Host", "virtual")]),
+            ],
+        });
+        let batches = batches(&cfg);
+        check(&batches);
+        let texts: Vec<String> = batches.iter().map(text).collect();
+        assert_eq!(
+            texts,
+            [
+                "GET /a HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\nX-Run: r\r\nx-run: r2\r\n\
+                 Content-Length: 6\r\n\r\ncommon",
+                "PUT /b HTTP/1.1\r\nHost: h:1\r\nAccept: */*\r\nX-RUN: mine\r\n\
+                 Content-Length: 3\r\n\r\nown",
+                "HEAD /c HTTP/1.1\r\nAccept: */*\r\nX-Run: r\r\nx-run: r2\r\nHost: virtual\r\n\
+                 Content-Length: 6\r\n\r\ncommon",
+            ]
+        );
+        let heads: Vec<Vec<bool>> = batches.iter().map(|b| b.heads.to_vec()).collect();
+        assert_eq!(heads, [[false], [false], [true]]);
+    }
+
+    #[test]
+    fn a_targets_credentials_are_its_own_authorization() {
+        let mut cfg = config("http://h/");
+        cfg.headers = pairs(&[("Authorization", "Bearer run")]);
+        cfg.targets = Some(Targets {
+            file: "t.txt".into(),
+            list: vec![
+                target(1, "GET", "http://u:p@h/a", &[]),
+                target(2, "GET", "http://u:p@h/b", &[("authorization", "Bearer own")]),
+                target(3, "GET", "http://h/c", &[]),
+            ],
+        });
+        let texts: Vec<String> = batches(&cfg).iter().map(text).collect();
+        assert!(texts[0].contains("\r\nAuthorization: Basic dTpw\r\n"), "{}", texts[0]);
+        assert!(!texts[0].contains("Bearer"), "{}", texts[0]);
+        assert!(texts[1].contains("\r\nauthorization: Bearer own\r\n"), "{}", texts[1]);
+        assert!(!texts[1].contains("Basic") && !texts[1].contains("run"), "{}", texts[1]);
+        assert!(texts[2].contains("\r\nAuthorization: Bearer run\r\n"), "{}", texts[2]);
+    }
+
+    #[test]
+    fn threads_start_at_their_own_target() {
+        let mut cfg = config("http://h/");
+        cfg.threads = 3;
+        cfg.targets = Some(Targets {
+            file: "t.txt".into(),
+            list: vec![target(1, "GET", "http://h/a", &[]), target(2, "GET", "http://h/b", &[])],
+        });
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let firsts: Vec<String> = workload(&cfg, addr)
+            .sources
+            .iter_mut()
+            .map(|source| text(&source.next_batch().unwrap().unwrap()))
+            .map(|request| request.split(' ').nth(1).unwrap().to_string())
+            .collect();
+        assert_eq!(firsts, ["/a", "/b", "/a"]);
+    }
+
+    #[test]
+    fn random_order_is_seeded_per_thread() {
+        let mut cfg = config("http://h/");
+        cfg.threads = 2;
+        cfg.targets_order = TargetsOrder::Random;
+        cfg.seed = 42;
+        let list = (0..10).map(|i| target(i + 1, "GET", &format!("http://h/{i}"), &[])).collect();
+        cfg.targets = Some(Targets { file: "t.txt".into(), list });
+        let addr = "127.0.0.1:1".parse().unwrap();
+        let draws = |cfg: &BenchConfig| -> Vec<Vec<Arc<[u8]>>> {
+            workload(cfg, addr)
+                .sources
+                .iter_mut()
+                .map(|source| {
+                    (0..50).map(|_| source.next_batch().unwrap().unwrap().bytes).collect()
+                })
+                .collect()
+        };
+        let first = draws(&cfg);
+        assert_eq!(first, draws(&cfg));
+        assert_ne!(first[0], first[1], "the threads draw differently");
+        cfg.seed = 43;
+        assert_ne!(first, draws(&cfg));
+    }
+
+    #[test]
+    fn headers_and_methods() {
+        assert_eq!(parse_header("A: b"), Ok(("A".into(), "b".into())));
+        assert_eq!(parse_header("A:b:c"), Ok(("A".into(), "b:c".into())));
+        assert_eq!(parse_header("A:"), Ok(("A".into(), "".into())));
+        assert_eq!(parse_header("A"), Err("expected 'Name: value'"));
+        assert_eq!(parse_header(": b"), Err("empty name"));
+        assert_eq!(parse_header("A B: c"), Err("the name may not contain spaces or separators"));
+        assert_eq!(parse_header("A: b\rc"), Err("the value may not contain line breaks"));
+        for good in ["GET", "POST", "M-SEARCH", "purge"] {
+            assert!(check_method(good).is_ok(), "{good}");
+        }
+        for bad in ["", "GE T", "GET\r\n", "a/b"] {
+            assert!(check_method(bad).is_err(), "{bad:?}");
+        }
+    }
+}
