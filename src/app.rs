@@ -39,6 +39,7 @@ fn run(command: Command) -> Result<i32, Error> {
                 .map_err(|err| Error::Setup(format!("cannot serve on {bind}: {err}")))
         }
         Command::Demo => crate::demo::run(),
+        Command::Merge(args) => crate::merge::run(&args),
         Command::Help(text) | Command::Version(text) => {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))
         }

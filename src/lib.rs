@@ -18,6 +18,7 @@ mod engine;
 mod error;
 mod http;
 mod limits;
+mod merge;
 mod outfile;
 mod output;
 mod plan;

@@ -469,7 +469,7 @@ fn period(option: &str, text: &str) -> Result<Duration, Error> {
 
 /// `--percentiles 50,90,99,99.9`: numbers from 0 to 100, used in
 /// increasing order, each once.
-fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
+pub(super) fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
     let mut list = Vec::new();
     for word in text.split(',').map(str::trim) {
         let bad = || {
@@ -490,7 +490,7 @@ fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
 }
 
 /// `--slo p99<10ms,errors<1%`: objectives (see [`crate::slo`]).
-fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Error> {
+pub(super) fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Error> {
     slo::parse(text).map_err(|why| bad_value(option, why))
 }
 

@@ -1,12 +1,14 @@
 //! The command line: which command to run, with which options.
 //!
-//! `pace serve ...`, `pace demo` and `pace help [serve|demo]` are
+//! `pace serve ...`, `pace demo`, `pace merge ...` and
+//! `pace help [serve|demo|merge]` are
 //! subcommands, recognised by the first word only; anything else is a
 //! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
 //! [`Command`] (help and version texts included) or an [`Error::Usage`] with
 //! a one-line message, and `main` does the printing.
 
 mod bench;
+mod merge;
 mod options;
 mod plan;
 mod serve;
@@ -34,6 +36,8 @@ pub enum Command {
     Serve(ServeOptions),
     /// `pace demo`.
     Demo,
+    /// `pace merge`: report saved runs as one.
+    Merge(crate::merge::MergeArgs),
     /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
@@ -49,6 +53,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
     let subcommand: fn(Vec<OsString>) -> Result<Command, Error> = match first {
         "serve" => serve::parse_serve,
         "demo" => serve::parse_demo,
+        "merge" => merge::parse_merge,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -67,8 +72,11 @@ fn help(topics: Vec<OsString>) -> Result<Command, Error> {
         None => usage::main(),
         Some(topic) if topic == "serve" => usage::serve(),
         Some(topic) if topic == "demo" => usage::demo(),
+        Some(topic) if topic == "merge" => usage::merge(),
         Some(topic) => {
-            return Err(Error::Usage(format!("unknown command '{topic}' (commands: serve, demo)")))
+            return Err(Error::Usage(format!(
+                "unknown command '{topic}' (commands: serve, demo, merge)"
+            )))
         }
     };
     Ok(Command::Help(text))

@@ -10,6 +10,7 @@ pub(super) fn main() -> String {
 Usage: pace <options> <url> [script args...]
        pace serve <options>
        pace demo
+       pace merge <options> <file>...
   Options:
     -c, --connections     <N>  Connections to keep open (default 10)
     -d, --duration        <T>  Duration of test (default 10s)
@@ -76,12 +77,15 @@ Usage: pace <options> <url> [script args...]
     serve                      Run the built-in target server (pace serve -h)
     demo                       Benchmark the built-in server with a stall:
                                corrected vs uncorrected latency, no setup
+    merge                      Report saved runs (-e, --hlog) as one, e.g.
+                               the shards of a plan (pace merge -h)
 
   Exit status:
     0                          The run completed
     1                          Bad command line
     2                          Target unusable (resolve, connect, TLS)
-                               or a file cannot be read or written
+                               or a file cannot be read, written or
+                               merged
     3                          The Lua script failed
     4                          An --slo objective failed (the report
                                is printed; 2, 3, 130, 143 take precedence)
@@ -116,6 +120,27 @@ Usage: pace serve <options>
   Time arguments may include a time unit (500ms, 2s, 2m, 2h)
 ",
     )
+}
+
+/// `pace merge -h`.
+pub(super) fn merge() -> String {
+    "\
+Usage: pace merge <options> <file>...
+  Reports several saved runs as one: the shards of one plan (--shard)
+  sent from several machines, or unrelated runs. Each file is what
+  pace -e wrote (JSON, or JSON Lines with -p), or an --hlog log.
+  Latency histograms are added count by count (exact), counts and bytes
+  summed, rates taken over the union of the runs' time windows.
+  Options:
+    -L, --latency              Print latency statistics
+    -U, --u_latency            Also print the uncorrected latency
+        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9)
+    -e, --json                 Print JSON instead of text
+        --slo             <S>  Judge the merged result (exit 4 on failure)
+    -o, --output          <F>  Write the report to F instead of stdout
+    -h, --help                 Print this help
+"
+    .to_string()
 }
 
 /// `pace demo -h`.

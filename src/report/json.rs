@@ -465,7 +465,7 @@ fn common_fields(
     })
 }
 
-fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
+pub fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
     let recorded = !h.is_empty();
     let some_if = |value: u64| recorded.then_some(value);
     Summary {

@@ -1,0 +1,105 @@
+//! `pace merge [options] FILE...`: the command line of a merge.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use super::bench::{objectives, percentiles};
+use super::options::{Item, Options, Spec};
+use super::{usage, Command};
+use crate::error::Error;
+use crate::merge::MergeArgs;
+
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum MergeFlag {
+    Json,
+    Latency,
+    ULatency,
+    Percentiles,
+    Slo,
+    Output,
+    Help,
+}
+
+pub(super) const MERGE_SPECS: &[Spec<MergeFlag>] = &[
+    Spec { short: Some('e'), long: "json", flag: MergeFlag::Json },
+    Spec { short: Some('L'), long: "latency", flag: MergeFlag::Latency },
+    Spec { short: Some('U'), long: "u_latency", flag: MergeFlag::ULatency },
+    Spec { short: None, long: "percentiles", flag: MergeFlag::Percentiles },
+    Spec { short: None, long: "slo", flag: MergeFlag::Slo },
+    Spec { short: Some('o'), long: "output", flag: MergeFlag::Output },
+    Spec { short: Some('h'), long: "help", flag: MergeFlag::Help },
+];
+
+/// Parses the words after `pace merge`.
+pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, MERGE_SPECS);
+    let mut merge = MergeArgs::default();
+    while let Some(item) = options.next()? {
+        let found = match item {
+            Item::Word(word) => {
+                merge.files.push(PathBuf::from(word));
+                continue;
+            }
+            Item::Option(found) => found,
+        };
+        let name = found.name.as_str();
+        match found.flag {
+            MergeFlag::Json => merge.outputs.json = true,
+            MergeFlag::Latency => merge.latency = true,
+            MergeFlag::ULatency => merge.u_latency = true,
+            MergeFlag::Percentiles => {
+                merge.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
+            }
+            MergeFlag::Slo => merge.slo.extend(objectives(name, &options.text(name)?)?),
+            MergeFlag::Output => merge.outputs.output = Some(PathBuf::from(options.value(name)?)),
+            MergeFlag::Help => return Ok(Command::Help(usage::merge())),
+        }
+    }
+    if merge.files.is_empty() {
+        return Err(Error::Usage(
+            "pace merge needs the files to merge (results of pace -e, or --hlog logs)".into(),
+        ));
+    }
+    Ok(Command::Merge(merge))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(words: &[&str]) -> Result<MergeArgs, Error> {
+        match parse_merge(words.iter().map(OsString::from).collect())? {
+            Command::Merge(args) => Ok(args),
+            _ => panic!("not a merge"),
+        }
+    }
+
+    #[test]
+    fn files_and_options() {
+        let args =
+            parse(&["-e", "a.json", "-U", "b.json", "--slo", "p99<10ms", "-o", "m.json"]).unwrap();
+        assert_eq!(args.files, [PathBuf::from("a.json"), PathBuf::from("b.json")]);
+        assert!(args.outputs.json && args.u_latency && !args.latency);
+        assert_eq!(args.slo.len(), 1);
+        assert_eq!(args.outputs.output, Some(PathBuf::from("m.json")));
+        let args = parse(&["--percentiles", "99,50", "x"]).unwrap();
+        assert_eq!(args.outputs.percentiles, Some(vec![50.0, 99.0]));
+    }
+
+    #[test]
+    fn mistakes_are_usage_errors() {
+        for (words, says) in [
+            (&["-e"][..], "needs the files"),
+            (&["--slo", "p99<1x", "a"][..], "'1x' is not a time"),
+            (&["-x", "a"][..], "-x"),
+            (&["--percentiles", "101", "a"][..], "not a percentile"),
+        ] {
+            let Err(Error::Usage(message)) = parse(words) else { panic!("{words:?}") };
+            assert!(message.contains(says), "{words:?}: {message}");
+        }
+        assert!(matches!(
+            parse_merge(vec![OsString::from("-h")]).unwrap(),
+            Command::Help(text) if text.starts_with("Usage: pace merge")
+        ));
+    }
+}

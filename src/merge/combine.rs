@@ -1,0 +1,570 @@
+//! Several saved runs made one: the shards of one plan, or runs that have
+//! nothing to do with each other (two servers, two days). Histograms are
+//! added count by count, which is exact; counts and bytes are summed; the
+//! rates are over the union of the runs' time windows. Inputs that cannot
+//! be added without a wrong result are refused with the reason.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use super::saved::{SavedRun, Settings};
+use crate::config::{BenchConfig, Mode, Shard};
+use crate::plan::PlanSpec;
+use crate::stats::{Interval, RunResult, Stats};
+use crate::target::Target;
+
+/// Runs whose starts differ by less than this are on one time line (the
+/// JSON's Unix seconds carry about a microsecond).
+const ALIGNMENT_SLACK: Duration = Duration::from_millis(1);
+
+/// The combined run, ready for the reports.
+pub struct Merged {
+    pub settings: Settings,
+    pub result: RunResult,
+    /// The `-p` periods of the runs added period by period (none when the
+    /// runs had none, or their periods do not line up).
+    pub periods: Vec<Interval>,
+    /// What the reader should know about the merge (missing shards,
+    /// periods left out): printed on stderr.
+    pub notes: Vec<String>,
+    /// How the inputs relate.
+    pub kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// Shards `--shard I/N` of one plan: `present` of `count`.
+    Shards { present: usize, count: usize },
+    /// Independent runs, each whole.
+    Runs,
+}
+
+/// Combines `runs` (at least one).
+pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
+    let first = runs.first().ok_or("nothing to merge")?;
+    let mut notes = Vec::new();
+    same_everywhere(runs, "-D (significant digits)", |s| s.digits)?;
+    same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan.is_some())?;
+    let kind = kind(runs, &mut notes)?;
+    let settings = match kind {
+        Kind::Shards { present, count } => shard_settings(runs, present, count),
+        Kind::Runs => run_settings(runs, &mut notes),
+    };
+    let mut total = Stats::new(first.settings.digits);
+    for run in runs {
+        total.merge(&run.result.total);
+    }
+    let starts = runs.iter().map(|r| r.result.measured_from);
+    let ends = runs.iter().map(|r| r.result.measured_from + r.result.runtime);
+    let measured_from = starts.min().unwrap_or(first.result.measured_from);
+    let ended = ends.max().unwrap_or(measured_from);
+    let (series, series_interval) = series(runs, &mut notes);
+    let result = RunResult {
+        total,
+        threads: runs.iter().flat_map(|r| r.result.threads.iter().copied()).collect(),
+        runtime: ended.duration_since(measured_from).unwrap_or_default(),
+        interrupted: runs.iter().find_map(|r| r.result.interrupted),
+        script_stopped: runs.iter().all(|r| r.result.script_stopped),
+        series,
+        series_interval,
+        measured_from,
+    };
+    let periods = periods(runs, &mut notes);
+    Ok(Merged { settings, result, periods, notes, kind })
+}
+
+/// The configuration the reports of a merged (or a single saved) run are
+/// made from: the text and JSON layouts read everything from it.
+pub fn config(settings: &Settings) -> Result<BenchConfig, String> {
+    let urls: Vec<&str> = settings.url.split(", ").collect();
+    let mut target = Target::parse(urls[0]).map_err(|e| format!("{}: {e}", urls[0]))?;
+    // Runs against several servers: the header names them all.
+    target.url = settings.url.clone();
+    Ok(BenchConfig {
+        connections: settings.connections,
+        threads: settings.threads,
+        duration: settings.duration,
+        timeout: settings.timeout,
+        mode: settings.plan.clone().map_or(Mode::ClosedLoop, Mode::Paced),
+        warmup: settings.warmup,
+        seed: settings.seed,
+        shard: settings.shard,
+        start_at: settings.start_at,
+        requests: settings.requests_limit,
+        digits: settings.digits,
+        ..BenchConfig::new(target)
+    })
+}
+
+/// Fails unless `field` is the same in every run.
+fn same_everywhere<T: PartialEq + std::fmt::Debug>(
+    runs: &[SavedRun],
+    what: &str,
+    field: impl Fn(&Settings) -> T,
+) -> Result<(), String> {
+    let first = &runs[0];
+    match runs.iter().find(|r| field(&r.settings) != field(&first.settings)) {
+        None => Ok(()),
+        Some(other) => Err(format!(
+            "{} and {} differ in {what} ({:?} and {:?}): their results cannot be added exactly",
+            first.source,
+            other.source,
+            field(&first.settings),
+            field(&other.settings)
+        )),
+    }
+}
+
+/// Shards of one plan, or independent runs; duplicates and mixtures are
+/// refused, missing shards noted.
+fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
+    let sharded = runs.iter().filter(|r| r.settings.shard.count > 1).count();
+    if sharded == 0 {
+        refuse_the_same_run_twice(runs)?;
+        return Ok(Kind::Runs);
+    }
+    if sharded < runs.len() {
+        let whole = runs.iter().find(|r| r.settings.shard.count == 1).unwrap();
+        let shard = runs.iter().find(|r| r.settings.shard.count > 1).unwrap();
+        return Err(format!(
+            "{} is a shard of a plan but {} is a whole run: merge the shards of one plan, or \
+             whole runs",
+            shard.source, whole.source
+        ));
+    }
+    same_everywhere(runs, "the shard count (--shard I/N)", |s| s.shard.count)?;
+    let mut seen: BTreeMap<usize, &str> = BTreeMap::new();
+    for run in runs {
+        if let Some(earlier) = seen.insert(run.settings.shard.index, &run.source) {
+            let Shard { index, count } = run.settings.shard;
+            return Err(format!(
+                "shard {index}/{count} is there twice: {earlier} and {}",
+                run.source
+            ));
+        }
+    }
+    // One plan: what decides which request is sent when must agree.
+    same_everywhere(runs, "the plan (-R, --stages, --arrival)", |s| s.plan.clone())?;
+    same_everywhere(runs, "--seed", |s| s.seed)?;
+    same_everywhere(runs, "--warmup", |s| s.warmup)?;
+    same_everywhere(runs, "the duration (-d, -n)", |s| s.duration)?;
+    same_everywhere(runs, "-n", |s| s.requests_limit)?;
+    same_everywhere(runs, "-c", |s| s.connections)?;
+    let count = runs[0].settings.shard.count;
+    let missing: Vec<String> =
+        (0..count).filter(|i| !seen.contains_key(i)).map(|i| format!("{i}/{count}")).collect();
+    if !missing.is_empty() {
+        notes.push(format!(
+            "shard{} {} missing: the merged result is {} of the {count} shards, and its target \
+             rate theirs",
+            if missing.len() > 1 { "s" } else { "" },
+            missing.join(", "),
+            runs.len()
+        ));
+    }
+    if runs.iter().any(|r| r.settings.start_at != runs[0].settings.start_at) {
+        notes.push(
+            "the shards did not share one --start-at: the server did not see one schedule, and \
+             the rates are over the union of their time windows"
+                .into(),
+        );
+    }
+    Ok(Kind::Shards { present: runs.len(), count })
+}
+
+/// The same file given twice would count everything twice.
+fn refuse_the_same_run_twice(runs: &[SavedRun]) -> Result<(), String> {
+    for (i, a) in runs.iter().enumerate() {
+        for b in &runs[i + 1..] {
+            let same = a.result.measured_from == b.result.measured_from
+                && a.result.runtime == b.result.runtime
+                && a.result.total.requests == b.result.total.requests
+                && a.result.total.corrected == b.result.total.corrected;
+            if same {
+                return Err(format!("{} and {} are the same run", a.source, b.source));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The settings of shards of one plan: the plan's, for the shards there.
+fn shard_settings(runs: &[SavedRun], present: usize, count: usize) -> Settings {
+    let first = &runs[0].settings;
+    Settings {
+        url: urls(runs),
+        threads: runs.iter().map(|r| r.settings.threads).sum(),
+        connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
+        instance_connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
+        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
+        shard: Shard::WHOLE,
+        start_at: common(runs, |s| s.start_at).flatten(),
+        // The shards there send their share of the plan.
+        plan: first.plan.as_ref().map(|plan| scaled(plan, present as f64 / count as f64)),
+        ..first.clone()
+    }
+}
+
+/// The settings of independent runs: their sum where that has a meaning.
+fn run_settings(runs: &[SavedRun], notes: &mut Vec<String>) -> Settings {
+    let first = &runs[0].settings;
+    let one_plan = common(runs, |s| (s.plan.clone(), s.warmup, s.duration, s.seed)).is_some();
+    let k = runs.len() as f64;
+    let (plan, warmup, duration) = match &first.plan {
+        None => (None, Duration::ZERO, common(runs, |s| s.duration).flatten()),
+        // The same plan k times over is that plan at k times the rate.
+        Some(plan) if one_plan => (Some(scaled(plan, k)), first.warmup, first.duration),
+        Some(_) => {
+            notes.push(
+                "the runs had different plans: the target rate is the sum of their mean rates, \
+                 and stages are not shown"
+                    .into(),
+            );
+            let rate = runs.iter().map(|r| target_rate(&r.settings)).sum();
+            let longest = runs.iter().filter_map(|r| r.settings.duration).max();
+            (Some(PlanSpec::constant(rate)), Duration::ZERO, longest)
+        }
+    };
+    let limits: Option<Vec<u64>> = runs.iter().map(|r| r.settings.requests_limit).collect();
+    Settings {
+        url: urls(runs),
+        threads: runs.iter().map(|r| r.settings.threads).sum(),
+        connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
+        instance_connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
+        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
+        shard: Shard::WHOLE,
+        start_at: common(runs, |s| s.start_at).flatten(),
+        plan,
+        warmup,
+        duration,
+        requests_limit: limits.map(|limits| limits.iter().sum()),
+        ..first.clone()
+    }
+}
+
+/// The mean rate a run's plan wanted of it over its measured window.
+pub fn target_rate(settings: &Settings) -> f64 {
+    config(settings).ok().and_then(|cfg| cfg.target_rate()).unwrap_or(0.0)
+}
+
+/// `plan` at `factor` times its rates.
+fn scaled(plan: &PlanSpec, factor: f64) -> PlanSpec {
+    let mut plan = plan.clone();
+    plan.rate *= factor;
+    for stage in &mut plan.stages {
+        stage.rate *= factor;
+    }
+    plan
+}
+
+/// `field` when every run has the same, else None.
+fn common<T: PartialEq>(runs: &[SavedRun], field: impl Fn(&Settings) -> T) -> Option<T> {
+    let first = field(&runs[0].settings);
+    runs.iter().all(|r| field(&r.settings) == first).then_some(first)
+}
+
+/// The URLs of the runs, each once, in order.
+fn urls(runs: &[SavedRun]) -> String {
+    let mut urls: Vec<&str> = Vec::new();
+    for run in runs {
+        if !urls.contains(&run.settings.url.as_str()) {
+            urls.push(&run.settings.url);
+        }
+    }
+    urls.join(", ")
+}
+
+/// Where each run's plan started, by the wall clock.
+fn plan_zero(run: &SavedRun) -> SystemTime {
+    run.result.measured_from.checked_sub(run.settings.warmup).unwrap_or(run.result.measured_from)
+}
+
+/// How many `slot`s after `zero` each run's plan started, when every run
+/// starts on that grid (within [`ALIGNMENT_SLACK`]); None otherwise.
+fn slot_offsets(runs: &[SavedRun], slot: Duration) -> Option<(SystemTime, Vec<u64>)> {
+    let zero = runs.iter().map(plan_zero).min()?;
+    let slot_ns = slot.as_nanos();
+    if slot_ns == 0 {
+        return None;
+    }
+    let offsets = runs.iter().map(|run| {
+        let after = plan_zero(run).duration_since(zero).unwrap_or_default().as_nanos();
+        let slots = (after + slot_ns / 2) / slot_ns;
+        let off = after.abs_diff(slots * slot_ns);
+        (off <= ALIGNMENT_SLACK.as_nanos()).then_some(slots as u64)
+    });
+    Some((zero, offsets.collect::<Option<Vec<u64>>>()?))
+}
+
+/// The time series of the runs, one row per thread, on one time line;
+/// none unless every run has one with the same slot, lined up.
+fn series(runs: &[SavedRun], notes: &mut Vec<String>) -> (Vec<Vec<u64>>, Duration) {
+    let interval = runs[0].result.series_interval;
+    let with_series = runs.iter().filter(|r| !r.result.series.is_empty()).count();
+    if with_series == 0 {
+        return (Vec::new(), interval);
+    }
+    let lined_up = with_series == runs.len()
+        && runs.iter().all(|r| r.result.series_interval == interval)
+        && slot_offsets(runs, interval).is_some();
+    let Some((_, offsets)) = slot_offsets(runs, interval).filter(|_| lined_up) else {
+        notes.push(
+            "time series left out: not every run has one with the same slot, started on a \
+             common grid (give the runs one --start-at)"
+                .into(),
+        );
+        return (Vec::new(), interval);
+    };
+    let mut rows = Vec::new();
+    for (run, offset) in runs.iter().zip(offsets) {
+        for row in &run.result.series {
+            let mut shifted = vec![0; offset as usize];
+            shifted.extend_from_slice(row);
+            rows.push(shifted);
+        }
+    }
+    (rows, interval)
+}
+
+/// The runs' `-p` periods added period by period on one time line; none
+/// unless every run has periods of one length that line up.
+fn periods(runs: &[SavedRun], notes: &mut Vec<String>) -> Vec<Interval> {
+    let with_periods = runs.iter().filter(|r| !r.periods.is_empty()).count();
+    if with_periods == 0 {
+        return Vec::new();
+    }
+    let length = runs[0].periods.first().map_or(Duration::ZERO, |p| p.length);
+    // The last period of a run may be shorter; the others give the length.
+    let same_length = runs.iter().all(|r| {
+        let full = &r.periods[..r.periods.len().saturating_sub(1)];
+        !r.periods.is_empty() && full.iter().chain(r.periods.first()).all(|p| p.length == length)
+    });
+    let offsets = slot_offsets(runs, length).filter(|_| with_periods == runs.len() && same_length);
+    let Some((_, offsets)) = offsets else {
+        notes.push(
+            "periods left out: not every run has -p periods of one length, started on a common \
+             grid (give the runs the same -p and one --start-at)"
+                .into(),
+        );
+        return Vec::new();
+    };
+    let mut merged: BTreeMap<u64, Interval> = BTreeMap::new();
+    for (run, offset) in runs.iter().zip(offsets) {
+        for period in &run.periods {
+            let index = period.index + offset;
+            let slot = merged.entry(index).or_insert_with(|| Interval {
+                index,
+                start: Duration::from_nanos((length.as_nanos() * u128::from(index)) as u64),
+                length: Duration::ZERO,
+                stats: Stats::new(run.settings.digits),
+            });
+            slot.length = slot.length.max(period.length);
+            slot.stats.merge(&period.stats);
+        }
+    }
+    merged.into_values().collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::UNIX_EPOCH;
+
+    use super::*;
+
+    const T0: u64 = 1_795_428_000;
+
+    /// A run of `latencies` (us) measured from T0 + `from_ms` for
+    /// `runtime_ms`, shard `index` of `count` of a 300/s plan (closed
+    /// loop when `paced` is false).
+    fn run(source: &str, shard: (usize, usize), latencies: &[u64], from_ms: u64) -> SavedRun {
+        let mut total = Stats::new(3);
+        for &latency in latencies {
+            total.response(200);
+            total.bytes += 100;
+            total.corrected.record(latency).unwrap();
+            total.uncorrected.record(latency / 2).unwrap();
+            total.lag.record(10).unwrap();
+        }
+        let measured_from = UNIX_EPOCH + Duration::from_millis(T0 * 1000 + from_ms);
+        SavedRun {
+            source: source.into(),
+            settings: Settings {
+                url: "http://10.0.0.1/".into(),
+                threads: 2,
+                connections: 12,
+                instance_connections: 12 / shard.1,
+                digits: 3,
+                duration: Some(Duration::from_secs(2)),
+                requests_limit: None,
+                timeout: Duration::from_secs(2),
+                shard: Shard { index: shard.0, count: shard.1 },
+                start_at: Some(UNIX_EPOCH + Duration::from_secs(T0)),
+                plan: Some(PlanSpec::constant(300.0)),
+                warmup: Duration::ZERO,
+                seed: 0,
+            },
+            result: RunResult {
+                threads: vec![(&total).into()],
+                total,
+                runtime: Duration::from_secs(2),
+                interrupted: None,
+                script_stopped: false,
+                series: vec![vec![1, 2, 3]],
+                series_interval: Duration::from_millis(500),
+                measured_from,
+            },
+            periods: vec![period(0, latencies), period(1, latencies)],
+        }
+    }
+
+    fn period(index: u64, latencies: &[u64]) -> Interval {
+        let mut stats = Stats::new(3);
+        for &latency in latencies {
+            stats.response(200);
+            stats.corrected.record(latency).unwrap();
+        }
+        let second = Duration::from_secs(1);
+        Interval { index, start: second * index as u32, length: second, stats }
+    }
+
+    fn shards() -> Vec<SavedRun> {
+        vec![
+            run("a", (0, 3), &[100, 200], 0),
+            run("b", (1, 3), &[300, 5000], 0),
+            run("c", (2, 3), &[150], 0),
+        ]
+    }
+
+    #[test]
+    fn shards_add_up_exactly() {
+        let runs = shards();
+        let merged = combine(&runs).unwrap();
+        assert_eq!(merged.kind, Kind::Shards { present: 3, count: 3 });
+        assert!(merged.notes.is_empty(), "{:?}", merged.notes);
+        let total = &merged.result.total;
+        assert_eq!((total.requests, total.bytes), (5, 500));
+        let mut expected = Stats::new(3).corrected;
+        for run in &runs {
+            expected.add(&run.result.total.corrected).unwrap();
+        }
+        assert_eq!(total.corrected, expected);
+        assert_eq!(total.uncorrected.len(), 5);
+        assert_eq!(merged.result.threads.len(), 3);
+        assert_eq!(merged.result.runtime, Duration::from_secs(2));
+        // The whole plan, all connections and threads.
+        let cfg = config(&merged.settings).unwrap();
+        assert_eq!(cfg.target_rate(), Some(300.0));
+        assert_eq!((cfg.threads, cfg.connections, cfg.shard), (6, 12, Shard::WHOLE));
+        // Periods and series on one time line, added.
+        let requests: Vec<u64> = merged.periods.iter().map(|p| p.stats.requests).collect();
+        assert_eq!(requests, [5, 5]);
+        assert_eq!(merged.result.series.len(), 3);
+    }
+
+    #[test]
+    fn a_missing_shard_is_noted_and_the_target_is_the_shards_there() {
+        let runs = &shards()[..2];
+        let merged = combine(runs).unwrap();
+        assert_eq!(merged.kind, Kind::Shards { present: 2, count: 3 });
+        assert!(merged.notes[0].starts_with("shard 2/3 missing"), "{:?}", merged.notes);
+        let rate = config(&merged.settings).unwrap().target_rate().unwrap();
+        assert!((rate - 200.0).abs() < 1e-9, "{rate}");
+    }
+
+    #[test]
+    fn inputs_that_cannot_be_added_are_refused() {
+        let cases: Vec<(Vec<SavedRun>, &str)> = vec![
+            (
+                {
+                    let mut runs = shards();
+                    runs[1].settings.digits = 2;
+                    runs
+                },
+                "differ in -D",
+            ),
+            (
+                {
+                    let mut runs = shards();
+                    runs[2].settings.plan = None;
+                    runs
+                },
+                "differ in mode",
+            ),
+            (
+                {
+                    let mut runs = shards();
+                    runs[2].settings.shard.index = 0;
+                    runs
+                },
+                "shard 0/3 is there twice: a and c",
+            ),
+            (
+                {
+                    let mut runs = shards();
+                    runs[1].settings.plan = Some(PlanSpec::constant(600.0));
+                    runs
+                },
+                "a and b differ in the plan",
+            ),
+            (
+                {
+                    let mut runs = shards();
+                    runs[1].settings.shard = Shard { index: 1, count: 4 };
+                    runs
+                },
+                "differ in the shard count",
+            ),
+            (
+                {
+                    let mut runs = shards();
+                    runs[0].settings.shard = Shard::WHOLE;
+                    runs
+                },
+                "b is a shard of a plan but a is a whole run",
+            ),
+            (
+                vec![run("x", (0, 1), &[100], 0), run("y", (0, 1), &[100], 0)],
+                "x and y are the same run",
+            ),
+        ];
+        for (runs, says) in cases {
+            let Err(message) = combine(&runs) else { panic!("{says}: merged") };
+            assert!(message.contains(says), "{says}: {message}");
+        }
+    }
+
+    #[test]
+    fn independent_runs_add_their_plans_and_take_the_union_of_their_windows() {
+        // Two servers, one second apart.
+        let mut b = run("b", (0, 1), &[300], 1000);
+        b.settings.url = "http://10.0.0.2/".into();
+        let runs = vec![run("a", (0, 1), &[100, 200], 0), b];
+        let merged = combine(&runs).unwrap();
+        assert_eq!(merged.kind, Kind::Runs);
+        assert_eq!(merged.result.runtime, Duration::from_secs(3));
+        let cfg = config(&merged.settings).unwrap();
+        assert_eq!(cfg.target.url, "http://10.0.0.1/, http://10.0.0.2/");
+        assert_eq!(cfg.target_rate(), Some(600.0));
+        // One second is two periods of 500 ms: the series line up, shifted.
+        assert_eq!(merged.result.series[1], [0, 0, 1, 2, 3]);
+        // Periods of 1 s line up one period apart.
+        let requests: Vec<u64> = merged.periods.iter().map(|p| p.stats.requests).collect();
+        assert_eq!(requests, [2, 3, 1]);
+        // Different plans: their mean rates add up.
+        let mut c = run("c", (0, 1), &[300], 0);
+        c.settings.plan = Some(PlanSpec::constant(100.0));
+        let merged = combine(&[run("a", (0, 1), &[100], 0), c]).unwrap();
+        assert_eq!(config(&merged.settings).unwrap().target_rate(), Some(400.0));
+        assert!(merged.notes[0].contains("different plans"), "{:?}", merged.notes);
+    }
+
+    #[test]
+    fn periods_that_do_not_line_up_are_left_out_with_a_note() {
+        let runs = vec![run("a", (0, 1), &[100], 0), run("b", (0, 1), &[200], 300)];
+        let merged = combine(&runs).unwrap();
+        assert!(merged.periods.is_empty());
+        assert!(merged.result.series.is_empty());
+        assert_eq!(merged.notes.len(), 2, "{:?}", merged.notes);
+        assert_eq!(merged.result.total.requests, 2);
+    }
+}

@@ -1,0 +1,111 @@
+//! The parts of a merged report that a single run's has not: the header
+//! that says what was merged, and a line per input after the report.
+
+use std::io::{self, Write};
+
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use super::combine::Kind;
+use super::saved::SavedRun;
+use crate::config::BenchConfig;
+use crate::report::spectrum::value_at_percentile;
+use crate::report::text::per_second;
+use crate::units::{format_time_us, UNDEFINED};
+
+/// One input's figures.
+#[derive(Debug, Serialize)]
+pub struct RunLine {
+    pub source: String,
+    /// `I/N` for a shard, None for a whole run.
+    pub shard: Option<String>,
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub latency_p99_us: Option<u64>,
+    /// Paced runs only.
+    pub lag_p99_us: Option<u64>,
+    /// Socket errors, statuses > 399 and unsent requests.
+    pub errors: u64,
+}
+
+pub fn lines(runs: &[SavedRun]) -> Vec<RunLine> {
+    runs.iter()
+        .map(|run| {
+            let (settings, total) = (&run.settings, &run.result.total);
+            let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| value_at_percentile(h, 99.0));
+            RunLine {
+                source: run.source.clone(),
+                shard: (settings.shard.count > 1)
+                    .then(|| format!("{}/{}", settings.shard.index, settings.shard.count)),
+                requests: total.requests,
+                requests_per_sec: per_second(total.requests, run.result.runtime.as_secs_f64()),
+                latency_p99_us: p99(&total.corrected),
+                lag_p99_us: settings.plan.as_ref().and_then(|_| p99(&total.lag)),
+                errors: total.errors.socket_total() + total.errors.status + total.errors.unsent,
+            }
+        })
+        .collect()
+}
+
+/// `Merged 3 shards of one plan @ URL` and wrk's second line, then the
+/// plan's lines.
+pub fn write_header(
+    out: &mut dyn Write,
+    cfg: &BenchConfig,
+    kind: Kind,
+    inputs: usize,
+) -> io::Result<()> {
+    let what = match kind {
+        Kind::Shards { present, count } if present == count => {
+            format!("the {count} shards of one plan")
+        }
+        Kind::Shards { present, count } => format!("{present} of the {count} shards of one plan"),
+        Kind::Runs if inputs == 1 => "1 run".to_string(),
+        Kind::Runs => format!("{inputs} runs"),
+    };
+    writeln!(out, "Merged {what} @ {}", cfg.target.url)?;
+    writeln!(out, "  {} threads and {} connections in all", cfg.threads, cfg.connections)?;
+    crate::report::plan::write_header(out, cfg)
+}
+
+/// The table of inputs:
+///
+/// ```text
+/// Per shard:
+///   shard    requests    req/sec   latency p99    lag p99   errors  file
+///   0/3         10000    1000.00        1.20ms    45.00us        0  shard-0.json
+/// ```
+pub fn write_lines(
+    out: &mut dyn Write,
+    kind: Kind,
+    lines: &[RunLine],
+    paced: bool,
+) -> io::Result<()> {
+    let label = match kind {
+        Kind::Shards { .. } => "shard",
+        Kind::Runs => "run",
+    };
+    writeln!(out, "Per {label}:")?;
+    let lag = if paced { "    lag p99" } else { "" };
+    writeln!(
+        out,
+        "  {label:<6} {:>10} {:>10} {:>12}{lag} {:>8}  file",
+        "requests", "req/sec", "latency p99", "errors"
+    )?;
+    for (i, line) in lines.iter().enumerate() {
+        let name = line.shard.clone().unwrap_or_else(|| (i + 1).to_string());
+        let time =
+            |us: Option<u64>| us.map_or(UNDEFINED.to_string(), |us| format_time_us(us as f64));
+        let lag = if paced { format!(" {:>10}", time(line.lag_p99_us)) } else { String::new() };
+        writeln!(
+            out,
+            "  {name:<6} {:>10} {:>10.2} {:>12}{lag} {:>8}  {}",
+            line.requests,
+            line.requests_per_sec,
+            time(line.latency_p99_us),
+            line.errors,
+            line.source
+        )?;
+    }
+    Ok(())
+}
