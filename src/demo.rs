@@ -88,8 +88,8 @@ fn explain(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
          request was actually sent, which is what most load generators report: the\n  \
          requests stuck behind the freeze are sent late and answered fast, so the\n  \
          stall almost disappears. That hidden wait is coordinated omission.\n  \
-         The Warning above is expected here: while the server was frozen, every\n  \
-         connection waited for it, so pace could not send on schedule; the schedule\n  \
-         lag is that wait, and the corrected latency includes it."
+         The Warning above (server_stalled) is expected here: while the server was\n  \
+         frozen, every connection waited for it, so pace could not send on schedule;\n  \
+         the schedule lag is that wait, and the corrected latency includes it."
     )
 }

@@ -4,8 +4,8 @@
 //! wrx's `--thread-timeseries`, `--timeseries` and `--histogram` blocks.
 //!
 //! With `-e` stdout carries JSON only: the header is not printed (see
-//! [`Outputs::text_header`]) and wrx's blocks become fields of the final
-//! JSON object.
+//! [`Outputs::text_header`]), wrx's blocks become fields of the final
+//! JSON object, and the report's warnings go to stderr as well.
 //!
 //! Files named by options are written completely or not at all (see
 //! [`crate::outfile`]): committed by [`Outputs::finish`], which also runs
@@ -19,7 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::config::BenchConfig;
 use crate::error::Error;
 use crate::outfile::OutputFile;
-use crate::report::{hlog, json, periodic, series, text};
+use crate::report::{diagnose, hlog, json, periodic, series, text};
 use crate::slo;
 use crate::stats::{Interval, RunResult};
 
@@ -155,7 +155,13 @@ impl Destination {
 /// then the `--slo` verdicts.
 fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
     if cfg.outputs.json {
-        json::write_line(out, &json::final_report(cfg, result)?)?;
+        let report = json::final_report(cfg, result)?;
+        json::write_line(out, &report)?;
+        // stdout carries only JSON: the warnings are also said on stderr,
+        // as the text report would say them.
+        if let Some(run) = &report.run {
+            diagnose::write_warnings(&mut io::stderr(), &run.warnings)?;
+        }
         return out.flush();
     }
     text::write_report(out, cfg, result)?;

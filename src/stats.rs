@@ -118,6 +118,37 @@ pub struct Stats {
     pub warmup: Warmup,
     /// Per stage of `--stages` (by intended send time); empty without.
     pub stages: Vec<StageStats>,
+    /// Where the schedule lag came from and what the threads cost.
+    pub generator: Generator,
+}
+
+/// Why paced sends were late, and how busy the engine threads were: the
+/// figures that tell a generator short of CPU from one short of
+/// connections. Sums and maxima, so they add up across threads, periods
+/// and machines.
+///
+/// A thread sends the requests of its plan in order. While a request is
+/// due and next in line (from its intended time, or from the previous send
+/// when the thread is behind), it waits either for a connection to become
+/// free or, with one free, for the thread itself (busy elsewhere: a
+/// script, other sends; or not given the CPU).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Generator {
+    /// Time due requests waited with no connection free (us, summed).
+    pub waiting_for_connection_us: u64,
+    /// Time due requests waited with a connection free (us, summed).
+    pub waiting_for_generator_us: u64,
+    /// The largest share of its sending time an engine thread spent on the
+    /// CPU (0 to 1; 0 when not measured).
+    pub busiest_thread_cpu: f64,
+}
+
+impl Generator {
+    fn add(&mut self, other: &Generator) {
+        self.waiting_for_connection_us += other.waiting_for_connection_us;
+        self.waiting_for_generator_us += other.waiting_for_generator_us;
+        self.busiest_thread_cpu = self.busiest_thread_cpu.max(other.busiest_thread_cpu);
+    }
 }
 
 /// What the warm-up (`--warmup`) sent: counted apart from the run.
@@ -165,6 +196,7 @@ impl Stats {
             nil_requests: 0,
             warmup: Warmup::default(),
             stages: Vec::new(),
+            generator: Generator::default(),
         }
     }
 
@@ -212,6 +244,7 @@ impl Stats {
         self.rate_samples.clear();
         self.nil_requests = 0;
         self.warmup = Warmup::default();
+        self.generator = Generator::default();
         for stage in &mut self.stages {
             stage.requests = 0;
             stage.corrected.reset();
@@ -237,6 +270,7 @@ impl Stats {
         self.nil_requests += other.nil_requests;
         self.warmup.requests += other.warmup.requests;
         self.warmup.errors += other.warmup.errors;
+        self.generator.add(&other.generator);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {
                 Some(mine) => mine.merge(stage),
@@ -260,6 +294,16 @@ mod tests {
         b.response(404);
         b.error(ErrorKind::Connect, "Connection refused");
         b.rate_samples.push(10.0);
+        a.generator = Generator {
+            waiting_for_connection_us: 5,
+            waiting_for_generator_us: 1,
+            busiest_thread_cpu: 0.5,
+        };
+        b.generator = Generator {
+            waiting_for_connection_us: 2,
+            waiting_for_generator_us: 3,
+            busiest_thread_cpu: 0.25,
+        };
         a.merge(&b);
         assert_eq!(a.corrected.len(), 2);
         assert_eq!(a.requests, 2);
@@ -268,6 +312,13 @@ mod tests {
         assert_eq!(a.statuses[&404], 1);
         assert_eq!(a.error_causes["connect: Connection refused"], 1);
         assert_eq!(a.rate_samples, vec![10.0]);
+        // Waits add up, the busiest thread is the busiest of all.
+        let expected = Generator {
+            waiting_for_connection_us: 7,
+            waiting_for_generator_us: 4,
+            busiest_thread_cpu: 0.5,
+        };
+        assert_eq!(a.generator, expected);
     }
 
     #[test]

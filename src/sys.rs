@@ -37,6 +37,12 @@ pub fn wall_clock_of(ns: u64) -> SystemTime {
     }
 }
 
+/// CPU time the calling thread has used, in nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+}
+
 /// Lets the kernel fire this thread's timers as close to their deadline as
 /// it can (the default slack is 50 us, which would show up in every paced
 /// send).
@@ -268,6 +274,20 @@ impl Poller {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn thread_cpu_time_counts_work_not_sleep() {
+        let before = thread_cpu_ns();
+        std::thread::sleep(Duration::from_millis(20));
+        let slept = thread_cpu_ns() - before;
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(20) {
+            std::hint::spin_loop();
+        }
+        let spun = thread_cpu_ns() - before - slept;
+        assert!(slept < 10_000_000, "{slept} ns of CPU for a 20 ms sleep");
+        assert!(spun > 1_000_000, "{spun} ns of CPU for a 20 ms spin");
+    }
 
     #[test]
     fn clock_is_monotonic() {

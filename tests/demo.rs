@@ -39,6 +39,10 @@ fn demo_shows_coordinated_omission() {
     // The uncorrected view hides the freeze: its top 1% are normal latencies.
     assert!(uncorrected_p99 < f / 4.0, "uncorrected p99 {uncorrected_p99:.3} s\n{run}");
     assert!(report.schedule_lag().is_some(), "{run}");
+    // The freeze is named as the cause of the late sends.
+    let warnings = report.warnings();
+    assert!(warnings.iter().any(|w| w.ends_with(" [server_stalled]")), "{run}");
+    assert!(!warnings.iter().any(|w| w.contains("too_few_connections")), "{run}");
 
     let explanation = run
         .stdout

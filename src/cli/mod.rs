@@ -112,10 +112,11 @@ mod tests {
         assert_eq!(help_text(&["help"]), help_text(&["--help"]));
         assert_eq!(help_text(&["help", "serve"]), help_text(&["serve", "-h"]));
         assert_eq!(help_text(&["help", "demo"]), help_text(&["demo", "--help"]));
+        assert_eq!(help_text(&["help", "merge"]), help_text(&["merge", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
         assert!(matches!(
             run(&["help", "bogus"]),
-            Err(Error::Usage(m)) if m == "unknown command 'bogus' (commands: serve, demo)"
+            Err(Error::Usage(m)) if m == "unknown command 'bogus' (commands: serve, demo, merge)"
         ));
     }
 }

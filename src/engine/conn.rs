@@ -70,6 +70,9 @@ pub struct Conn {
     pub receiving_large: bool,
     /// How many times the connection became ready (see [`Ticket`]).
     pub ready_serial: u32,
+    /// When it last became ready (ns): its response arrived, or its set-up
+    /// completed.
+    pub ready_since: u64,
 }
 
 impl Conn {
@@ -88,6 +91,7 @@ impl Conn {
             received: 0,
             receiving_large: false,
             ready_serial: 0,
+            ready_since: 0,
         }
     }
 

@@ -113,6 +113,11 @@ impl Connections {
         self.conns.iter().filter(|c| c.in_flight()).count()
     }
 
+    /// Since when connection `i` has been ready (ns).
+    pub fn ready_since(&self, i: usize) -> u64 {
+        self.conns[i].ready_since
+    }
+
     /// The ticket's connection is still ready, as it was when the ticket
     /// was given.
     #[inline]
@@ -281,7 +286,7 @@ impl Connections {
     fn continue_handshake(&mut self, i: usize, recorder: &mut Recorder) {
         let Some(stream) = self.conns[i].stream.as_mut() else { return };
         match stream.handshake() {
-            Ok(true) => self.became_ready(i),
+            Ok(true) => self.became_ready(i, sys::now_ns()),
             Ok(false) => {}
             Err(e) => {
                 let cause = format!("TLS handshake: {}", describe_handshake_error(&e, None));
@@ -290,9 +295,11 @@ impl Connections {
         }
     }
 
-    fn became_ready(&mut self, i: usize) {
+    /// Connection `i` can carry a request from `since` on (ns).
+    fn became_ready(&mut self, i: usize, since: u64) {
         let conn = &mut self.conns[i];
         conn.phase = Phase::Idle;
+        conn.ready_since = since;
         conn.ready_serial = conn.ready_serial.wrapping_add(1);
         self.ready.push(Ticket { conn: i, serial: conn.ready_serial });
     }
@@ -475,7 +482,7 @@ impl Connections {
             return false;
         }
         if conn.phase == Phase::Reading {
-            self.became_ready(i);
+            self.became_ready(i, arrived);
         }
         true
     }

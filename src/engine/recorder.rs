@@ -73,6 +73,8 @@ pub struct Recorder {
     sampled: u64,
     /// When the latest response arrived (ns).
     last_response_ns: u64,
+    /// When the thread last sent (ns).
+    last_sent_ns: u64,
     /// Completed responses per time-series slot.
     series: Vec<u64>,
 }
@@ -92,6 +94,7 @@ impl Recorder {
             completed: 0,
             sampled: 0,
             last_response_ns: 0,
+            last_sent_ns: 0,
             series: Vec::new(),
         }
     }
@@ -112,16 +115,38 @@ impl Recorder {
         self.start_ns
     }
 
-    /// A request batch went out at `sent`; the plan meant its requests
-    /// for `intended`. The differences are the schedule lag (a request of a
-    /// pipelined batch sent before its time lags by zero).
+    /// A request batch went out at `sent` on a connection free since
+    /// `free_since`; the plan meant its requests for `intended`. The
+    /// differences are the schedule lag (a request of a pipelined batch
+    /// sent before its time lags by zero).
+    ///
+    /// The batch was next in line from its intended time, or from the
+    /// thread's previous send if that came later (the thread was behind).
+    /// From then on it waited for its connection to become free, then for
+    /// the thread: the split that tells a generator short of connections
+    /// from one short of CPU ([`crate::stats::Generator`]).
     #[inline]
-    pub fn sent(&mut self, intended: &[u64], sent: u64) {
-        if self.setup.paced {
-            for &intended in intended.iter().filter(|&&at| at >= self.start_ns) {
-                record_us(&mut self.stats.lag, sent.saturating_sub(intended));
-            }
+    pub fn sent(&mut self, intended: &[u64], sent: u64, free_since: u64) {
+        if !self.setup.paced {
+            return;
         }
+        for &intended in intended.iter().filter(|&&at| at >= self.start_ns) {
+            record_us(&mut self.stats.lag, sent.saturating_sub(intended));
+        }
+        if let Some(&first) = intended.first().filter(|&&at| at >= self.start_ns) {
+            let in_line = first.max(self.last_sent_ns).min(sent);
+            let connection_free = free_since.clamp(in_line, sent);
+            let generator = &mut self.stats.generator;
+            generator.waiting_for_connection_us += (connection_free - in_line) / 1000;
+            generator.waiting_for_generator_us += (sent - connection_free) / 1000;
+        }
+        self.last_sent_ns = sent;
+    }
+
+    /// The thread spent `share` (0 to 1) of its sending time on the CPU.
+    pub fn cpu_share(&mut self, share: f64) {
+        let generator = &mut self.stats.generator;
+        generator.busiest_thread_cpu = generator.busiest_thread_cpu.max(share);
     }
 
     /// A response of `exchange` arrived at `arrived` with `status`;
@@ -309,7 +334,7 @@ mod tests {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
         let exchange = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS };
-        r.sent(&[10 * MS], 12 * MS);
+        r.sent(&[10 * MS], 12 * MS, 0);
         r.response(exchange, 15 * MS, 200, true);
         r.response(exchange, 16 * MS, 503, true);
         assert_eq!(r.last_response_ns(), 16 * MS);
@@ -327,13 +352,35 @@ mod tests {
     }
 
     #[test]
+    fn late_sends_are_split_between_connections_and_the_thread() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        // On time, the connection free long before: no wait at all.
+        r.sent(&[10 * MS], 10 * MS, 0);
+        // Due at 20 ms, its connection free at 25 ms, sent at 26 ms.
+        r.sent(&[20 * MS], 26 * MS, 25 * MS);
+        // Behind: due at 21 ms but in line only after the send at 26 ms;
+        // a connection was free all along, the thread sent at 31 ms.
+        r.sent(&[21 * MS], 31 * MS, 0);
+        // Due at 22 ms, in line from 31 ms, a connection free at 40 ms.
+        r.sent(&[22 * MS], 40 * MS, 40 * MS);
+        r.finish(50 * MS);
+        let stats = shares.recv().unwrap().stats;
+        let generator = stats.generator;
+        assert_eq!(generator.waiting_for_connection_us, 5_000 + 9_000);
+        assert_eq!(generator.waiting_for_generator_us, 1_000 + 5_000);
+        // The lag itself counts from each intended time.
+        assert_eq!(stats.lag.max(), stats.lag.highest_equivalent(18_000));
+    }
+
+    #[test]
     fn each_response_of_a_paced_batch_counts_from_its_own_intended_time() {
         for (batch_latency, expected) in [(false, vec![5_000, 5_000]), (true, vec![6_000])] {
             let (mut r, shares) = recorder(true, batch_latency, None);
             r.start(0);
             // Requests intended at 10 and 11 ms, sent together at 10 ms;
             // their responses arrive at 15 and 16 ms.
-            r.sent(&[10 * MS, 11 * MS], 10 * MS);
+            r.sent(&[10 * MS, 11 * MS], 10 * MS, 0);
             let first = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS };
             r.response(first, 15 * MS, 200, false);
             r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, 200, true);
@@ -359,7 +406,7 @@ mod tests {
         let (mut r, shares) = recorder(false, true, None);
         r.start(0);
         let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS };
-        r.sent(&[MS, MS], MS);
+        r.sent(&[MS, MS], MS, 0);
         r.response(exchange, 2 * MS, 200, false);
         r.response(exchange, 3 * MS, 200, true);
         r.finish(4 * MS);
@@ -446,11 +493,11 @@ mod tests {
         r.error(ErrorKind::Connect, "refused");
         r.bytes_read(100);
         let warm = Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS };
-        r.sent(&[20 * MS], 20 * MS);
+        r.sent(&[20 * MS], 20 * MS, 0);
         r.response(warm, 25 * MS, 503, true);
         r.tick(100 * MS);
         let first = Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS };
-        r.sent(&[120 * MS], 121 * MS);
+        r.sent(&[120 * MS], 121 * MS, 0);
         r.response(first, 122 * MS, 200, true);
         let second = Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS };
         r.response(second, 163 * MS, 200, true);

@@ -117,9 +117,15 @@ impl Worker {
         // As every later request, the first one waits for the script's
         // delay() (wrk: "including the first").
         self.absorb();
+        let cpu_before = sys::thread_cpu_ns();
         self.run_until(start_ns, end_ns);
 
         let sending_ended = end_ns.min(sys::now_ns());
+        let cpu = sys::thread_cpu_ns().saturating_sub(cpu_before);
+        let sending = sending_ended.saturating_sub(start_ns);
+        if sending > 0 {
+            self.recorder.cpu_share((cpu as f64 / sending as f64).min(1.0));
+        }
         self.count_unsent(sending_ended);
         if !self.stopped() {
             self.collect_in_flight(sending_ended + self.run.timeout_ns);
@@ -251,9 +257,10 @@ impl Worker {
             if let Some(budget) = &mut self.run.budget {
                 *budget = budget.saturating_sub(batch.depth() as u64);
             }
+            let free_since = self.connections.ready_since(ticket.conn);
             let sent =
                 self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
-            self.recorder.sent(&self.intended, sent);
+            self.recorder.sent(&self.intended, sent, free_since);
             // The send took time: a later request of the plan may be due now.
             now = sent;
         }

@@ -17,7 +17,9 @@ use serde::Deserialize;
 use crate::config::Shard;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::signals::Interruption;
-use crate::stats::{Errors, Interval, RunResult, StageStats, Stats, ThreadTotals, Warmup};
+use crate::stats::{
+    Errors, Generator, Interval, RunResult, StageStats, Stats, ThreadTotals, Warmup,
+};
 
 /// One saved run: how it was run and what it measured.
 pub struct SavedRun {
@@ -154,6 +156,14 @@ struct FinalRecord {
     warmup: Option<WarmupRecord>,
     #[serde(default)]
     stages: Vec<StageRecord>,
+    generator: GeneratorRecord,
+}
+
+#[derive(Deserialize)]
+struct GeneratorRecord {
+    waiting_for_connection_us: u64,
+    waiting_for_generator_us: u64,
+    busiest_thread_cpu_share: f64,
 }
 
 #[derive(Deserialize)]
@@ -222,6 +232,11 @@ impl Record {
             (other, _) => return Err(format!("unknown mode '{other}'")),
         };
         let mut stats = self.measured.stats(self.digits)?;
+        stats.generator = Generator {
+            waiting_for_connection_us: run.generator.waiting_for_connection_us,
+            waiting_for_generator_us: run.generator.waiting_for_generator_us,
+            busiest_thread_cpu: run.generator.busiest_thread_cpu_share,
+        };
         if let Some(warmup) = &run.warmup {
             stats.warmup = Warmup { requests: warmup.requests, errors: warmup.errors };
         }
@@ -415,6 +430,11 @@ mod tests {
         total.error_causes.insert("timeout: no answer".into(), 2);
         total.rate_samples = vec![10.0, 20.5];
         total.warmup = Warmup { requests: 7, errors: 1 };
+        total.generator = Generator {
+            waiting_for_connection_us: 1200,
+            waiting_for_generator_us: 35,
+            busiest_thread_cpu: 0.5,
+        };
         total.stages = vec![StageStats { requests: 3, corrected: total.corrected.clone() }];
         RunResult {
             threads: vec![ThreadTotals::from(&total), ThreadTotals::default()],
@@ -464,6 +484,7 @@ mod tests {
         assert_eq!((a.requests, a.bytes, a.errors), (b.requests, b.bytes, b.errors));
         assert_eq!((&a.statuses, &a.error_causes), (&b.statuses, &b.error_causes));
         assert_eq!((&a.rate_samples, a.warmup), (&b.rate_samples, b.warmup));
+        assert_eq!(a.generator, b.generator);
         assert_eq!(b.stages.len(), 1);
         assert_eq!(b.stages[0].corrected, a.stages[0].corrected);
         assert_eq!(back.threads, result.threads);

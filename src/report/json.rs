@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::hlog::encode_compressed;
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
-use super::{plan, series};
+use super::{diagnose, plan, series};
 use crate::config::{BenchConfig, Mode};
 use crate::plan::Arrival;
 use crate::slo;
@@ -160,7 +160,7 @@ pub struct RunOnly {
     /// Paced mode: requests due before the end that were never sent.
     pub unsent: u64,
     /// Who wrote the report: `pace` and its version.
-    pub generator: String,
+    pub generated_by: String,
     /// When the measured part of the run began (after any warm-up), by
     /// the wall clock, in Unix seconds: `elapsed_s` counts from there.
     pub measured_from_unix_s: f64,
@@ -195,6 +195,18 @@ pub struct RunOnly {
     /// With `--slo`: each objective, its measured value and whether it held.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<Vec<slo::Verdict>>,
+    /// Why paced sends were late, and how busy the threads were.
+    pub generator: GeneratorInfo,
+    /// The report's `Warning:` lines ([`diagnose`]); empty in closed loop.
+    pub warnings: Vec<diagnose::Diagnostic>,
+}
+
+/// [`crate::stats::Generator`], for a merge to add up.
+#[derive(Debug, Serialize)]
+pub struct GeneratorInfo {
+    pub waiting_for_connection_us: u64,
+    pub waiting_for_generator_us: u64,
+    pub busiest_thread_cpu_share: f64,
 }
 
 /// The plan of a paced run: enough to repeat it.
@@ -312,7 +324,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
         unsent: result.total.errors.unsent,
-        generator: format!("pace {}", env!("CARGO_PKG_VERSION")),
+        generated_by: format!("pace {}", env!("CARGO_PKG_VERSION")),
         measured_from_unix_s: unix_seconds(result.measured_from),
         timeout_s: cfg.timeout.as_secs_f64(),
         interrupted_by: result.interrupted.map(|signal| signal.name()),
@@ -353,6 +365,12 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
         }),
         stages: stage_reports(cfg, result)?,
         slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
+        generator: GeneratorInfo {
+            waiting_for_connection_us: result.total.generator.waiting_for_connection_us,
+            waiting_for_generator_us: result.total.generator.waiting_for_generator_us,
+            busiest_thread_cpu_share: result.total.generator.busiest_thread_cpu,
+        },
+        warnings: diagnose::diagnose(cfg, result),
     });
     Ok(report)
 }
@@ -625,6 +643,43 @@ mod tests {
         }
         assert_eq!(v["requests_per_sec"], v["rps"]);
         assert_eq!(v["elapsed_s"], 1.999876);
+    }
+
+    #[test]
+    fn warnings_and_what_they_rest_on() {
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
+        let mut result = run();
+        result.total.generator.waiting_for_connection_us = 1200;
+        result.total.generator.waiting_for_generator_us = 30;
+        result.total.generator.busiest_thread_cpu = 0.25;
+        let v = to_value(&final_report(&cfg, &result).unwrap());
+        assert_eq!(
+            v["generator"],
+            json!({"waiting_for_connection_us": 1200, "waiting_for_generator_us": 30,
+                   "busiest_thread_cpu_share": 0.25})
+        );
+        // The text report's warnings, one object each.
+        let warnings = v["warnings"].as_array().unwrap();
+        assert_eq!(warnings.len(), 1, "{v}");
+        assert_eq!(warnings[0]["code"], "unsent");
+        assert_eq!(warnings[0]["figures"], json!({"unsent": 3}));
+        let mut text = Vec::new();
+        super::super::text::write_report(&mut text, &cfg, &result).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let message = warnings[0]["message"].as_str().unwrap();
+        assert!(text.contains(&format!("Warning: {message} [unsent]\n")), "{text}");
+        // None in closed loop; the array is always there.
+        let v = to_value(&final_report(&config(Mode::ClosedLoop), &result).unwrap());
+        assert_eq!(v["warnings"], json!([]));
+        // Not in period reports.
+        let interval = Interval {
+            index: 0,
+            start: Duration::ZERO,
+            length: Duration::from_secs(1),
+            stats: result.total.clone(),
+        };
+        let v = to_value(&period_report(&cfg, &interval).unwrap());
+        assert!(v.get("warnings").is_none() && v.get("generator").is_none());
     }
 
     #[test]

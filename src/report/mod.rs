@@ -3,8 +3,10 @@
 //! spectrum", which the text report prints and other outputs reuse.
 //! [`periodic`] is the text report of one `-p` period, [`json`] the JSON
 //! report, [`hlog`] the HdrHistogram interval log and [`series`] wrx's
-//! time series and raw histogram.
+//! time series and raw histogram. [`diagnose`] says what went wrong in a
+//! paced run, for the text and the JSON report alike.
 
+pub mod diagnose;
 pub mod hlog;
 pub mod json;
 pub mod periodic;

@@ -4,7 +4,7 @@
 //! period only, then `=== REPORT END ===`. No `Running ...` header.
 //!
 //! pace adds the schedule lag line in paced mode, as in the final report.
-//! It leaves out the final report's plan warning: one short period at a
+//! It leaves out the final report's warnings: one short period at a
 //! low rate may complete one request less than planned without anything
 //! being wrong, and the final report judges the whole run.
 

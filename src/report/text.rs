@@ -3,8 +3,8 @@
 //! `print_units` (Thread Stats), `print_stats_latency` (wrk's `--latency`),
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
-//! cause, and in paced mode the schedule lag and a warning when the load
-//! generator could not keep the plan. The pieces are public for the
+//! cause, and in paced mode the schedule lag and a warning per cause when
+//! something went wrong ([`super::diagnose`]). The pieces are public for the
 //! periodic reports (`-p`), which print them for one period.
 
 use std::io::{self, Write};
@@ -29,14 +29,6 @@ pub const WRK2_PERCENTILES: [f64; 8] = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.
 
 /// Closes each wrk2 latency block.
 const SEPARATOR: &str = "----------------------------------------------------------";
-
-/// Schedule lag beyond which the generator, not the server, set the pace.
-const LAG_P99_LIMIT_US: u64 = 1000;
-/// Share of the planned rate below which the plan counts as missed.
-const MIN_ACHIEVED_SHARE: f64 = 0.99;
-/// Share of the connections that may be busy on average (Little's law)
-/// before the plan has no slack left.
-const MAX_BUSY_SHARE: f64 = 0.9;
 
 /// `Running 30s test @ http://host/` and the threads and connections
 /// really used. With `-n`: `Running 1000 requests @ ...` when that is all
@@ -84,9 +76,9 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
     }
     super::plan::write_warmup(out, cfg, result)?;
     super::plan::write_stages(out, cfg, result)?;
-    if let Some(rate) = cfg.target_rate() {
+    if cfg.target_rate().is_some() {
         write_schedule_lag(out, &stats.lag)?;
-        write_plan_warning(out, cfg.connections_of_instance(), rate, result)?;
+        super::diagnose::write_warnings(out, &super::diagnose::diagnose(cfg, result))?;
     }
     Ok(())
 }
@@ -350,65 +342,6 @@ pub fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Resu
     )
 }
 
-/// One `Warning:` line naming every sign that the generator fell short of
-/// the plan, so nobody mistakes its delays for the server's.
-fn write_plan_warning(
-    out: &mut dyn Write,
-    connections: usize,
-    rate: f64,
-    result: &RunResult,
-) -> io::Result<()> {
-    let reasons = plan_shortfalls(connections, rate, result);
-    if reasons.is_empty() {
-        return Ok(());
-    }
-    // Failing connections also leave requests unsent; more of them would
-    // not help.
-    let advice = if result.total.errors.socket_total() > 0 {
-        "see the socket errors above, then raise -c or -t"
-    } else {
-        "raise -c or -t"
-    };
-    writeln!(
-        out,
-        "Warning: the load generator could not keep the plan ({}): {advice}. \
-         Latency above includes the wait.",
-        reasons.join("; ")
-    )
-}
-
-/// Why the plan of `rate` requests/sec was not kept, if it was not.
-fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<String> {
-    let stats = &result.total;
-    let mut reasons = Vec::new();
-    let achieved = per_second(stats.requests, result.runtime.as_micros() as f64 / 1_000_000.0);
-    if achieved < MIN_ACHIEVED_SHARE * rate {
-        reasons.push(format!("achieved {achieved:.1} of {rate} requests/sec"));
-    }
-    let lag_p99 = value_at_percentile(&stats.lag, 99.0);
-    if lag_p99 > LAG_P99_LIMIT_US {
-        reasons.push(format!(
-            "schedule lag p99 {} above {}",
-            format_time_us(lag_p99 as f64),
-            format_time_us(LAG_P99_LIMIT_US as f64)
-        ));
-    }
-    // Little's law: rate x mean time in service = connections busy on
-    // average. NaN (no responses) compares false.
-    let mean_latency_us = spectrum::mean(&stats.uncorrected);
-    if rate * mean_latency_us / 1_000_000.0 > MAX_BUSY_SHARE * connections as f64 {
-        reasons.push(format!(
-            "{connections} connections cannot carry {rate} requests/sec at {} mean latency",
-            format_time_us(mean_latency_us)
-        ));
-    }
-    if stats.errors.unsent > 0 {
-        let unsent = stats.errors.unsent;
-        reasons.push(format!("{unsent} requests due before the end were never sent"));
-    }
-    reasons
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -655,71 +588,13 @@ mod tests {
         assert!(!text.contains("Warning"));
     }
 
-    fn warning(rate: f64, result: &RunResult) -> String {
-        let text = render(|out| write_plan_warning(out, 10, rate, result));
-        assert!(
-            text.is_empty() || (text.starts_with("Warning: ") && text.matches('\n').count() == 1)
-        );
-        text
-    }
-
-    #[test]
-    fn warns_when_the_rate_was_not_achieved() {
-        assert_eq!(
-            warning(2000.0, &kept_plan()),
-            "Warning: the load generator could not keep the plan (achieved 1000.0 of 2000 requests/sec): raise -c or -t. Latency above includes the wait.\n"
-        );
-        // 1% short is still the plan.
-        assert_eq!(warning(1010.0, &kept_plan()), "");
-    }
-
-    #[test]
-    fn warns_when_sends_were_late() {
-        let mut late = kept_plan();
-        late.total.lag.record_n(5000, 20).unwrap();
-        assert_eq!(
-            warning(1000.0, &late),
-            "Warning: the load generator could not keep the plan (schedule lag p99 5.00ms above 1.00ms): raise -c or -t. Latency above includes the wait.\n"
-        );
-    }
-
-    #[test]
-    fn warns_when_connections_cannot_carry_the_rate() {
-        // 1000/s x 9.5 ms = 9.5 connections busy on average out of 10.
-        let mut slow = kept_plan();
-        slow.total.uncorrected.reset();
-        slow.total.uncorrected.record_n(9500, 1000).unwrap();
-        assert_eq!(
-            warning(1000.0, &slow),
-            "Warning: the load generator could not keep the plan (10 connections cannot carry 1000 requests/sec at 9.50ms mean latency): raise -c or -t. Latency above includes the wait.\n"
-        );
-    }
-
-    #[test]
-    fn warns_about_unsent_requests() {
-        let mut unsent = kept_plan();
-        unsent.total.errors.unsent = 3;
-        assert_eq!(
-            warning(1000.0, &unsent),
-            "Warning: the load generator could not keep the plan (3 requests due before the end were never sent): raise -c or -t. Latency above includes the wait.\n"
-        );
-    }
-
-    #[test]
-    fn one_line_for_every_reason() {
-        let mut bad = kept_plan();
-        bad.total.errors.unsent = 1;
-        bad.total.lag.record_n(3000, 100).unwrap();
-        let text = warning(50_000.0, &bad);
-        assert!(text.contains("(achieved 1000.0 of 50000 requests/sec; schedule lag p99 3.00ms above 1.00ms; 10 connections cannot carry 50000 requests/sec at 1.00ms mean latency; 1 requests due before the end were never sent)"), "{text}");
-    }
-
     #[test]
     fn empty_paced_run_does_not_panic() {
         let mut cfg = config(Mode::Paced(PlanSpec::constant(100.0)));
         cfg.u_latency = true;
         let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
-        assert!(text.contains("Warning: the load generator could not keep the plan (achieved 0.0 of 100 requests/sec)"));
+        // Nothing answered, nothing failed, nothing due: nothing to blame.
+        assert!(!text.contains("Warning"), "{text}");
     }
 }

@@ -26,7 +26,7 @@ pub struct Expectation {
 impl Expectation {
     /// The expectation of the run `cfg` describes: the plan's mean rate
     /// over the measured part of the run (after the warm-up), as the
-    /// report's plan warning and the JSON's `target_requests_per_sec`.
+    /// report's warnings and the JSON's `target_requests_per_sec`.
     pub fn of(cfg: &BenchConfig) -> Expectation {
         Expectation { target_rate: cfg.target_rate() }
     }

@@ -1,0 +1,615 @@
+//! What went wrong in a paced run, by cause: the server failed or stalled,
+//! the connections were too few for the rate, pace itself was short of
+//! CPU, or requests of the plan were never sent. Each diagnostic has a code
+//! (for programs), a message (for people) and the figures it rests on.
+//!
+//! A pure function of the configuration and the final result, never of the
+//! engine, so that a result rebuilt from several machines' JSON reports
+//! gets the same diagnostics. The rules, and why:
+//!
+//! - Schedule lag is worth a word only when it matters for the
+//!   measurement: its p99 above a quarter of the uncorrected latency's p99
+//!   (it then moves the corrected percentiles by as much) and above 1 ms.
+//!   A blip of a few late sends stays below the p99; a slow service hides
+//!   a lag that a fast one would not.
+//! - Lag is blamed on pace's CPU or on the connections by where due
+//!   requests waited ([`Generator`]): with a connection free (pace was
+//!   busy or not given the CPU), or for one.
+//! - Waiting for connections is "too few connections" when Little's law
+//!   says so (rate x mean latency fills more than 90% of them), and the
+//!   server's slow spells otherwise.
+//! - Socket errors and timeouts are the server's when they are at least 1%
+//!   of the requests and connection attempts that ended.
+//!
+//! Closed-loop runs get none: without a plan there is nothing to keep,
+//! and their report stays wrk's.
+
+use serde::ser::{SerializeMap, Serializer};
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::spectrum::{self, value_at_percentile};
+use crate::config::BenchConfig;
+use crate::stats::{Generator, RunResult, Stats};
+use crate::units::format_time_us;
+
+/// Lag matters above this share of the uncorrected latency (at p99)...
+const LAG_SHARE: f64 = 0.25;
+/// ...and above this, in microseconds.
+const LAG_FLOOR_US: u64 = 1000;
+/// Lag is pace's own when due requests spent at least this share of their
+/// wait with a connection free.
+const GENERATOR_SHARE: f64 = 0.5;
+/// Little's law: the connections are too few when rate x mean latency
+/// keeps more than this share of them busy...
+const MAX_BUSY_SHARE: f64 = 0.9;
+/// ...and enough when it keeps at most this share busy.
+const COMFORTABLE_BUSY_SHARE: f64 = 0.8;
+/// Errors and timeouts are the server's from this share of the requests
+/// and connection attempts that ended.
+const SERVER_SHARE: f64 = 0.01;
+/// A thread on the CPU this share of the time was busy, not starved.
+const BUSY_THREAD: f64 = 0.9;
+
+/// What a diagnostic is about.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    /// Connect, read or write errors: the server refused, reset or closed.
+    ServerFailed,
+    /// Requests timed out, or slow spells of the server held every
+    /// connection.
+    ServerStalled,
+    /// Rate x latency needs more connections than the run has.
+    TooFewConnections,
+    /// Due requests waited for pace itself, with a connection free.
+    GeneratorCpu,
+    /// Requests of the plan were never sent.
+    Unsent,
+}
+
+impl Code {
+    /// The code in the report and the JSON.
+    pub fn name(self) -> &'static str {
+        match self {
+            Code::ServerFailed => "server_failed",
+            Code::ServerStalled => "server_stalled",
+            Code::TooFewConnections => "too_few_connections",
+            Code::GeneratorCpu => "generator_cpu",
+            Code::Unsent => "unsent",
+        }
+    }
+}
+
+/// One finding: printed as a `Warning:` line, and in the JSON report.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub message: String,
+    /// The figures the finding rests on, by name (times in microseconds,
+    /// shares from 0 to 1).
+    pub figures: Vec<(&'static str, Value)>,
+}
+
+/// `{"code": "...", "message": "...", "figures": {...}}`.
+impl Serialize for Diagnostic {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(3))?;
+        map.serialize_entry("code", self.code.name())?;
+        map.serialize_entry("message", &self.message)?;
+        map.serialize_entry("figures", &Figures(&self.figures))?;
+        map.end()
+    }
+}
+
+struct Figures<'a>(&'a [(&'static str, Value)]);
+
+impl Serialize for Figures<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.0.len()))?;
+        for (name, value) in self.0 {
+            map.serialize_entry(name, value)?;
+        }
+        map.end()
+    }
+}
+
+/// The schedule lag against the latency it adds to.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LagWeight {
+    pub lag_p99_us: u64,
+    pub uncorrected_p99_us: u64,
+    /// The lag moves the corrected percentiles noticeably.
+    pub matters: bool,
+}
+
+/// How much the schedule lag of `stats` weighs (see the module's rules).
+pub fn lag_weight(stats: &Stats) -> LagWeight {
+    let lag_p99_us = value_at_percentile(&stats.lag, 99.0);
+    let uncorrected_p99_us = value_at_percentile(&stats.uncorrected, 99.0);
+    let limit = (LAG_SHARE * uncorrected_p99_us as f64).max(LAG_FLOOR_US as f64);
+    LagWeight { lag_p99_us, uncorrected_p99_us, matters: lag_p99_us as f64 > limit }
+}
+
+/// The diagnostics of a paced run, causes first; none in the closed loop.
+pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
+    let Some(rate) = cfg.target_rate() else { return Vec::new() };
+    let stats = &result.total;
+    let e = &stats.errors;
+    let mut found = Vec::new();
+    // Requests and connection attempts that ended, well or not.
+    let ended = stats.requests + e.socket_total();
+    let failures = e.connect + e.read + e.write;
+    let server_share = |n: u64| n > 0 && n as f64 >= SERVER_SHARE * ended as f64;
+    let failed = server_share(failures);
+    let timed_out = server_share(e.timeout);
+    if failed {
+        found.push(server_failed(stats, failures, ended));
+    }
+    if timed_out {
+        found.push(server_timeouts(cfg, stats));
+    }
+    let lag = lag_weight(stats);
+    let connections = cfg.connections_of_instance();
+    // Little's law; NaN (no response) compares false.
+    let busy = rate * spectrum::mean(&stats.uncorrected) / 1e6;
+    let short_of_connections = busy > MAX_BUSY_SHARE * connections as f64;
+    let generator_share = generator_share(&stats.generator);
+    let waited_for_connections = lag.matters && generator_share < GENERATOR_SHARE;
+    if short_of_connections && (waited_for_connections || e.unsent > 0) {
+        found.push(too_few_connections(cfg, stats, rate, busy, lag));
+    } else if waited_for_connections && !failed && !timed_out {
+        found.push(server_slow_spells(stats, connections, busy, lag));
+    }
+    if lag.matters && generator_share >= GENERATOR_SHARE {
+        found.push(generator_cpu(stats, lag, generator_share));
+    }
+    if e.unsent > 0 {
+        found.push(unsent(e.unsent));
+    }
+    found
+}
+
+/// Writes one `Warning: ... [code]` line per diagnostic.
+pub fn write_warnings(
+    out: &mut dyn std::io::Write,
+    diagnostics: &[Diagnostic],
+) -> std::io::Result<()> {
+    for d in diagnostics {
+        writeln!(out, "Warning: {} [{}]", d.message, d.code.name())?;
+    }
+    Ok(())
+}
+
+/// The share of due requests' waiting spent with a connection free (0
+/// when nothing waited).
+fn generator_share(g: &Generator) -> f64 {
+    let total = g.waiting_for_connection_us + g.waiting_for_generator_us;
+    if total == 0 {
+        0.0
+    } else {
+        g.waiting_for_generator_us as f64 / total as f64
+    }
+}
+
+fn server_failed(stats: &Stats, failures: u64, ended: u64) -> Diagnostic {
+    let e = &stats.errors;
+    // The most frequent cause (the first of equals in name order).
+    let cause = stats.error_causes.iter().filter(|(cause, _)| !cause.starts_with("timeout:")).fold(
+        None,
+        |best: Option<(&String, u64)>, (cause, &n)| match best {
+            Some((_, most)) if most >= n => best,
+            _ => Some((cause, n)),
+        },
+    );
+    let most_often =
+        cause.map_or(String::new(), |(cause, n)| format!(", most often {cause} ({n})"));
+    Diagnostic {
+        code: Code::ServerFailed,
+        message: format!(
+            "the server failed: {failures} of {ended} connection attempts and requests ended in \
+             an error{most_often}; requests of the plan could not be sent or answered meanwhile"
+        ),
+        figures: vec![
+            ("failures", json!(failures)),
+            ("connect", json!(e.connect)),
+            ("read", json!(e.read)),
+            ("write", json!(e.write)),
+            ("requests", json!(stats.requests)),
+        ],
+    }
+}
+
+fn server_timeouts(cfg: &BenchConfig, stats: &Stats) -> Diagnostic {
+    let timeouts = stats.errors.timeout;
+    let timeout_us = cfg.timeout.as_micros() as u64;
+    Diagnostic {
+        code: Code::ServerStalled,
+        message: format!(
+            "the server stalled: {timeouts} requests got no response within {} (-T/--timeout), \
+             each holding its connection that long, against {} responses; the corrected latency \
+             above includes the wait",
+            format_time_us(timeout_us as f64),
+            stats.requests
+        ),
+        figures: vec![
+            ("timeouts", json!(timeouts)),
+            ("timeout_us", json!(timeout_us)),
+            ("requests", json!(stats.requests)),
+        ],
+    }
+}
+
+fn server_slow_spells(stats: &Stats, connections: usize, busy: f64, lag: LagWeight) -> Diagnostic {
+    let max_us = stats.uncorrected.max();
+    Diagnostic {
+        code: Code::ServerStalled,
+        message: format!(
+            "the server stalled at times: sends waited for a free connection (schedule lag p99 \
+             {}) while responses took up to {} (uncorrected; p99 {}), though on average {} of \
+             the {connections} connections were busy; the corrected latency above includes the \
+             wait",
+            format_time_us(lag.lag_p99_us as f64),
+            format_time_us(max_us as f64),
+            format_time_us(lag.uncorrected_p99_us as f64),
+            format_busy(busy)
+        ),
+        figures: vec![
+            ("lag_p99_us", json!(lag.lag_p99_us)),
+            ("uncorrected_p99_us", json!(lag.uncorrected_p99_us)),
+            ("uncorrected_max_us", json!(max_us)),
+            ("busy_connections", json!(round2(busy))),
+            ("connections", json!(connections)),
+        ],
+    }
+}
+
+fn too_few_connections(
+    cfg: &BenchConfig,
+    stats: &Stats,
+    rate: f64,
+    busy: f64,
+    lag: LagWeight,
+) -> Diagnostic {
+    let connections = cfg.connections_of_instance();
+    let mean_us = spectrum::mean(&stats.uncorrected);
+    // -c is shared by all shards; this one's share of it must grow.
+    let suggested = (busy / COMFORTABLE_BUSY_SHARE).ceil() as u64 * cfg.shard.count as u64;
+    Diagnostic {
+        code: Code::TooFewConnections,
+        message: format!(
+            "too few connections: {connections} cannot carry {} requests/s at {} mean \
+             latency (Little's law: {} busy on average), so sends waited for a free one \
+             (schedule lag p99 {}); use -c {suggested} or more. The corrected latency above \
+             includes the wait",
+            format_rate(rate),
+            format_time_us(mean_us),
+            format_busy(busy),
+            format_time_us(lag.lag_p99_us as f64)
+        ),
+        figures: vec![
+            ("connections", json!(connections)),
+            ("target_rate", json!(rate)),
+            ("mean_latency_us", json!(round2(mean_us))),
+            ("busy_connections", json!(round2(busy))),
+            ("suggested_connections", json!(suggested)),
+            ("lag_p99_us", json!(lag.lag_p99_us)),
+        ],
+    }
+}
+
+fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
+    let busiest = stats.generator.busiest_thread_cpu;
+    let advice = if busiest >= BUSY_THREAD {
+        format!(
+            "its busiest thread was on the CPU {:.0}% of the time: add threads (-t, up to the \
+             cores) or make the script cheaper",
+            busiest * 100.0
+        )
+    } else if busiest > 0.0 {
+        format!(
+            "its busiest thread was on the CPU only {:.0}% of the time: the machine did not give \
+             it the CPU (other processes, or a VM host's steal time); run it where it gets whole \
+             cores",
+            busiest * 100.0
+        )
+    } else {
+        "give it more CPU".to_string()
+    };
+    Diagnostic {
+        code: Code::GeneratorCpu,
+        message: format!(
+            "pace was short of CPU: due requests waited for pace, not for a connection ({:.0}% \
+             of their wait), schedule lag p99 {} against an uncorrected latency p99 of {}; \
+             {advice}. The corrected latency above includes the wait",
+            share * 100.0,
+            format_time_us(lag.lag_p99_us as f64),
+            format_time_us(lag.uncorrected_p99_us as f64)
+        ),
+        figures: vec![
+            ("lag_p99_us", json!(lag.lag_p99_us)),
+            ("uncorrected_p99_us", json!(lag.uncorrected_p99_us)),
+            ("waiting_for_generator_share", json!(round2(share))),
+            ("busiest_thread_cpu_share", json!(round2(busiest))),
+        ],
+    }
+}
+
+fn unsent(unsent: u64) -> Diagnostic {
+    Diagnostic {
+        code: Code::Unsent,
+        message: format!(
+            "{unsent} requests of the plan fell due and were never sent; each counts in the \
+             corrected latency with the time it had waited when sending ended (a lower bound)"
+        ),
+        figures: vec![("unsent", json!(unsent))],
+    }
+}
+
+/// Requests per second with at most two decimals: `2000`, `666.67`.
+fn format_rate(rate: f64) -> String {
+    let text = format!("{rate:.2}");
+    text.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+/// Busy connections on average: one decimal.
+fn format_busy(busy: f64) -> String {
+    format!("{busy:.1}")
+}
+
+fn round2(x: f64) -> f64 {
+    (x * 100.0).round() / 100.0
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::{Mode, Shard};
+    use crate::plan::PlanSpec;
+    use crate::stats::ErrorKind;
+    use crate::target::Target;
+
+    /// `-R rate -c connections`.
+    fn config(rate: f64, connections: usize) -> BenchConfig {
+        BenchConfig {
+            connections,
+            threads: 1,
+            duration: Some(Duration::from_secs(1)),
+            mode: Mode::Paced(PlanSpec::constant(rate)),
+            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
+        }
+    }
+
+    fn result(stats: Stats) -> RunResult {
+        RunResult {
+            total: stats,
+            threads: vec![],
+            runtime: Duration::from_secs(1),
+            interrupted: None,
+            script_stopped: false,
+            series: vec![],
+            series_interval: Duration::from_millis(250),
+            measured_from: std::time::UNIX_EPOCH,
+        }
+    }
+
+    /// 1000 requests answered in `latency_us`, sent `lag_us` late.
+    fn run(latency_us: u64, lag_us: u64) -> Stats {
+        let mut stats = Stats::new(3);
+        for _ in 0..1000 {
+            stats.response(200);
+            stats.corrected.record(latency_us + lag_us).unwrap();
+            stats.uncorrected.record(latency_us).unwrap();
+            stats.lag.record(lag_us).unwrap();
+        }
+        stats
+    }
+
+    fn codes(cfg: &BenchConfig, stats: Stats) -> Vec<&'static str> {
+        diagnose(cfg, &result(stats)).iter().map(|d| d.code.name()).collect()
+    }
+
+    #[test]
+    fn a_kept_plan_has_nothing_to_say() {
+        let cfg = config(1000.0, 10);
+        assert!(codes(&cfg, run(1000, 20)).is_empty());
+        // Closed loop: nothing, whatever happened.
+        let mut stats = run(1000, 0);
+        stats.error(ErrorKind::Connect, "refused");
+        let closed = BenchConfig { mode: Mode::ClosedLoop, ..cfg };
+        assert!(codes(&closed, stats).is_empty());
+    }
+
+    #[test]
+    fn lag_matters_relative_to_the_latency() {
+        // 900 us late: under the 1 ms floor, however fast the server.
+        assert!(!lag_weight(&run(100, 900)).matters);
+        // 3 ms late on 20 ms responses: under a quarter.
+        assert!(!lag_weight(&run(20_000, 3_000)).matters);
+        // 6 ms late on 20 ms responses: over a quarter.
+        assert!(lag_weight(&run(20_000, 6_000)).matters);
+        assert!(lag_weight(&run(100, 2_000)).matters);
+        // A blip of 5 sends in 1000 is under the p99.
+        let mut blip = run(1000, 20);
+        blip.lag.record_n(50_000, 5).unwrap();
+        assert!(!lag_weight(&blip).matters);
+    }
+
+    #[test]
+    fn late_sends_with_free_connections_are_pace_short_of_cpu() {
+        let cfg = config(1000.0, 10);
+        let mut stats = run(200, 5_000);
+        stats.generator.waiting_for_generator_us = 4_000_000;
+        stats.generator.waiting_for_connection_us = 1_000_000;
+        stats.generator.busiest_thread_cpu = 0.97;
+        let found = diagnose(&cfg, &result(stats.clone()));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].code, Code::GeneratorCpu);
+        assert_eq!(
+            found[0].message,
+            "pace was short of CPU: due requests waited for pace, not for a connection (80% of \
+             their wait), schedule lag p99 5.00ms against an uncorrected latency p99 of \
+             200.00us; its busiest thread was on the CPU 97% of the time: add threads (-t, up \
+             to the cores) or make the script cheaper. The corrected latency above includes \
+             the wait"
+        );
+        assert_eq!(
+            found[0].figures,
+            vec![
+                ("lag_p99_us", json!(5003)),
+                ("uncorrected_p99_us", json!(200)),
+                ("waiting_for_generator_share", json!(0.8)),
+                ("busiest_thread_cpu_share", json!(0.97)),
+            ]
+        );
+        // A thread mostly off the CPU: the machine starved it.
+        stats.generator.busiest_thread_cpu = 0.12;
+        let found = diagnose(&cfg, &result(stats));
+        assert!(found[0].message.contains("only 12% of the time: the machine did not give"));
+    }
+
+    #[test]
+    fn waiting_for_connections_that_rate_x_latency_fills_is_too_few_connections() {
+        // 2000/s x 5 ms = 10 connections busy, of 1.
+        let cfg = config(2000.0, 1);
+        let mut stats = run(5_000, 300_000);
+        stats.generator.waiting_for_connection_us = 9_000_000;
+        stats.generator.waiting_for_generator_us = 50_000;
+        stats.errors.unsent = 1500;
+        let found = diagnose(&cfg, &result(stats));
+        let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::TooFewConnections, Code::Unsent]);
+        assert_eq!(
+            found[0].message,
+            "too few connections: 1 cannot carry 2000 requests/s at 5.00ms mean latency \
+             (Little's law: 10.0 busy on average), so sends waited for a free one (schedule \
+             lag p99 300.03ms); use -c 13 or more. The corrected latency above includes the wait"
+        );
+        let suggested = found[0].figures.iter().find(|(name, _)| *name == "suggested_connections");
+        assert_eq!(suggested, Some(&("suggested_connections", json!(13))));
+        assert_eq!(
+            found[1].message,
+            "1500 requests of the plan fell due and were never sent; each counts in the \
+             corrected latency with the time it had waited when sending ended (a lower bound)"
+        );
+    }
+
+    #[test]
+    fn the_suggestion_is_for_the_whole_command_line_of_a_shard() {
+        let cfg = BenchConfig { shard: Shard { index: 0, count: 3 }, ..config(2000.0, 3) };
+        let mut stats = run(5_000, 300_000);
+        stats.generator.waiting_for_connection_us = 1;
+        let found = diagnose(&cfg, &result(stats));
+        // This instance's 666.67/s at 5 ms fill 3.3 of its 1 connection: 5 of
+        // its own, 15 for the three shards' -c.
+        assert!(
+            found[0].message.contains("cannot carry 666.67 requests/s"),
+            "{}",
+            found[0].message
+        );
+        assert!(found[0].message.contains("use -c 15 or more"), "{}", found[0].message);
+    }
+
+    #[test]
+    fn waiting_for_connections_with_room_on_average_is_the_servers_slow_spells() {
+        // 1000/s x 2 ms (one response of a second among a thousand of 1 ms)
+        // = 2 of 10 connections busy, but the stall held them all.
+        let cfg = config(1000.0, 10);
+        let mut stats = run(1000, 20);
+        stats.uncorrected.record(1_000_000).unwrap();
+        stats.lag.record_n(400_000, 200).unwrap();
+        stats.generator.waiting_for_connection_us = 80_000_000;
+        let found = diagnose(&cfg, &result(stats));
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].code, Code::ServerStalled);
+        assert!(
+            found[0].message.starts_with(
+                "the server stalled at times: sends waited for a free connection (schedule lag \
+                 p99 400.13ms) while responses took up to 1.00s (uncorrected; p99 1.00ms), though \
+                 on average 2.0 of the 10 connections were busy"
+            ),
+            "{}",
+            found[0].message
+        );
+    }
+
+    #[test]
+    fn a_dead_server_failed() {
+        let cfg = config(1000.0, 4);
+        let mut stats = Stats::new(3);
+        for _ in 0..40 {
+            stats.error(ErrorKind::Connect, "Connection refused");
+        }
+        stats.error(ErrorKind::Read, "Connection reset by peer");
+        stats.errors.unsent = 2000;
+        let found = diagnose(&cfg, &result(stats));
+        let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::ServerFailed, Code::Unsent]);
+        assert_eq!(
+            found[0].message,
+            "the server failed: 41 of 41 connection attempts and requests ended in an error, \
+             most often connect: Connection refused (40); requests of the plan could not be \
+             sent or answered meanwhile"
+        );
+    }
+
+    #[test]
+    fn a_server_that_never_answers_stalled() {
+        let cfg = BenchConfig { timeout: Duration::from_millis(300), ..config(100.0, 4) };
+        let mut stats = Stats::new(3);
+        for _ in 0..26 {
+            stats.error(ErrorKind::Timeout, "no response within 300ms");
+        }
+        stats.lag.record_n(300_000, 26).unwrap();
+        stats.generator.waiting_for_connection_us = 26 * 300_000;
+        stats.errors.unsent = 170;
+        let found = diagnose(&cfg, &result(stats));
+        let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
+        // The wait for connections is the stall's, said once.
+        assert_eq!(codes, vec![Code::ServerStalled, Code::Unsent]);
+        assert_eq!(
+            found[0].message,
+            "the server stalled: 26 requests got no response within 300.00ms (-T/--timeout), \
+             each holding its connection that long, against 0 responses; the corrected latency \
+             above includes the wait"
+        );
+    }
+
+    #[test]
+    fn rare_errors_are_not_the_servers_failure() {
+        let cfg = config(1000.0, 10);
+        let mut stats = run(1000, 20);
+        for _ in 0..9 {
+            stats.error(ErrorKind::Read, "Connection reset by peer");
+        }
+        stats.error(ErrorKind::Timeout, "no response within 2s");
+        assert!(codes(&cfg, stats.clone()).is_empty());
+        stats.error(ErrorKind::Read, "Connection reset by peer");
+        stats.error(ErrorKind::Read, "Connection reset by peer");
+        assert_eq!(codes(&cfg, stats), vec!["server_failed"]);
+    }
+
+    #[test]
+    fn json_and_text() {
+        let cfg = config(1000.0, 4);
+        let mut stats = Stats::new(3);
+        stats.errors.unsent = 3;
+        let found = diagnose(&cfg, &result(stats));
+        assert_eq!(
+            serde_json::to_value(&found).unwrap(),
+            json!([{
+                "code": "unsent",
+                "message": "3 requests of the plan fell due and were never sent; each counts in \
+                            the corrected latency with the time it had waited when sending \
+                            ended (a lower bound)",
+                "figures": {"unsent": 3}
+            }])
+        );
+        let mut out = Vec::new();
+        write_warnings(&mut out, &found).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert!(text.starts_with("Warning: 3 requests of the plan fell due"));
+        assert!(text.ends_with(" (a lower bound) [unsent]\n"));
+    }
+}
