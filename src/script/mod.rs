@@ -49,6 +49,8 @@ use crate::error::Error;
 use crate::stats::RunResult;
 
 pub use errors::ScriptError;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use value::Transfer;
 
 use addr::Addr;
 use errors::describe;
