@@ -505,7 +505,7 @@ fn lua_program(random: &mut Random) -> Vec<u8> {
             7 => (0..3).for_each(|_| program.extend(pick(random))),
             10 => {
                 program.extend(pick(random));
-                program.extend((random.below(210) as u16).to_le_bytes());
+                program.extend((random.below(120) as u16).to_le_bytes());
             }
             11 => {
                 program.extend(pick(random));
