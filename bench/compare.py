@@ -7,38 +7,74 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
 
   closed   wrk vs pace, closed loop -t1 -c50: requests/s and client CPU
            time per request (user + sys from /usr/bin/time / requests)
-  paced    pace vs wrk2 vs oha at -R 10000 -c50: achieved rate, pacing
-           jitter seen on the wire (shared/bench/pacing.py: grid p50/p99),
-           CPU per request, and pace's corrected - uncorrected p50
-  wide     the same at -t2 -c1000 (pace and wrk2)
   lua      wrk vs pace running the same Lua script, closed loop -t1 -c50:
            bench/scripts/static.lua (sets method/body/headers only) and
            dynamic.lua (wrk.format in request() for every request):
            requests per CPU-second
+  static   what a static script costs: each of wrk and pace with no script
+           and with static.lua (a POST with a body), closed loop -t1 -c50
+           on nginx's /post (200 "posted" for both): requests per
+           CPU-second with the script / without
+  paced    pace vs wrk2 vs oha at -R 10000 -c50: achieved rate, pacing
+           jitter seen on the wire (bench/pacing.py: grid p50/p99),
+           CPU per request, and pace's corrected - uncorrected p50
+  wide     the same at -t2 -c1000 (pace and wrk2)
+  plans    pace's arrival plans at -R 10000 -t1 -c50: constant, Poisson
+           and stages (2000/s, ramp to 10000/s, hold, ramp down): how far
+           actual sends are from intended ones (schedule lag p50/p99, from
+           pace's own JSON), achieved rate and CPU per request
 
-The server (nginx, one worker) is pinned to CPU 0 and the generator to
-CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk, tcpdump,
+$PACE_BASE names an earlier pace binary: closed, paced, wide and plans then
+measure it too, in the same run ("base"), for before/after ratios.
+
+The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
+generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
+taskset, /usr/bin/time, and for paced/wide tcpdump (run as root) and
 python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
-(paths in $WRK2 and $OHA; see bench/README.md).
+(paths in $WRK2 and $OHA; see bench/README.md). $BENCH_PORT (default
+18080) is nginx's port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,paced,wide]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans]
 """
-import argparse, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
+import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-SHARED = os.path.join(os.path.dirname(ROOT), 'shared', 'bench')
 PACE = os.environ.get('PACE', os.path.join(ROOT, 'target', 'release', 'pace'))
+PACE_BASE = os.environ.get('PACE_BASE')
 WRK = shutil.which('wrk')
 WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
 OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
-URL = 'http://127.0.0.1:18080/index.html'
+PORT = int(os.environ.get('BENCH_PORT', '18080'))
+URL = f'http://127.0.0.1:{PORT}/index.html'
+# nginx's /post answers 200 "posted" to a GET and to a POST with a body.
+POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans')
 
 
 def have(path):
     return path and os.path.exists(path) and os.access(path, os.X_OK)
+
+
+def missing_tools(parts):
+    """What the chosen parts need and this machine lacks: (what, how to get it)."""
+    missing = []
+    def need(ok, what, how):
+        if not ok:
+            missing.append((what, how))
+    need(shutil.which('nginx') or os.path.exists('/usr/sbin/nginx'), 'nginx', 'apt-get install nginx-light')
+    need(WRK, 'wrk', 'apt-get install wrk')
+    need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
+    need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
+    if {'paced', 'wide'} & set(parts):
+        need(shutil.which('tcpdump') or os.path.exists('/usr/sbin/tcpdump'), 'tcpdump', 'apt-get install tcpdump')
+        numpy = have(PYTHON_WITH_NUMPY) and subprocess.run(
+            [PYTHON_WITH_NUMPY, '-c', 'import numpy'], capture_output=True).returncode == 0
+        need(numpy, f'numpy for {PYTHON_WITH_NUMPY}',
+             'apt-get install python3-numpy (or set PACING_PYTHON to a python with numpy)')
+    return missing
 
 
 def timed(cmd):
@@ -76,12 +112,12 @@ def p50s(out):
 
 
 def paced_run(cmd, rate):
-    """Runs cmd on CPU 1 under shared/bench/pacing.py (which watches the
-    request packets on the wire); returns (pacing figures, stdout, cpu s)."""
+    """Runs cmd on CPU 1 under bench/pacing.py (which watches the request
+    packets on the wire); returns (pacing figures, stdout, cpu s)."""
     with tempfile.NamedTemporaryFile('r') as t, tempfile.NamedTemporaryFile('r') as o:
         wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c',
                    'exec taskset -c 1 ' + shlex.join(cmd) + ' > ' + o.name]
-        report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(SHARED, 'pacing.py'), '18080', str(rate), '2',
+        report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(HERE, 'pacing.py'), str(PORT), str(rate), '2',
                                  '--'] + wrapped, capture_output=True, text=True).stdout
         figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
         user, system = map(float, t.read().split()[-2:])
@@ -95,17 +131,25 @@ def median_table(title, rows):
         print(f'  {name:6} {cells}')
 
 
+def paces():
+    """pace, and the baseline pace when $PACE_BASE names one."""
+    return [('pace', PACE)] + ([('base', PACE_BASE)] if PACE_BASE else [])
+
+
 def closed(rounds):
-    rows = {'wrk': {'rps': [], 'cpu_us': []}, 'pace': {'rps': [], 'cpu_us': []}}
+    tools = [('wrk', WRK)] + paces()
+    rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
     for _ in range(rounds):
-        for name, cmd in [('wrk', [WRK]), ('pace', [PACE])]:
+        for name, binary in tools:
+            cmd = [binary]
             out, cpu = timed(cmd + ['-t1', '-c50', '-d5s', URL])
             rows[name]['rps'].append(rate_of(out))
             rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
     median_table('closed loop -t1 -c50 (median of %d)' % rounds, rows)
-    w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', 'pace'))
-    print(f'  pace CPU per request / wrk = {p / w:.2f}   '
-          f'pace rps / wrk = {statistics.median(rows["pace"]["rps"]) / statistics.median(rows["wrk"]["rps"]):.2f}')
+    for name, _ in paces():
+        w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', name))
+        rps = statistics.median(rows[name]['rps']) / statistics.median(rows['wrk']['rps'])
+        print(f'  {name} CPU per request / wrk = {p / w:.2f}   {name} rps / wrk = {rps:.2f}')
 
 
 def lua(rounds):
@@ -122,9 +166,27 @@ def lua(rounds):
         print(f'  pace requests per CPU-second / wrk = {p / w:.2f}')
 
 
+def static_cost(rounds):
+    path = os.path.join(HERE, 'scripts', 'static.lua')
+    rows = {f'{tool} {kind}': {'rps': [], 'req_per_cpu_s': []}
+            for tool in ('wrk', 'pace') for kind in ('plain', 'static')}
+    for _ in range(rounds):
+        for tool, binary in [('wrk', WRK), ('pace', PACE)]:
+            for kind, script in [('plain', []), ('static', ['-s', path])]:
+                out, cpu = timed([binary, '-t1', '-c50', '-d5s'] + script + [POST_URL])
+                row = rows[f'{tool} {kind}']
+                row['rps'].append(rate_of(out))
+                row['req_per_cpu_s'].append(requests_of(out) / cpu)
+    median_table(f'static.lua vs no script on /post, closed loop -t1 -c50 (median of {rounds})', rows)
+    for tool in ('wrk', 'pace'):
+        plain, static = (statistics.median(rows[f'{tool} {kind}']['req_per_cpu_s']) for kind in ('plain', 'static'))
+        print(f'  {tool} requests per CPU-second with static.lua / without = {static / plain:.2f}')
+
+
 def paced(rounds, threads, conns, label):
     rate = 10000
-    tools = [('pace', [PACE, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])]
+    tools = [(name, [binary, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL])
+             for name, binary in paces()]
     if have(WRK2):
         tools.append(('wrk2', [WRK2, f'-t{threads}', f'-c{conns}', '-d10s', f'-R{rate}', '-U', URL]))
     if have(OHA) and threads == 1:
@@ -141,36 +203,85 @@ def paced(rounds, threads, conns, label):
                     row[key].append(figures[key])
             requests = requests_of(out)
             row['cpu_us'].append(cpu / requests * 1e6)
-            if name == 'pace':
+            if name in ('pace', 'base'):
                 corrected, uncorrected = p50s(out)
                 row['co_gap_us'].append(corrected - uncorrected)
     median_table(f'{label}: -R {rate} -t{threads} -c{conns} (median of {rounds})', rows)
     base = rows['pace']
     for peer in rows:
-        if peer != 'pace' and rows[peer]['grid_p99']:
+        if peer not in ('pace', 'base') and rows[peer]['grid_p99']:
             print(f'  pace grid_p99 / {peer} = '
                   f'{statistics.median(base["grid_p99"]) / statistics.median(rows[peer]["grid_p99"]):.3f}   '
                   f'pace CPU per request / {peer} = '
                   f'{statistics.median(base["cpu_us"]) / statistics.median(rows[peer]["cpu_us"]):.2f}')
 
 
+PLANS = [
+    ('constant', ['-R10000']),
+    ('poisson', ['-R10000', '--arrival', 'poisson', '--seed', '1']),
+    ('stages', ['-R2000', '--stages', '3s:10000,4s:10000,3s:2000']),
+]
+
+
+def plans(rounds):
+    """Schedule lag (actual - intended send) for each plan, from pace's
+    JSON: a Poisson or staged plan must be kept as well as the even one."""
+    rows = {f'{name} {plan}': {'achieved': [], 'lag_p50': [], 'lag_p99': [], 'cpu_us': []}
+            for name, _ in paces() for plan, _ in PLANS}
+    for _ in range(rounds):
+        for name, binary in paces():
+            for plan, options in PLANS:
+                if name == 'base' and plan != 'constant':
+                    continue
+                duration = [] if plan == 'stages' else ['-d10s']
+                out, cpu = timed([binary, '-t1', '-c50', '-e'] + duration + options + [URL])
+                report = json.loads(out)
+                lag = report['schedule_lag']['percentiles_us']
+                row = rows[f'{name} {plan}']
+                row['achieved'].append(report['requests_per_sec'])
+                row['lag_p50'].append(lag['50'])
+                row['lag_p99'].append(lag['99'])
+                row['cpu_us'].append(cpu / max(report['requests'], 1) * 1e6)
+    median_table(f'plans at -R 10000 -t1 -c50 (median of {rounds})', {k: v for k, v in rows.items() if v['lag_p50']})
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
-    ap.add_argument('--only', default='closed,lua,paced,wide')
+    ap.add_argument('--only', default=','.join(PARTS))
     args = ap.parse_args()
-    if not have(PACE):
-        sys.exit(f'no pace binary at {PACE}: run cargo build --release (or set PACE)')
-    subprocess.run(['bash', os.path.join(SHARED, 'nginx-up')], check=True, capture_output=True)
     parts = args.only.split(',')
-    if 'closed' in parts:
-        closed(args.rounds)
-    if 'lua' in parts:
-        lua(args.rounds)
-    if 'paced' in parts:
-        paced(args.rounds, 1, 50, 'paced')
-    if 'wide' in parts:
-        paced(args.rounds, 2, 1000, 'wide')
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        sys.exit(f'compare.py: unknown part {",".join(unknown)} (parts: {",".join(PARTS)})')
+    if not have(PACE):
+        sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
+    missing = missing_tools(parts)
+    if missing:
+        sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
+    if {'paced', 'wide'} & set(parts):
+        if not have(WRK2):
+            print(f'note: no wrk2 at {WRK2} (set WRK2): paced/wide without wrk2')
+        if not have(OHA) and 'paced' in parts:
+            print(f'note: no oha at {OHA} (set OHA): paced without oha')
+    up = subprocess.run(['bash', os.path.join(HERE, 'nginx-up')], capture_output=True, text=True)
+    if up.returncode != 0:
+        sys.exit(f'compare.py: nginx did not start: {up.stderr.strip()}')
+    try:
+        if 'closed' in parts:
+            closed(args.rounds)
+        if 'lua' in parts:
+            lua(args.rounds)
+        if 'static' in parts:
+            static_cost(args.rounds)
+        if 'paced' in parts:
+            paced(args.rounds, 1, 50, 'paced')
+        if 'wide' in parts:
+            paced(args.rounds, 2, 1000, 'wide')
+        if 'plans' in parts:
+            plans(args.rounds)
+    finally:
+        subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
 
 if __name__ == '__main__':

@@ -3,9 +3,31 @@
 //! it only holds what they mean.
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
+use crate::plan::PlanSpec;
+use crate::slo::Objective;
 use crate::target::Target;
+
+/// One instance's part of a plan several instances send together: it owns
+/// the requests k = index, index + count, ... of the global plan, and its
+/// share of the connections.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl Shard {
+    /// The whole plan: one instance.
+    pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+}
+
+/// `total` spread over `parts`: part `i`'s share, the remainder going one
+/// each to the first parts.
+fn spread(total: usize, parts: usize, i: usize) -> usize {
+    total / parts + usize::from(i < total % parts)
+}
 
 /// Reporting period for `--hlog` when `-p` is not given.
 const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
@@ -16,9 +38,10 @@ pub enum Mode {
     /// wrk: every connection sends its next request as soon as the previous
     /// response is complete.
     ClosedLoop,
-    /// wrk2 `-R`: requests follow a plan of intended send times, whatever the
-    /// server does; latency counts from the intended time.
-    Paced { rate: f64 },
+    /// wrk2 `-R` (and `--stages`, `--arrival`, `--warmup`): requests follow
+    /// a plan of intended send times, whatever the server does; latency
+    /// counts from the intended time.
+    Paced(PlanSpec),
 }
 
 /// Everything one benchmark run needs, validated.
@@ -30,6 +53,15 @@ pub struct BenchConfig {
     pub duration: Duration,
     pub timeout: Duration,
     pub mode: Mode,
+    /// `--warmup`: the run's first part, sent as usual but not counted (the
+    /// run lasts the warm-up and then `duration`).
+    pub warmup: Duration,
+    /// Seeds what is random in the run (`--seed`, or chosen and printed).
+    pub seed: u64,
+    /// `--shard I/N`: this instance's part of the global plan.
+    pub shard: Shard,
+    /// `--start-at`: the wall-clock instant of the plan's time zero.
+    pub start_at: Option<SystemTime>,
     /// `-H` headers in the order given.
     pub headers: Vec<(String, String)>,
     /// `-L`: print the latency distribution.
@@ -47,6 +79,8 @@ pub struct BenchConfig {
     pub script_args: Vec<String>,
     /// Machine-readable outputs and periodic reports.
     pub outputs: OutputOptions,
+    /// `--slo`: objectives judged on the final result (none: no verdict).
+    pub slo: Vec<Objective>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -88,6 +122,10 @@ impl BenchConfig {
             duration: Duration::from_secs(10),
             timeout: Duration::from_secs(2),
             mode: Mode::ClosedLoop,
+            warmup: Duration::ZERO,
+            seed: 0,
+            shard: Shard::WHOLE,
+            start_at: None,
             headers: Vec::new(),
             latency: false,
             u_latency: false,
@@ -97,15 +135,33 @@ impl BenchConfig {
             script: None,
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
+            slo: Vec::new(),
         }
     }
 
-    /// Connections owned by thread `i`: the remainder of
-    /// `connections / threads` is spread over the first threads instead of
-    /// being dropped (wrk bug wg/wrk#157).
+    /// The rate the plan wants of this instance on average over the
+    /// measured part of the run (after the warm-up), requests per second;
+    /// None in the closed loop.
+    pub fn target_rate(&self) -> Option<f64> {
+        match &self.mode {
+            Mode::ClosedLoop => None,
+            Mode::Paced(spec) => {
+                let mean = spec.mean_rate(self.warmup, self.warmup, self.warmup + self.duration);
+                Some(mean / self.shard.count as f64)
+            }
+        }
+    }
+
+    /// The connections this instance opens: its shard's share of `-c`.
+    pub fn connections_of_instance(&self) -> usize {
+        spread(self.connections, self.shard.count, self.shard.index)
+    }
+
+    /// Connections owned by thread `i` of this instance: the remainder is
+    /// spread over the first threads instead of being dropped (wrk bug
+    /// wg/wrk#157).
     pub fn connections_of_thread(&self, i: usize) -> usize {
-        let base = self.connections / self.threads;
-        base + usize::from(i < self.connections % self.threads)
+        spread(self.connections_of_instance(), self.threads, i)
     }
 }
 

@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
+use crate::plan::PlanSpec;
 use crate::report::spectrum::value_at_percentile;
 use crate::run;
 use crate::serve::{self, ServeOptions, Stall};
@@ -36,7 +37,7 @@ pub fn run() -> Result<i32, Error> {
         connections: 50,
         duration: DURATION,
         timeout: Duration::from_secs(5),
-        mode: Mode::Paced { rate: RATE },
+        mode: Mode::Paced(PlanSpec::constant(RATE)),
         latency: true,
         u_latency: true,
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)

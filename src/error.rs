@@ -9,11 +9,18 @@
 //!   TLS set-up failed) or a file cannot be read or written.
 //! - 3: the Lua script failed (load error, or runtime error during the run;
 //!   the report of what was measured is still printed).
+//! - 4: an `--slo` objective failed ([`SLO_FAILED`]; the report and the
+//!   verdicts were printed, the files written). A signal (130/143), a
+//!   script failure (3) or a file that could not be written (2) takes
+//!   precedence.
 //! - 130 / 143: the run was stopped by SIGINT / SIGTERM; the report of what
 //!   was measured was printed.
 //! - 101: a bug in pace (a panic; one line on stderr).
 
 use std::fmt;
+
+/// The exit code of a run that completed but failed an `--slo` objective.
+pub const SLO_FAILED: i32 = 4;
 
 /// An error that stops pace, with the exit code it maps to.
 #[derive(Debug)]

@@ -21,6 +21,8 @@ mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod http;
+mod limits;
+mod outfile;
 mod output;
 mod plan;
 mod report;
@@ -29,6 +31,7 @@ mod run;
 mod script;
 pub mod serve;
 mod signals;
+mod slo;
 mod stats;
 mod sys;
 mod target;

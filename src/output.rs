@@ -7,20 +7,20 @@
 //! [`Outputs::text_header`]) and wrx's blocks become fields of the final
 //! JSON object.
 //!
-//! Files named by options are written completely or not at all: they are
-//! written to `<name>.tmp-<pid>` beside the target and renamed over it only
-//! when complete ([`Outputs::finish`], which also runs after Ctrl-C); on
-//! any error, or if `finish` is never reached, the temporary file is
-//! removed. (A second Ctrl-C, which quits at once, leaves it behind.)
+//! Files named by options are written completely or not at all (see
+//! [`crate::outfile`]): committed by [`Outputs::finish`], which also runs
+//! after Ctrl-C; on any error, or if `finish` is never reached, nothing is
+//! left behind.
 
-use std::fs::{self, File};
-use std::io::{self, BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::io::{self, Write};
+use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::config::BenchConfig;
 use crate::error::Error;
+use crate::outfile::OutputFile;
 use crate::report::{hlog, json, periodic, series, text};
+use crate::slo;
 use crate::stats::{Interval, RunResult};
 
 /// The outputs of one run, opened before it starts.
@@ -98,7 +98,8 @@ impl Outputs {
 }
 
 /// The final report: JSON, or the text report followed by wrx's blocks in
-/// wrx's order (its thread table comes first, as it printed that live).
+/// wrx's order (its thread table comes first, as it printed that live),
+/// then the `--slo` verdicts.
 fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
     if cfg.outputs.json {
         json::write_line(out, &json::final_report(cfg, result)?)?;
@@ -120,6 +121,7 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
     if outputs.histogram {
         series::write_histogram(out, &result.total.corrected)?;
     }
+    slo::write_verdicts(out, &slo::verdicts(cfg, result))?;
     out.flush()
 }
 
@@ -138,7 +140,7 @@ fn report_error(e: io::Error) -> Error {
 
 /// The `--hlog` file being written.
 struct HlogFile {
-    file: PendingFile,
+    file: OutputFile,
     /// When the run started, by the wall clock; known at the first period.
     started: Option<SystemTime>,
     /// A write failed: the file is incomplete and must not be committed.
@@ -147,21 +149,21 @@ struct HlogFile {
 
 impl HlogFile {
     fn create(path: &Path) -> Result<HlogFile, Error> {
-        let file = PendingFile::create(path).map_err(|e| file_error(path, e))?;
+        let file = OutputFile::create(path).map_err(|e| file_error(path, e))?;
         Ok(HlogFile { file, started: None, failed: false })
     }
 
     fn write_interval(&mut self, interval: &Interval) -> Result<(), Error> {
         let written = self.try_write_interval(interval);
         self.failed |= written.is_err();
-        written.map_err(|e| file_error(&self.file.target, e))
+        written.map_err(|e| file_error(self.file.path(), e))
     }
 
     fn try_write_interval(&mut self, interval: &Interval) -> io::Result<()> {
         // Periods are passed on just after they end, so the run started
         // about the end of this one ago (within milliseconds).
         self.write_header_once(interval.start + interval.length)?;
-        let out = &mut self.file.writer;
+        let out = self.file.writer();
         let (start, length) = (interval.start, interval.length);
         hlog::write_interval(out, None, start, length, &interval.stats.corrected)?;
         let uncorrected = &interval.stats.uncorrected;
@@ -172,7 +174,7 @@ impl HlogFile {
     fn write_header_once(&mut self, ago: Duration) -> io::Result<()> {
         if self.started.is_none() {
             let start = SystemTime::now().checked_sub(ago).unwrap_or(UNIX_EPOCH);
-            hlog::write_header(&mut self.file.writer, start)?;
+            hlog::write_header(self.file.writer(), start)?;
             self.started = Some(start);
         }
         Ok(())
@@ -181,7 +183,7 @@ impl HlogFile {
     /// Completes the log (a run without a single period still gets its
     /// header) and moves it into place.
     fn commit(mut self, runtime: Duration) -> Result<(), Error> {
-        let target = self.file.target.clone();
+        let target = self.file.path().to_path_buf();
         if self.failed {
             return Err(Error::Setup(format!(
                 "{} was not written: an earlier write failed",
@@ -197,59 +199,16 @@ fn file_error(path: &Path, e: io::Error) -> Error {
     Error::Setup(format!("cannot write {}: {e}", path.display()))
 }
 
-/// A file written under a temporary name beside its target and renamed
-/// over it when complete. Dropped without [`PendingFile::commit`], the
-/// temporary file is removed and the target left as it was.
-struct PendingFile {
-    target: PathBuf,
-    temp: PathBuf,
-    writer: BufWriter<File>,
-    committed: bool,
-}
-
-impl PendingFile {
-    fn create(target: &Path) -> io::Result<PendingFile> {
-        if target.is_dir() {
-            return Err(io::Error::other("it is a directory"));
-        }
-        let mut temp = target.as_os_str().to_owned();
-        temp.push(format!(".tmp-{}", std::process::id()));
-        let temp = PathBuf::from(temp);
-        let file = File::create(&temp)?;
-        Ok(PendingFile {
-            target: target.to_path_buf(),
-            temp,
-            writer: BufWriter::new(file),
-            committed: false,
-        })
-    }
-
-    fn commit(mut self) -> io::Result<()> {
-        self.writer.flush()?;
-        self.writer.get_ref().sync_all()?;
-        fs::rename(&self.temp, &self.target)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for PendingFile {
-    fn drop(&mut self) {
-        if !self.committed {
-            // Nothing more to do if it cannot be removed.
-            let _ = fs::remove_file(&self.temp);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::fs;
     use std::sync::{Arc, Mutex};
 
     use super::*;
     use crate::config::{Mode, OutputOptions as Options};
+    use crate::plan::PlanSpec;
     use crate::signals::Interruption;
-    use crate::stats::{HistogramShape, Stats, ThreadTotals};
+    use crate::stats::{Stats, ThreadTotals};
     use crate::target::Target;
 
     /// A `Write` whose bytes the test can read afterwards.
@@ -277,14 +236,14 @@ mod tests {
             connections: 2,
             threads: 1,
             duration: Duration::from_secs(2),
-            mode: Mode::Paced { rate: 100.0 },
+            mode: Mode::Paced(PlanSpec::constant(100.0)),
             outputs: options,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
         }
     }
 
     fn period(index: u64, requests: u64) -> Interval {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..requests {
             stats.response(200);
             stats.corrected.record(1500).unwrap();
@@ -299,8 +258,8 @@ mod tests {
             threads: vec![ThreadTotals::from(&total)],
             total,
             runtime,
-            unsent: 0,
             interrupted: None,
+            script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
         }
@@ -312,7 +271,7 @@ mod tests {
         let live = Shared::default();
         let mut outputs = Outputs::with_live_output(cfg, Box::new(live.clone())).unwrap();
         let periods = [period(0, 100), period(1, 50)];
-        let mut result = measured(Stats::new(HistogramShape::digits(3)), Duration::from_secs(2));
+        let mut result = measured(Stats::new(3), Duration::from_secs(2));
         result.series = vec![vec![100, 50]];
         result.series_interval = Duration::from_secs(1);
         for p in &periods {
@@ -420,7 +379,7 @@ mod tests {
         let path = dir.path().join("empty.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
-        let result = measured(Stats::new(HistogramShape::digits(3)), Duration::ZERO);
+        let result = measured(Stats::new(3), Duration::ZERO);
         outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }

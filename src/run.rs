@@ -5,23 +5,31 @@
 
 use std::io::{self, Write};
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Engine, Finished, RequestSource, Workload};
+use crate::engine::{Batch, Engine, Finished, Overrun, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, count_requests, default_headers};
+use crate::limits;
 use crate::output::Outputs;
 use crate::report;
 use crate::resolve::resolve_target;
-use crate::script::Script;
-use crate::signals::Signals;
+use crate::script::{Interrupter, Script, ThreadScript};
+use crate::signals::{Interruption, Signals};
+use crate::slo;
 use crate::stats::{Interval, RunResult};
+use crate::sys;
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
 const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long `done()` gets to stop after a signal interrupted it.
+const DONE_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs the benchmark described by the command line and prints the
 /// report; returns the exit code. In wrk's order: the script is loaded
@@ -29,6 +37,7 @@ const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// target is resolved, the thread states are set up, the run happens, the
 /// report is printed, and the script's `done()` runs last.
 pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
+    limits::check(cfg)?;
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {
@@ -37,36 +46,53 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     };
     let mut outputs = Outputs::start(cfg)?;
     let text_header = outputs.text_header();
+    let signals = Signals::install()?;
     // The first error of the live outputs; the run goes on regardless.
     let mut interval_error = None;
-    let finished = measure_with(cfg, addrs[0], workload, text_header, &mut |interval| {
+    // What scripts print goes through C's stdio, the reports through
+    // Rust's: each report first pushes out what the scripts printed before
+    // it, so that lines never interleave and the order is wrk's (script
+    // output, the report, then what done() prints).
+    let finished = measure_with(cfg, addrs[0], workload, &signals, text_header, &mut |interval| {
+        sys::flush_c_stdout();
         if let Err(error) = outputs.interval(cfg, interval) {
             interval_error.get_or_insert(error);
         }
     })?;
+    sys::flush_c_stdout();
     let mut out = io::stdout().lock();
     let written = outputs.finish(cfg, &finished.result, &mut out);
     report_interruption(&finished.result);
     // Lua writes through C's stdio: what Rust buffered goes first.
     let _ = out.flush();
     drop(out);
+    if !finished.overran.is_empty() {
+        return overran(&finished);
+    }
     if let Some(error) = finished.script_error {
         return Err(Error::Script(format!("the script failed, the run was stopped: {error}")));
     }
     if let Some(script) = script.as_mut() {
-        script.done(&finished.result, finished.scripts)?;
+        if let Some(signal) = done_watched(script, &finished.result, finished.scripts, &signals)? {
+            return Ok(signal.exit_code());
+        }
     }
     if let Some(error) = interval_error {
         return Err(error);
     }
     written?;
-    Ok(exit_code(&finished.result))
+    // A signal's exit code wins over the verdict (the verdict is printed).
+    match exit_code(&finished.result) {
+        0 => Ok(slo::gate(cfg, &finished.result)),
+        signal => Ok(signal),
+    }
 }
 
 /// Prints the header, runs the benchmark against `addr` and returns what
 /// it measured.
 pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
-    measure_with(cfg, addr, workload, true, &mut |_| {})
+    let signals = Signals::install()?;
+    measure_with(cfg, addr, workload, &signals, true, &mut |_| {})
 }
 
 /// [`measure`], printing the header only if `print_header`, and passing
@@ -75,21 +101,111 @@ fn measure_with(
     cfg: &BenchConfig,
     addr: SocketAddr,
     workload: Workload,
+    signals: &Signals,
     print_header: bool,
     on_interval: &mut dyn FnMut(&Interval),
 ) -> Result<Finished, Error> {
     let engine = Engine::prepare(cfg, addr)?;
-    let signals = Signals::install()?;
     // What the script printed in setup()/init() comes before the header.
-    crate::sys::flush_c_stdout();
+    sys::flush_c_stdout();
     if print_header {
         let mut out = io::stdout().lock();
         print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
         let _ = out.flush();
     }
-    let mut finished = engine.run(workload, signals.stop.clone(), on_interval)?;
+    let mut finished = engine.run(workload, signals, on_interval)?;
     finished.result.interrupted = signals.received();
     Ok(finished)
+}
+
+/// Script calls that did not return when the run was over: said on
+/// stderr, with the exit code of the signal that stopped the run, or 3.
+/// `done()` is not called (a thread's state may still be busy).
+fn overran(finished: &Finished) -> Result<i32, Error> {
+    let when = match finished.result.interrupted {
+        Some(signal) => format!("after {}", signal.name()),
+        None => "after the end of the run".to_string(),
+    };
+    for Overrun { thread, call, given_up } in &finished.overran {
+        let call = call.map_or("Lua code".to_string(), |call| format!("script's {}", call.name()));
+        if *given_up {
+            eprintln!(
+                "pace: thread {thread}'s {call} did not return {when}, and could not be \
+                 interrupted (LuaJIT cannot interrupt a loop it compiled); what that thread \
+                 measured since its last report period is missing"
+            );
+        } else {
+            eprintln!(
+                "pace: thread {thread}'s {call} was still running {when}; it was interrupted"
+            );
+        }
+    }
+    if let Some(error) = &finished.script_error {
+        eprintln!("pace: {error}");
+    }
+    match finished.result.interrupted {
+        Some(signal) => Ok(signal.exit_code()),
+        None => Err(Error::Script("the script did not return when the run was over".into())),
+    }
+}
+
+/// Calls the script's `done()` (also after a signal stopped the run, as
+/// wrk does); a signal during it interrupts it and its exit code is
+/// returned (the report is out already).
+fn done_watched(
+    script: &mut Script,
+    result: &RunResult,
+    threads: Vec<ThreadScript>,
+    signals: &Signals,
+) -> Result<Option<Interruption>, Error> {
+    let interrupter = script.interrupter();
+    let returned = AtomicBool::new(false);
+    let signals_before = signals.count();
+    let outcome = thread::scope(|scope| {
+        scope.spawn(|| watch_done(&interrupter, &returned, signals, signals_before));
+        let outcome = script.done(result, threads);
+        returned.store(true, Ordering::SeqCst);
+        outcome
+    });
+    let interrupted = signals.count() > signals_before;
+    match (outcome, signals.received()) {
+        (Err(_), Some(signal)) if interrupted => {
+            eprintln!("pace: the script's done() was interrupted by {}", signal.name());
+            Ok(Some(signal))
+        }
+        (outcome, _) => outcome.map(|()| None),
+    }
+}
+
+/// Waits for `done()` to return; on a signal after `signals_before`,
+/// interrupts it, and if it still does not return (a compiled loop),
+/// exits: the report and the files are complete already.
+fn watch_done(
+    interrupter: &Interrupter,
+    returned: &AtomicBool,
+    signals: &Signals,
+    signals_before: usize,
+) {
+    while !returned.load(Ordering::SeqCst) {
+        if let Some(signal) = signals.received().filter(|_| signals.count() > signals_before) {
+            interrupter.interrupt();
+            let deadline = Instant::now() + DONE_GRACE;
+            while !returned.load(Ordering::SeqCst) {
+                if Instant::now() >= deadline {
+                    eprintln!(
+                        "pace: the script's done() did not stop after {} (LuaJIT cannot \
+                         interrupt a loop it compiled)",
+                        signal.name()
+                    );
+                    sys::flush_c_stdout();
+                    std::process::exit(signal.exit_code());
+                }
+                thread::sleep(Duration::from_millis(10));
+            }
+            return;
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// 0, or the exit code of the signal that interrupted the run.
@@ -101,11 +217,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
 /// with `Host` and the `-H` headers.
 pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
     let headers = default_headers(&cfg.target.host_header(), &cfg.headers);
-    let request: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    let bytes: Arc<[u8]> = build_request("GET", &cfg.target.path, &headers, None).into();
+    let batches: Arc<[Batch]> = Arc::from([Batch { bytes, heads: Arc::from([false]) }]);
     Workload {
-        heads: Arc::from([false]),
         sources: (0..cfg.threads)
-            .map(|_| RequestSource::Fixed { request: request.clone(), addr })
+            .map(|thread| RequestSource::fixed(batches.clone(), thread, addr))
             .collect(),
     }
 }
@@ -119,27 +235,38 @@ fn scripted_workload(
     script: &mut Script,
 ) -> Result<Workload, Error> {
     script.set_addrs(addrs)?;
-    let paced = matches!(cfg.mode, Mode::Paced { .. });
-    let mut heads = None;
+    let paced = matches!(cfg.mode, Mode::Paced(_));
+    let mut heads: Option<Arc<[bool]>> = None;
     let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
         let mut thread = script.thread(addrs[0])?;
-        if heads.is_none() {
-            let first = thread.request()?;
-            let batch = count_requests(&first).map_err(|e| {
-                Error::Script(format!("the script's request is not valid HTTP: {e}"))
-            })?;
-            heads = Some(batch.is_head);
-            if thread.has_delay() && paced {
-                eprintln!("pace: delay() is ignored with -R: the plan sets when requests are sent");
+        let heads = match &heads {
+            Some(heads) => heads.clone(),
+            None => {
+                let first = thread.request()?.ok_or_else(|| {
+                    Error::Script(
+                        "the script's first request() returned nil: pace needs a request to \
+                         learn how many requests a batch holds"
+                            .into(),
+                    )
+                })?;
+                let batch = count_requests(&first).map_err(|e| {
+                    Error::Script(format!("the script's request is not valid HTTP: {e}"))
+                })?;
+                if thread.has_delay() && paced {
+                    eprintln!(
+                        "pace: delay() is ignored with -R: the plan sets when requests are sent"
+                    );
+                }
+                heads.insert(batch.is_head.into()).clone()
             }
-        }
+        };
         if paced {
             thread.ignore_delay();
         }
-        sources.push(RequestSource::Script(Box::new(thread)));
+        sources.push(RequestSource::Script { script: Box::new(thread), heads });
     }
-    Ok(Workload { heads: heads.unwrap_or_else(|| vec![false]).into(), sources })
+    Ok(Workload { sources })
 }
 
 /// Prints the report for a finished run.

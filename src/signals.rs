@@ -1,9 +1,14 @@
-//! SIGINT (Ctrl-C) and SIGTERM during a run: the first one stops the run
-//! gracefully, so that the report of what was measured is still printed; a
-//! second Ctrl-C quits at once.
+//! SIGINT (Ctrl-C) and SIGTERM during a run. The first one stops the run
+//! gracefully: the report of what was measured is printed and the output
+//! files are completed. A second one cuts the waiting short (for late
+//! responses, for a script that does not return) but still prints and
+//! completes. A third one exits at once, removing the unfinished output
+//! files first.
 
-use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::ffi::{c_char, CString};
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
@@ -30,52 +35,126 @@ impl Interruption {
 
     /// 128 + the signal number, as a shell reports a process it killed.
     pub fn exit_code(self) -> i32 {
-        128 + match self {
+        128 + self.number()
+    }
+
+    fn number(self) -> i32 {
+        match self {
             Interruption::Interrupt => SIGINT,
             Interruption::Terminate => SIGTERM,
         }
     }
 }
 
-/// The handlers of one run: `stop` tells the engine threads to stop; the
-/// others remember which signal it was.
+/// The handlers of one run.
 pub struct Signals {
+    /// Set by the first signal: the engine threads stop.
     pub stop: Arc<AtomicBool>,
-    interrupt: Arc<AtomicBool>,
-    terminate: Arc<AtomicBool>,
+    /// Set by the second signal: stop waiting.
+    pub hurry: Arc<AtomicBool>,
+    /// The first signal's number, 0 before one arrived.
+    first: Arc<AtomicUsize>,
+    /// How many signals arrived.
+    count: Arc<AtomicUsize>,
 }
 
 impl Signals {
     pub fn install() -> Result<Signals, Error> {
         let signals = Signals {
             stop: Arc::new(AtomicBool::new(false)),
-            interrupt: Arc::new(AtomicBool::new(false)),
-            terminate: Arc::new(AtomicBool::new(false)),
+            hurry: Arc::new(AtomicBool::new(false)),
+            first: Arc::new(AtomicUsize::new(0)),
+            count: Arc::new(AtomicUsize::new(0)),
         };
-        let register = || -> io::Result<()> {
-            // Order matters: the conditional shutdown must see `stop` as it
-            // was before this signal, so a first Ctrl-C stops gracefully
-            // and only a second one exits at once.
-            let code = Interruption::Interrupt.exit_code();
-            signal_hook::flag::register_conditional_shutdown(SIGINT, code, signals.stop.clone())?;
-            for (signal, flag) in [(SIGINT, &signals.interrupt), (SIGTERM, &signals.terminate)] {
-                signal_hook::flag::register(signal, flag.clone())?;
-                signal_hook::flag::register(signal, signals.stop.clone())?;
-            }
-            Ok(())
-        };
-        register().map_err(|e| Error::Setup(format!("cannot install signal handlers: {e}")))?;
+        for signal in [SIGINT, SIGTERM] {
+            let (stop, hurry, first) =
+                (signals.stop.clone(), signals.hurry.clone(), signals.first.clone());
+            let received = signals.count.clone();
+            let handler = move || {
+                // Only atomics, unlink and _exit: async-signal-safe.
+                let _ =
+                    first.compare_exchange(0, signal as usize, Ordering::SeqCst, Ordering::SeqCst);
+                stop.store(true, Ordering::SeqCst);
+                match received.fetch_add(1, Ordering::SeqCst) + 1 {
+                    1 => {}
+                    2 => hurry.store(true, Ordering::SeqCst),
+                    _ => {
+                        remove_temporary_files();
+                        // SAFETY: _exit ends the process at once, as asked.
+                        unsafe { libc::_exit(128 + first.load(Ordering::SeqCst) as i32) }
+                    }
+                }
+            };
+            // SAFETY: the handler only touches atomics and calls unlink and
+            // _exit, all async-signal-safe.
+            unsafe { signal_hook::low_level::register(signal, handler) }
+                .map_err(|e| Error::Setup(format!("cannot install signal handlers: {e}")))?;
+        }
         Ok(signals)
     }
 
-    /// The signal that arrived, if one did.
+    /// How many signals arrived so far.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// The signal that arrived first, if one did.
     pub fn received(&self) -> Option<Interruption> {
-        if self.interrupt.load(Ordering::Relaxed) {
-            Some(Interruption::Interrupt)
-        } else if self.terminate.load(Ordering::Relaxed) {
-            Some(Interruption::Terminate)
-        } else {
-            None
+        match self.first.load(Ordering::SeqCst) as i32 {
+            SIGINT => Some(Interruption::Interrupt),
+            SIGTERM => Some(Interruption::Terminate),
+            _ => None,
+        }
+    }
+}
+
+/// Output files being written under a temporary name, which an immediate
+/// exit removes. A signal handler cannot lock or free, so the paths live
+/// in fixed slots and are never freed (a run has one or two such files).
+static TEMPORARY_FILES: [AtomicPtr<c_char>; 8] = [const { AtomicPtr::new(ptr::null_mut()) }; 8];
+
+/// A temporary file that an immediate exit removes, until dropped.
+pub struct TemporaryFile {
+    slot: Option<usize>,
+}
+
+impl TemporaryFile {
+    pub fn register(path: &Path) -> TemporaryFile {
+        use std::os::unix::ffi::OsStrExt;
+        let Ok(path) = CString::new(path.as_os_str().as_bytes()) else {
+            return TemporaryFile { slot: None };
+        };
+        let path = path.into_raw();
+        for (slot, entry) in TEMPORARY_FILES.iter().enumerate() {
+            if entry
+                .compare_exchange(ptr::null_mut(), path, Ordering::SeqCst, Ordering::SeqCst)
+                .is_ok()
+            {
+                return TemporaryFile { slot: Some(slot) };
+            }
+        }
+        // More files than slots: this one is not removed on a forced exit.
+        // SAFETY: `path` came from into_raw just above and was not shared.
+        drop(unsafe { CString::from_raw(path) });
+        TemporaryFile { slot: None }
+    }
+}
+
+impl Drop for TemporaryFile {
+    fn drop(&mut self) {
+        // The path is left allocated: a handler may be reading it.
+        if let Some(slot) = self.slot {
+            TEMPORARY_FILES[slot].store(ptr::null_mut(), Ordering::SeqCst);
+        }
+    }
+}
+
+fn remove_temporary_files() {
+    for entry in &TEMPORARY_FILES {
+        let path = entry.load(Ordering::SeqCst);
+        if !path.is_null() {
+            // SAFETY: a NUL-terminated path that is never freed.
+            unsafe { libc::unlink(path) };
         }
     }
 }
@@ -90,5 +169,18 @@ mod tests {
         assert_eq!(Interruption::Interrupt.exit_code(), 130);
         assert_eq!(Interruption::Terminate.name(), "SIGTERM");
         assert_eq!(Interruption::Terminate.exit_code(), 143);
+    }
+
+    #[test]
+    fn registered_files_are_removed_until_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let (kept, removed) = (dir.path().join("kept"), dir.path().join("removed"));
+        std::fs::write(&kept, "x").unwrap();
+        std::fs::write(&removed, "x").unwrap();
+        let registered = TemporaryFile::register(&kept);
+        drop(registered);
+        let _registered = TemporaryFile::register(&removed);
+        remove_temporary_files();
+        assert!(kept.exists() && !removed.exists());
     }
 }

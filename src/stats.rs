@@ -15,44 +15,19 @@ use crate::signals::Interruption;
 /// values are recorded as one day).
 pub const MAX_LATENCY_US: u64 = 24 * 60 * 60 * 1_000_000;
 
-/// The geometry of a run's histograms: microseconds from 1, `digits`
-/// significant figures (wrk2's `hdr_init(1, MAX_LATENCY, digits)`), and a
-/// first range that covers the longest latency the run can measure.
+/// A latency histogram in microseconds from 1, with `digits` significant
+/// figures (wrk2's `hdr_init(1, MAX_LATENCY, digits)`).
 ///
-/// The range is what costs memory (at 5 digits a histogram up to one day
-/// takes 22 MB, up to 12 s a third of that, and every page is touched when
-/// it is created), so it starts at what the run needs and the histograms
-/// grow if a value ever exceeds it: nothing is clamped.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct HistogramShape {
-    digits: u8,
-    highest_us: u64,
-}
-
-impl HistogramShape {
-    /// For a run whose latencies stay under `longest` (its duration plus
-    /// its timeout: no request waits longer).
-    pub fn new(digits: u8, longest: Duration) -> HistogramShape {
-        let highest_us = u64::try_from(longest.as_micros()).unwrap_or(MAX_LATENCY_US);
-        HistogramShape { digits, highest_us: highest_us.clamp(1_000_000, MAX_LATENCY_US) }
-    }
-
-    /// Histograms with `digits` and a one-second first range.
-    pub fn digits(digits: u8) -> HistogramShape {
-        HistogramShape::new(digits, Duration::from_secs(1))
-    }
-
-    pub fn histogram(&self) -> Histogram<u64> {
-        let mut histogram = Histogram::new_with_bounds(1, self.highest_us, self.digits)
-            .expect("digits is validated to 1..=5");
-        histogram.auto(true);
-        histogram
-    }
-}
-
-/// A latency histogram in microseconds with `digits` significant figures.
+/// It starts with the smallest range and grows as larger values come:
+/// the range is what costs memory (at 5 digits a histogram up to one day
+/// takes 22 MB, one up to 262 ms takes 2 MB, and every page is touched when
+/// it is made), so a run pays for the latencies it sees, not for the ones
+/// it might. Nothing is clamped below one day.
 pub fn latency_histogram(digits: u8) -> Histogram<u64> {
-    HistogramShape::digits(digits).histogram()
+    let mut histogram =
+        Histogram::new_with_bounds(1, 2, digits).expect("digits is validated to 1..=5");
+    histogram.auto(true);
+    histogram
 }
 
 /// Mean and sample standard deviation (n - 1, 0 below two samples) of
@@ -83,6 +58,10 @@ pub struct Errors {
     pub status: u64,
     /// Requests with no complete response within `--timeout`.
     pub timeout: u64,
+    /// Requests of the plan that were due before the end of the run and
+    /// never sent (no connection was free: the server or the generator fell
+    /// behind).
+    pub unsent: u64,
 }
 
 impl Errors {
@@ -97,6 +76,7 @@ impl Errors {
         self.write += other.write;
         self.status += other.status;
         self.timeout += other.timeout;
+        self.unsent += other.unsent;
     }
 }
 
@@ -132,20 +112,67 @@ pub struct Stats {
     /// Per-thread Req/Sec samples (requests per second over each sampling
     /// interval), for the Thread Stats table.
     pub rate_samples: Vec<f64>,
+    /// Times the script's `request()` returned nil (no request sent).
+    pub nil_requests: u64,
+    /// What the warm-up sent (none of it is counted above).
+    pub warmup: Warmup,
+    /// Per stage of `--stages` (by intended send time); empty without.
+    pub stages: Vec<StageStats>,
+}
+
+/// What the warm-up (`--warmup`) sent: counted apart from the run.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Warmup {
+    /// Responses to requests intended during the warm-up.
+    pub requests: u64,
+    /// Errors during the warm-up (socket errors, statuses > 399, requests
+    /// of its plan never sent).
+    pub errors: u64,
+}
+
+/// What one stage of the plan measured: the requests intended in it.
+#[derive(Clone, Debug)]
+pub struct StageStats {
+    /// Completed responses.
+    pub requests: u64,
+    /// Their latency from the intended send time, us.
+    pub corrected: Histogram<u64>,
+}
+
+impl StageStats {
+    pub fn new(digits: u8) -> StageStats {
+        StageStats { requests: 0, corrected: latency_histogram(digits) }
+    }
+
+    fn merge(&mut self, other: &StageStats) {
+        self.requests += other.requests;
+        self.corrected.add(&other.corrected).expect("auto-resizing histogram");
+    }
 }
 
 impl Stats {
-    pub fn new(shape: HistogramShape) -> Stats {
+    pub fn new(digits: u8) -> Stats {
         Stats {
-            corrected: shape.histogram(),
-            uncorrected: shape.histogram(),
-            lag: shape.histogram(),
+            corrected: latency_histogram(digits),
+            uncorrected: latency_histogram(digits),
+            lag: latency_histogram(digits),
             requests: 0,
             bytes: 0,
             errors: Errors::default(),
             statuses: BTreeMap::new(),
             error_causes: BTreeMap::new(),
             rate_samples: Vec::new(),
+            nil_requests: 0,
+            warmup: Warmup::default(),
+            stages: Vec::new(),
+        }
+    }
+
+    /// Measurements with room for `stages` stages.
+    pub fn with_stages(digits: u8, stages: usize) -> Stats {
+        Stats {
+            stages: (0..stages).map(|_| StageStats::new(digits)).collect(),
+            ..Stats::new(digits)
         }
     }
 
@@ -183,6 +210,12 @@ impl Stats {
         self.statuses.clear();
         self.error_causes.clear();
         self.rate_samples.clear();
+        self.nil_requests = 0;
+        self.warmup = Warmup::default();
+        for stage in &mut self.stages {
+            stage.requests = 0;
+            stage.corrected.reset();
+        }
     }
 
     /// Adds another thread's measurements to these.
@@ -201,6 +234,15 @@ impl Stats {
             *self.error_causes.entry(cause.clone()).or_insert(0) += n;
         }
         self.rate_samples.extend_from_slice(&other.rate_samples);
+        self.nil_requests += other.nil_requests;
+        self.warmup.requests += other.warmup.requests;
+        self.warmup.errors += other.warmup.errors;
+        for (i, stage) in other.stages.iter().enumerate() {
+            match self.stages.get_mut(i) {
+                Some(mine) => mine.merge(stage),
+                None => self.stages.push(stage.clone()),
+            }
+        }
     }
 }
 
@@ -210,8 +252,8 @@ mod tests {
 
     #[test]
     fn merge_adds_everything() {
-        let mut a = Stats::new(HistogramShape::digits(3));
-        let mut b = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
+        let mut b = Stats::new(3);
         a.corrected.record(100).unwrap();
         b.corrected.record(200).unwrap();
         a.response(200);
@@ -229,23 +271,22 @@ mod tests {
     }
 
     #[test]
-    fn histograms_are_sized_to_the_run_and_grow() {
-        let short = HistogramShape::new(3, Duration::from_secs(12)).histogram();
-        let day = HistogramShape::new(3, Duration::from_secs(100_000)).histogram();
-        // wrk2's one-day geometry, and a run of 12 s in half the buckets.
-        assert_eq!(day.buckets(), 27);
-        assert_eq!(short.buckets(), 14);
-        let mut grown = short.clone();
-        grown.record(MAX_LATENCY_US).unwrap();
-        assert_eq!(grown.max(), day.highest_equivalent(MAX_LATENCY_US));
+    fn histograms_grow_to_the_values_they_see() {
+        let mut h = latency_histogram(3);
+        assert_eq!(h.buckets(), 1);
+        h.record(100_000).unwrap();
+        assert_eq!(h.buckets(), 7);
+        h.record(MAX_LATENCY_US).unwrap();
+        // wrk2's geometry for one day.
+        assert_eq!(h.buckets(), 27);
         let mut merged = latency_histogram(3);
-        merged.add(&grown).unwrap();
-        assert_eq!(merged.len(), 1);
+        merged.add(&h).unwrap();
+        assert_eq!((merged.len(), merged.max()), (2, h.max()));
     }
 
     #[test]
     fn clear_empties_everything() {
-        let mut a = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
         a.corrected.record(5).unwrap();
         a.response(500);
         a.error(ErrorKind::Read, "x");
@@ -290,11 +331,11 @@ pub struct RunResult {
     pub threads: Vec<ThreadTotals>,
     /// From the start of the plan until the last response was collected.
     pub runtime: Duration,
-    /// Paced mode: requests the plan wanted sent before the end of the run
-    /// that were never sent because no connection was free.
-    pub unsent: u64,
     /// Set when SIGINT/SIGTERM ended the run early.
     pub interrupted: Option<Interruption>,
+    /// The script stopped every thread (`thread:stop()`): the run, and the
+    /// rates, end there (wrk divides by the whole `-d`).
+    pub script_stopped: bool,
     /// Completed requests per thread and per [`RunResult::series_interval`]
     /// since the start (wrx's time series).
     pub series: Vec<Vec<u64>>,

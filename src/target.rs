@@ -28,6 +28,9 @@ pub struct Target {
     pub explicit_port: bool,
     /// Path, query and fragment; `/` when the URL has no path.
     pub path: String,
+    /// `user:password` from the URL (`http://user:password@host/`),
+    /// percent-decoded: sent as Basic authorization, as curl does.
+    pub userinfo: Option<String>,
 }
 
 /// Why a URL was rejected.
@@ -68,9 +71,13 @@ impl Target {
             // wrk drops a query that has no path before it; we keep it.
             Some(_) => format!("/{path}"),
         };
-        let authority = match authority.rsplit_once('@') {
-            Some((_userinfo, hostport)) => hostport,
-            None => authority,
+        let (userinfo, authority) = match authority.rsplit_once('@') {
+            Some((userinfo, hostport)) => {
+                let decoded =
+                    percent_decode(userinfo).ok_or_else(|| bad("bad %-escape in user:password"))?;
+                (Some(decoded), hostport)
+            }
+            None => (None, authority),
         };
         let (host, port) = if let Some(inner) = authority.strip_prefix('[') {
             let (host, after) = inner.split_once(']').ok_or_else(|| bad("unclosed '[' in host"))?;
@@ -114,7 +121,16 @@ impl Target {
             port,
             explicit_port,
             path,
+            userinfo,
         })
+    }
+
+    /// The `Authorization` header for the URL's `user:password`, if it has
+    /// one (Basic, RFC 7617).
+    pub fn basic_authorization(&self) -> Option<String> {
+        use base64::Engine;
+        let userinfo = self.userinfo.as_deref()?;
+        Some(format!("Basic {}", base64::engine::general_purpose::STANDARD.encode(userinfo)))
     }
 
     /// The default `Host` header value, as wrk's `wrk.init` builds it: the
@@ -128,6 +144,25 @@ impl Target {
             host
         }
     }
+}
+
+/// `%XX` escapes decoded (RFC 3986); None for a malformed escape or bytes
+/// that are not UTF-8.
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            decoded.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            decoded.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(decoded).ok()
 }
 
 #[cfg(test)]
@@ -170,6 +205,17 @@ mod tests {
             let error = Target::parse(url).unwrap_err();
             assert!(error.0.ends_with("(IPv6 address without brackets)"), "{url}: {error}");
         }
+    }
+
+    #[test]
+    fn credentials_become_basic_authorization() {
+        let t = Target::parse("http://alice:s%40cret@example.com:8080/x").unwrap();
+        assert_eq!(t.userinfo.as_deref(), Some("alice:s@cret"));
+        assert_eq!((t.host.as_str(), t.port), ("example.com", 8080));
+        assert_eq!(t.basic_authorization().unwrap(), "Basic YWxpY2U6c0BjcmV0");
+        assert_eq!(Target::parse("http://h/").unwrap().basic_authorization(), None);
+        assert!(Target::parse("http://a:%zz@h/").is_err());
+        assert!(Target::parse("http://a:%4@h/").is_err());
     }
 
     #[test]

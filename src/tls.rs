@@ -6,6 +6,7 @@
 //! connection is still real TLS). SNI is the URL host when it is a name;
 //! rustls sends none for IP-address hosts.
 
+use std::io;
 use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,7 +15,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::{self, CryptoProvider};
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
-    ClientConfig, ClientConnection, DigitallySignedStruct, RootCertStore, SignatureScheme,
+    ClientConfig, ClientConnection, DigitallySignedStruct, InvalidMessage, RootCertStore,
+    SignatureScheme,
 };
 
 use crate::error::Error;
@@ -60,12 +62,12 @@ impl TlsClient {
             Error::Setup(format!("TLS handshake with {addr} failed: {why}{hint}"))
         };
         let mut session = self.session().map_err(|e| failed(e.to_string()))?;
-        let mut socket =
-            TcpStream::connect_timeout(&addr, timeout).map_err(|e| failed(e.to_string()))?;
-        socket.set_read_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
-        socket.set_write_timeout(Some(timeout)).map_err(|e| failed(e.to_string()))?;
+        let io_failed = |e: io::Error| failed(describe_handshake_error(&e, Some(timeout)));
+        let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(io_failed)?;
+        socket.set_read_timeout(Some(timeout)).map_err(io_failed)?;
+        socket.set_write_timeout(Some(timeout)).map_err(io_failed)?;
         while session.is_handshaking() {
-            session.complete_io(&mut socket).map_err(|e| failed(e.to_string()))?;
+            session.complete_io(&mut socket).map_err(io_failed)?;
         }
         Ok(())
     }
@@ -74,6 +76,27 @@ impl TlsClient {
     /// sessions from its in-memory cache, as wrk's OpenSSL session cache).
     pub fn session(&self) -> Result<ClientConnection, rustls::Error> {
         ClientConnection::new(self.config.clone(), self.server_name.clone())
+    }
+}
+
+/// A failed TLS handshake in words: a timeout says so and after how long
+/// (`timeout`, when the socket had one), and a plain-HTTP answer to TLS is
+/// named as what it is.
+pub fn describe_handshake_error(error: &io::Error, timeout: Option<Duration>) -> String {
+    if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
+        return match timeout {
+            Some(timeout) => format!("no answer within {timeout:?} (timed out)"),
+            None => "timed out".to_string(),
+        };
+    }
+    let rustls_error = error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
+    if let Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) = rustls_error {
+        return "the server answered in plain HTTP, not TLS (an http:// URL?)".to_string();
+    }
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
     }
 }
 

@@ -16,16 +16,34 @@ impl std::fmt::Display for UnitError {
 }
 
 /// Splits `12.5ms` into (12.5, "ms"); whitespace between them is allowed as
-/// in wrk.
+/// in wrk. The number may have an exponent (`1e12`, `2.5E-3`): no unit
+/// starts with `e`.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let text = text.trim();
-    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let mantissa = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let end = mantissa + exponent_len(&text[mantissa..]);
     let (number, unit) = text.split_at(end);
     if number.is_empty() || number == "." {
         return None;
     }
     let value: f64 = number.parse().ok()?;
     Some((value, unit.trim_start()))
+}
+
+/// The length of an exponent (`e12`, `E-3`, `e+6`) at the start of `text`,
+/// 0 if there is none.
+fn exponent_len(text: &str) -> usize {
+    let bytes = text.as_bytes();
+    if !matches!(bytes.first(), Some(b'e' | b'E')) {
+        return 0;
+    }
+    let sign = usize::from(matches!(bytes.get(1), Some(b'+' | b'-')));
+    let digits = bytes[1 + sign..].iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 {
+        0
+    } else {
+        1 + sign + digits
+    }
 }
 
 /// Reads a count or rate with an optional SI suffix, case-insensitive as in
@@ -90,6 +108,9 @@ const METRIC: Units = Units { scale: 1000.0, base: "", units: &["k", "M", "G", "
 /// scale and a *next* unit exists, so the last unit of each ladder is never
 /// reached (that is how wrk prints `1000.00T`, and `60.00m` for an hour).
 fn format_units(n: f64, units: &Units, decimals: usize) -> String {
+    if n.is_nan() {
+        return UNDEFINED.to_string();
+    }
     let mut amount = n;
     let mut unit = units.base;
     let mut i = 0;
@@ -101,10 +122,14 @@ fn format_units(n: f64, units: &Units, decimals: usize) -> String {
     format!("{}{unit}", c_float(amount, decimals))
 }
 
-/// Formats like C's `%.Nf`, including glibc's `-nan` for 0/0.
+/// How a figure that does not exist prints (the mean of no samples): wrk
+/// prints glibc's `-nan`, pace a dash, as the JSON has `null`.
+pub const UNDEFINED: &str = "-";
+
+/// Formats like C's `%.Nf`, with [`UNDEFINED`] for 0/0.
 pub fn c_float(value: f64, decimals: usize) -> String {
     if value.is_nan() {
-        "-nan".to_string()
+        UNDEFINED.to_string()
     } else if value.is_infinite() {
         if value > 0.0 { "inf" } else { "-inf" }.to_string()
     } else {
@@ -135,6 +160,12 @@ pub fn format_time_us(n: f64) -> String {
 /// A time given in seconds, no decimals (`30s`, `1m`), for the header.
 pub fn format_time_s(n: f64) -> String {
     format_units(n, &TIME_S, 0)
+}
+
+/// A wall-clock time in RFC 3339, UTC (`2026-11-23T10:00:00.25Z`).
+pub fn format_rfc3339(at: std::time::SystemTime) -> String {
+    use time::format_description::well_known::Rfc3339;
+    time::OffsetDateTime::from(at).format(&Rfc3339).unwrap_or_else(|_| format!("{at:?}"))
 }
 
 /// wrk's `print_units`: the formatted value right-aligned and truncated to
@@ -168,16 +199,21 @@ mod tests {
         assert_eq!(parse_metric("1.5k").unwrap(), 1500.0);
         assert_eq!(parse_metric("0.5").unwrap(), 0.5);
         assert_eq!(parse_metric("3 k").unwrap(), 3000.0);
-        for bad in ["", "k", "-1", "1x", "1kk", "1.2.3", "."] {
+        for bad in ["", "k", "-1", "1x", "1kk", "1.2.3", ".", "1e", "1e+", "e3", "1e3.5"] {
             assert!(parse_metric(bad).is_err(), "{bad}");
         }
+        assert_eq!(parse_metric("1e12").unwrap(), 1e12);
+        assert_eq!(parse_metric("2.5E-1").unwrap(), 0.25);
+        assert_eq!(parse_metric("1e+3k").unwrap(), 1e6);
         assert_eq!(parse_count("2k").unwrap(), 2000);
+        assert_eq!(parse_count("1e4").unwrap(), 10_000);
         assert!(parse_count("1.5").is_err());
     }
 
     #[test]
     fn time_arguments() {
         assert_eq!(parse_time("30").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_time("5e-1s").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_time("30s").unwrap(), Duration::from_secs(30));
         assert_eq!(parse_time("2m").unwrap(), Duration::from_secs(120));
         assert_eq!(parse_time("2M").unwrap(), Duration::from_secs(120));
@@ -215,7 +251,10 @@ mod tests {
         assert_eq!(format_time_s(51.0), "1m");
         assert_eq!(format_time_s(90.0), "2m");
         assert_eq!(format_time_s(3600.0), "60m");
-        assert_eq!(c_float(f64::NAN, 2), "-nan");
+        assert_eq!(c_float(f64::NAN, 2), "-");
+        assert_eq!(format_time_us(f64::NAN), "-");
+        let at = std::time::UNIX_EPOCH + Duration::from_millis(1_795_428_000_250);
+        assert_eq!(format_rfc3339(at), "2026-11-23T10:00:00.25Z");
     }
 
     #[test]

@@ -20,9 +20,9 @@ fn wrk_report_with_latency_distribution() {
 
     let report = run.report();
     let requests = report.requests();
-    // Loopback against the built-in server does tens of thousands per
-    // second; even a starved CI VM does more than a thousand.
-    assert!(requests > 1000, "only {requests} requests in 1 s\n{run}");
+    // A closed loop sends again after each response: every connection
+    // made more than one request (speed is the benchmark's business).
+    assert!(requests >= 2 * 10, "only {requests} requests on 10 connections\n{run}");
     let served = server.stats().requests;
     assert!(
         served >= requests && served <= requests + 10,
@@ -39,7 +39,7 @@ fn wrk_report_with_latency_distribution() {
     assert!(report.percentiles(Block::Recorded).is_none(), "{run}");
     assert!(report.schedule_lag().is_none(), "{run}");
     assert!(report.socket_errors().is_none(), "{run}");
-    assert!(report.requests_per_sec() > 1000.0, "{run}");
+    report.assert_rate_is_requests_over_runtime();
 }
 
 #[test]
@@ -50,7 +50,7 @@ fn closed_loop_without_latency_flag_has_no_distribution() {
     let run = pace(&["-t1", "-c2", "-d500ms", &target], Duration::from_secs(10));
     run.assert_ok();
     let report = run.report();
-    assert!(report.requests() > 100, "{run}");
+    assert!(report.requests() >= 2 * 2, "{run}");
     assert!(!run.stdout.contains("Latency Distribution"), "{run}");
     assert!(run.stdout.contains("  Thread Stats   Avg      Stdev     Max   +/- Stdev\n"), "{run}");
 }

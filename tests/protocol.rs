@@ -7,12 +7,14 @@ mod common;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::{default_server, load_lock, pace, serve, serve_options, url, Report, Run};
+use common::{default_server, in_ci, load_lock, pace, serve, serve_options, url, Report, Run};
 use pace::serve::{ServeOptions, ServerHandle};
 
 const LIMIT: Duration = Duration::from_secs(10);
+const ECHO_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/print_body.lua");
 
-/// `pace -t1 -c2 -d1s <path>`: exit 0, requests done, no socket errors,
+/// `pace -t1 -c2 -d1s <path>`: exit 0, more than one request per
+/// connection (the connections went on after a response), no socket errors,
 /// no error statuses, and pace counted one response per request the
 /// server read (an interim `100 Continue` counted as a response, or a
 /// response split in two, would break that).
@@ -23,7 +25,7 @@ fn closed_loop(server: &ServerHandle, path: &str) -> (Run, Report) {
     run.assert_ok();
     let report = run.report();
     let requests = report.requests();
-    assert!(requests >= 50, "{path}: only {requests} requests\n{run}");
+    assert!(requests >= 2 * 2, "{path}: only {requests} requests\n{run}");
     let errors = report.errors();
     assert_eq!(errors.read, 0, "{path}: read errors\n{run}");
     assert!(report.socket_errors().is_none(), "{path}: socket errors\n{run}");
@@ -124,7 +126,7 @@ fn ipv6_loopback() {
     run.assert_ok();
     assert!(run.stdout.starts_with(&format!("Running 500ms test @ {target}\n")), "{run}");
     let report = run.report();
-    assert!(report.requests() >= 50, "{run}");
+    assert!(report.requests() >= 2 * 2, "{run}");
     assert!(report.socket_errors().is_none(), "{run}");
     assert!(server.stats().requests >= report.requests(), "{run}");
 }
@@ -139,7 +141,7 @@ fn headers_reach_the_server() {
         let run = pace(&["-t1", "-c1", "-d300ms", "-H", header, &target], LIMIT);
         run.assert_ok();
         let report = run.report();
-        assert!(report.requests() > 10, "{run}");
+        assert!(report.requests() >= 2, "{run}");
         assert_eq!(report.non_2xx_3xx(), None, "-H {header:?} did not reach the server\n{run}");
     }
     let run = pace(&["-t1", "-c1", "-d300ms", &target], LIMIT);
@@ -164,7 +166,7 @@ fn tls_insecure() {
     let run = pace(&["-k", "-t1", "-c2", "-d1s", &target], LIMIT);
     run.assert_ok();
     let report = run.report();
-    assert!(report.requests() >= 50, "{run}");
+    assert!(report.requests() >= 2 * 2, "{run}");
     assert_eq!(report.errors().connect, 0, "{run}");
     assert!(report.socket_errors().is_none(), "{run}");
     assert!(server.stats().requests >= report.requests(), "{run}");
@@ -176,22 +178,75 @@ fn tls_verifies_certificates_by_default() {
     let server = tls_server();
     let target = https(&server);
     let run = pace(&["-t1", "-c2", "-d1s", &target], LIMIT);
-    // The self-signed certificate is not trusted. Either pace refuses to
-    // start (exit 2, one line naming the certificate problem), or it runs
-    // and every connection fails.
-    if run.code() == Some(2) {
-        let stderr = run.stderr.trim_end();
-        assert_eq!(stderr.lines().count(), 1, "{run}");
-        assert!(stderr.starts_with("pace: "), "{run}");
-        assert!(stderr.contains("certificate"), "{run}");
-        assert!(!run.stdout.contains("requests in"), "{run}");
-        eprintln!("behaviour: exit 2 before the run: {stderr}");
+    // The self-signed certificate is not trusted: pace completes one
+    // handshake before the run (src/engine, Engine::prepare) and refuses
+    // to start, with one line naming the certificate problem and the way
+    // round it, and exit 2 (the target cannot be used).
+    run.assert_code(2);
+    assert_eq!(run.stdout, "", "no header, no report\n{run}");
+    let stderr = run.stderr.trim_end();
+    assert_eq!(stderr.lines().count(), 1, "one line on stderr\n{run}");
+    let handshake = format!("pace: TLS handshake with {} failed: ", server.addr());
+    if stderr.starts_with("pace: no trusted CA certificates found on this system") && !in_ci() {
+        // Nothing to verify against: refused as well, but the handshake
+        // check did not run.
+        eprintln!("\n!!!!!!!!!! no system trust store (apt-get install ca-certificates): the certificate check did not run !!!!!!!!!!\n");
     } else {
-        run.assert_ok();
-        let report = run.report();
-        assert_eq!(report.requests(), 0, "{run}");
-        assert!(report.errors().connect > 0, "{run}");
-        eprintln!("behaviour: the run went on with connect errors:\n{run}");
+        assert!(stderr.starts_with(&handshake), "{run}");
+        assert!(stderr.contains("certificate"), "the certificate problem is not named\n{run}");
+        assert!(stderr.ends_with("(use -k/--insecure to skip certificate verification)"), "{run}");
     }
+    // The handshake is all that happened: no request reached the server.
     assert_eq!(server.stats().requests, 0, "{run}");
+}
+
+/// https against a plain-HTTP port says so in words before the run.
+#[test]
+fn https_against_plain_http_says_so() {
+    let _load = load_lock();
+    let server = default_server();
+    let run = pace(&["-k", "-d1s", &format!("https://{}/", server.addr())], LIMIT);
+    run.assert_code(2);
+    assert!(run.stderr.contains("the server answered in plain HTTP, not TLS"), "{run}");
+}
+
+/// http against a TLS port: each attempt is a read error that names it.
+#[test]
+fn http_against_tls_says_so() {
+    let _load = load_lock();
+    let server = tls_server();
+    let run = pace(&["-t1", "-c1", "-d300ms", &format!("http://{}/", server.addr())], LIMIT);
+    run.assert_ok();
+    let causes = run.report().error_causes();
+    assert!(
+        causes.iter().all(|c| c.starts_with("read: the server answered in TLS, not plain HTTP")),
+        "{causes:?}\n{run}"
+    );
+    assert!(!causes.is_empty(), "{run}");
+}
+
+/// A TLS handshake that gets no answer times out, and says after how
+/// long, instead of "Resource temporarily unavailable".
+#[test]
+fn a_silent_tls_handshake_times_out() {
+    let _load = load_lock();
+    // The kernel accepts the connection; nothing ever answers.
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = format!("https://{}/", silent.local_addr().unwrap());
+    let run = pace(&["-k", "-d1s", "-T500ms", &target], LIMIT);
+    run.assert_code(2);
+    assert!(run.stderr.contains("no answer within 500ms (timed out)"), "{run}");
+}
+
+/// `user:password@` in the URL is sent as Basic authorization, as curl
+/// sends it.
+#[test]
+fn url_credentials_are_sent_as_basic_authorization() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = format!("http://alice:s%40cret@{}/echo", server.addr());
+    let run = pace(&["-t1", "-c1", "-d200ms", "-s", ECHO_SCRIPT, &target], LIMIT);
+    run.assert_ok();
+    // alice:s@cret in base64.
+    assert!(run.stdout.contains("Authorization: Basic YWxpY2U6c0BjcmV0"), "{run}");
 }

@@ -13,16 +13,20 @@
 //! `--thread-timeseries`, `--histogram`, and pace's `--hlog` and
 //! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
 //! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
-//! up to `--time`.
+//! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
+//! may be abbreviated to `--sl`.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use super::options::{bad_value, time, word_text, Item, Options, Spec};
+use super::plan::{self, PlanArgs};
+use super::shard;
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
 use crate::units::{parse_count, parse_metric};
 
@@ -47,6 +51,13 @@ pub(super) enum Flag {
     ThreadTimeseries,
     Histogram,
     Percentiles,
+    Arrival,
+    Stages,
+    Warmup,
+    Seed,
+    Shard,
+    StartAt,
+    Slo,
     Version,
     Help,
 }
@@ -75,6 +86,13 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
+    Spec { short: None, long: "arrival", flag: Flag::Arrival },
+    Spec { short: None, long: "stages", flag: Flag::Stages },
+    Spec { short: None, long: "warmup", flag: Flag::Warmup },
+    Spec { short: None, long: "seed", flag: Flag::Seed },
+    Spec { short: None, long: "shard", flag: Flag::Shard },
+    Spec { short: None, long: "start-at", flag: Flag::StartAt },
+    Spec { short: None, long: "slo", flag: Flag::Slo },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -93,6 +111,8 @@ const DEFAULT_SERIES_SLOT: Duration = Duration::from_millis(250);
 struct BenchArgs {
     connections: usize,
     duration: Duration,
+    /// `-d` was typed (it must then agree with `--stages`).
+    duration_typed: bool,
     threads: usize,
     script: Option<PathBuf>,
     headers: Vec<(String, String)>,
@@ -100,10 +120,15 @@ struct BenchArgs {
     u_latency: bool,
     batch_latency: bool,
     timeout: Duration,
-    rate: Option<f64>,
+    plan: PlanArgs,
+    warmup: Duration,
+    shard: Shard,
+    start_at: Option<SystemTime>,
     digits: usize,
     insecure: bool,
     outputs: OutputOptions,
+    /// `--slo`, every list in order (the option may be repeated).
+    slo: Vec<Objective>,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -115,6 +140,7 @@ impl Default for BenchArgs {
         BenchArgs {
             connections: 10,
             duration: Duration::from_secs(10),
+            duration_typed: false,
             threads: 2,
             script: None,
             headers: Vec::new(),
@@ -122,10 +148,14 @@ impl Default for BenchArgs {
             u_latency: false,
             batch_latency: false,
             timeout: Duration::from_secs(2),
-            rate: None,
+            plan: PlanArgs::default(),
+            warmup: Duration::ZERO,
+            shard: Shard::WHOLE,
+            start_at: None,
             digits: 3,
             insecure: false,
             outputs: OutputOptions::default(),
+            slo: Vec::new(),
             print_version: false,
             words: Vec::new(),
         }
@@ -147,7 +177,10 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
         let name = found.name.as_str();
         match found.flag {
             Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
-            Flag::Duration => typed.duration = time(name, &options.text(name)?)?,
+            Flag::Duration => {
+                typed.duration = time(name, &options.text(name)?)?;
+                typed.duration_typed = true;
+            }
             Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
             Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
             Flag::Header => typed.headers.push(header(&options.text(name)?)?),
@@ -155,7 +188,13 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::ULatency => typed.u_latency = true,
             Flag::BatchLatency => typed.batch_latency = true,
             Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
-            Flag::Rate => typed.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
+            Flag::Arrival => typed.plan.arrival = Some(plan::arrival(name, &options.text(name)?)?),
+            Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
+            Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
+            Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
+            Flag::Shard => typed.shard = shard::shard(name, &options.text(name)?)?,
+            Flag::StartAt => typed.start_at = Some(shard::start_at(name, &options.text(name)?)?),
             Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
             Flag::Insecure => typed.insecure = true,
             Flag::ReportInterval => {
@@ -175,6 +214,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Percentiles => {
                 typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
+            Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -197,19 +237,27 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     let url = words.next().ok_or_else(|| Error::Usage("missing URL (try 'pace --help')".into()))?;
     check_ranges(&typed)?;
     let target = Target::parse(&url).map_err(|err| Error::Usage(err.to_string()))?;
-    let mode = match typed.rate {
-        None => Mode::ClosedLoop,
-        Some(rate) if rate > 0.0 => Mode::Paced { rate },
-        Some(_) => return Err(Error::Usage("-R/--rate must be greater than 0".into())),
-    };
-    Ok(BenchConfig {
+    // `user:password@` in the URL is Basic authorization (as curl sends
+    // it), unless an -H header says otherwise.
+    let mut headers = typed.headers;
+    let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
+    if let Some(credentials) = target.basic_authorization().filter(|_| !authorized) {
+        headers.push(("Authorization".to_string(), credentials));
+    }
+    let seed = plan::seed(&typed.plan);
+    let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
+    let config = BenchConfig {
         target,
         connections: typed.connections,
         threads: typed.threads,
-        duration: typed.duration,
+        duration,
         timeout: typed.timeout,
         mode,
-        headers: typed.headers,
+        warmup: typed.warmup,
+        seed,
+        shard: typed.shard,
+        start_at: typed.start_at,
+        headers,
         // wrk2: -U implies -L.
         latency: typed.latency || typed.u_latency,
         u_latency: typed.u_latency,
@@ -220,7 +268,11 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         script: typed.script,
         script_args: words.collect(),
         outputs: typed.outputs,
-    })
+        slo: typed.slo,
+    };
+    // What needs the mode: a share of the target rate, the schedule lag.
+    slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
+    Ok(config)
 }
 
 /// Counts and durations that must not be zero, and their relations, in
@@ -239,6 +291,14 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
     if typed.connections < typed.threads {
         return fail(format!(
             "number of connections ({}) must be >= threads ({})",
+            typed.connections, typed.threads
+        ));
+    }
+    let Shard { index, count } = typed.shard;
+    let share = typed.connections / count + usize::from(index < typed.connections % count);
+    if share < typed.threads {
+        return fail(format!(
+            "shard {index}/{count} opens {share} of the {} connections, fewer than its {} threads",
             typed.connections, typed.threads
         ));
     }
@@ -311,6 +371,11 @@ fn percentiles(option: &str, text: &str) -> Result<Vec<f64>, Error> {
     Ok(list)
 }
 
+/// `--slo p99<10ms,errors<1%`: objectives (see [`crate::slo`]).
+fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Error> {
+    slo::parse(text).map_err(|why| bad_value(option, why))
+}
+
 /// `-H "Name: value"`, also without the space (`Name:value`, which wrk
 /// silently dropped: wg/wrk#404). Split at the first ':' so values may hold
 /// colons (`Host: x:8080`).
@@ -339,6 +404,8 @@ fn is_token_byte(byte: u8) -> bool {
 mod tests {
     use super::super::parse as parse_command;
     use super::*;
+    use crate::config::Mode;
+    use crate::plan::PlanSpec;
 
     fn args(line: &[&str]) -> Vec<OsString> {
         line.iter().map(OsString::from).collect()
@@ -457,10 +524,12 @@ mod tests {
 
     #[test]
     fn rate() {
-        each_form("-R", "--rate", "2k", |cfg| assert_eq!(cfg.mode, Mode::Paced { rate: 2000.0 }));
-        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced { rate: 0.5 });
-        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced { rate: 1e6 });
-        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced { rate: 10.0 });
+        each_form("-R", "--rate", "2k", |cfg| {
+            assert_eq!(cfg.mode, Mode::Paced(PlanSpec::constant(2000.0)))
+        });
+        assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced(PlanSpec::constant(0.5)));
+        assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced(PlanSpec::constant(1e6)));
+        assert_eq!(config(&["-R1", "-R10", URL]).mode, Mode::Paced(PlanSpec::constant(10.0)));
     }
 
     #[test]
@@ -551,6 +620,33 @@ mod tests {
     }
 
     #[test]
+    fn slo() {
+        let texts = |cfg: BenchConfig| -> Vec<String> {
+            cfg.slo.iter().map(crate::slo::Objective::text).collect()
+        };
+        let cfg = config(&["--slo", "p99<10ms, errors<0.1%", URL]);
+        assert_eq!(texts(cfg), ["p99<10ms", "errors<0.1%"]);
+        // Repeated, the lists add up; abbreviated to --sl.
+        let cfg = config(&["-R10", "--slo=p99<10ms", URL, "--sl", "rate>99%,lag.p99<1ms"]);
+        assert_eq!(texts(cfg), ["p99<10ms", "rate>99%", "lag.p99<1ms"]);
+        assert!(config(&[URL]).slo.is_empty());
+        assert_eq!(
+            error(&["--slo", "p99<1x", URL]),
+            "invalid value for '--slo': 'p99<1x': '1x' is not a time (examples: 10ms, 500us, 1.5s)"
+        );
+        assert_eq!(
+            error(&["--slo", "rate>99%", URL]),
+            "invalid value for '--slo': 'rate>99%': a share of the target rate needs a plan \
+             (-R or --stages); without one, give requests/s (e.g. rate>1000)"
+        );
+        assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with a plan"));
+        assert_eq!(texts(config(&["--slo", "rate>100", URL])), ["rate>100"]);
+        assert_eq!(error(&[URL, "--slo"]), "option '--slo' needs a value");
+        assert!(error(&["--s", "x.lua", URL]).contains("'--slo'"));
+        assert_eq!(config(&["--sc", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
+    }
+
+    #[test]
     fn script() {
         each_form("-s", "--script", "a.lua", |cfg| {
             assert_eq!(cfg.script.as_deref(), Some("a.lua".as_ref()))
@@ -584,6 +680,14 @@ mod tests {
         let cfg = config(&["-LUkc100", "-t4", URL]);
         assert!(cfg.latency && cfg.u_latency && cfg.insecure);
         assert_eq!((cfg.connections, cfg.threads), (100, 4));
+    }
+
+    #[test]
+    fn url_credentials_are_basic_authorization_unless_a_header_says_otherwise() {
+        let cfg = config(&["http://user:pw@127.0.0.1:8080/"]);
+        assert_eq!(cfg.headers, vec![("Authorization".into(), "Basic dXNlcjpwdw==".into())]);
+        let cfg = config(&["-H", "authorization: Bearer t", "http://user:pw@127.0.0.1:8080/"]);
+        assert_eq!(cfg.headers, vec![("authorization".into(), "Bearer t".into())]);
     }
 
     #[test]

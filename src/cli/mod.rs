@@ -8,7 +8,9 @@
 
 mod bench;
 mod options;
+mod plan;
 mod serve;
+mod shard;
 mod usage;
 
 use std::ffi::OsString;

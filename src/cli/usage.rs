@@ -26,6 +26,15 @@ Usage: pace <options> <url> [script args...]
     -R, --rate            <N>  Work rate (throughput)
                                in requests/sec (total);
                                without it, as fast as possible (wrk)
+        --arrival         <A>  constant (even, default) or poisson
+        --stages    <D:R,...>  Ramp/step the rate: each stage moves
+                               it to R over D (e.g. 30s:1k,1m:1k)
+        --warmup          <T>  Send the first T but do not count it
+        --seed            <N>  Repeat a random plan
+        --shard         <I/N>  Send instance I's part (from 0) of a
+                               plan N instances send together
+        --start-at        <T>  Start the plan at this wall-clock time
+                               (RFC 3339, or Unix seconds)
     -D, --digits          <N>  Latency precision digits [1..5] (default 3)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details
@@ -42,6 +51,9 @@ Usage: pace <options> <url> [script args...]
                                (default 250ms)
         --thread-timeseries    Print requests per period and thread
         --histogram            Print requests per 1us of latency
+        --slo             <L>  Objectives to judge the run by, e.g.
+                               'p99<10ms,errors<0.1%,rate>99%'
+                               (exit status 4 if one fails)
 
   Numeric arguments may include a SI unit (1k, 1M, 1G)
   Time arguments may include a time unit (2s, 2m, 2h)
@@ -58,6 +70,8 @@ Usage: pace <options> <url> [script args...]
     2                          Target unusable (resolve, connect, TLS)
                                or a file cannot be read or written
     3                          The Lua script failed
+    4                          An --slo objective failed (the report
+                               is printed; 2, 3, 130, 143 take precedence)
     130, 143                   Interrupted by SIGINT, SIGTERM
                                (the report so far is printed)
 "

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::engine::source::Batch;
 use crate::http::response::ResponseParser;
 use crate::http::transport::Transport;
 
@@ -32,24 +33,31 @@ pub struct Ticket {
     pub serial: u32,
 }
 
-/// When the batch in flight was meant to go and when it went (ns).
+/// When one request of a batch was meant to go and when it went (ns).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Exchange {
-    /// The plan's intended send time; the send time in the closed loop.
+    /// The plan's intended send time of this request; the send time in
+    /// the closed loop.
     pub intended: u64,
-    /// When its first byte was written.
+    /// The intended time of the batch's first request (`-B` counts a
+    /// batch's latency from it).
+    pub batch_intended: u64,
+    /// When the batch's first byte was written.
     pub sent: u64,
 }
 
 pub struct Conn {
     pub stream: Option<Transport>,
     /// The request batch in flight (kept for partial writes).
-    pub request: Arc<[u8]>,
+    pub batch: Batch,
+    /// The intended send time of each request of the batch (ns).
+    pub intended: Vec<u64>,
+    /// When the batch's first byte was written (ns).
+    pub sent_ns: u64,
     pub phase: Phase,
     pub parser: ResponseParser,
     /// Bytes of the current request batch already written.
     pub written: usize,
-    pub exchange: Exchange,
     /// When the current connect attempt started (ns), for connect timeouts.
     pub connect_started_ns: u64,
     /// Responses still expected for the batch in flight.
@@ -68,17 +76,27 @@ impl Conn {
     pub fn new(capture: bool) -> Conn {
         Conn {
             stream: None,
-            request: Arc::from(&[][..]),
+            batch: Batch { bytes: Arc::from(&[][..]), heads: Arc::from([false]) },
+            intended: Vec::new(),
+            sent_ns: 0,
             phase: Phase::Closed,
             parser: ResponseParser::new(capture),
             written: 0,
-            exchange: Exchange::default(),
             connect_started_ns: 0,
             pending: 0,
             failures: 0,
             received: 0,
             receiving_large: false,
             ready_serial: 0,
+        }
+    }
+
+    /// The exchange of the batch's response `index`.
+    pub fn exchange(&self, index: usize) -> Exchange {
+        Exchange {
+            intended: self.intended[index],
+            batch_intended: self.intended[0],
+            sent: self.sent_ns,
         }
     }
 

@@ -19,31 +19,32 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::conn::{backoff_ns, Conn, Exchange, Phase, Ticket};
+use crate::engine::conn::{backoff_ns, Conn, Phase, Ticket};
 use crate::engine::recorder::Recorder;
+use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
 use crate::http::response::{Captured, Response};
 use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::TlsClient;
+use crate::tls::{describe_handshake_error, TlsClient};
 
 /// An incomplete response of at least this many bytes may be held back
 /// by TCP flow control until it is read: the thread then reads promptly.
 const LARGE_RESPONSE: usize = 16 * 1024;
-/// Read buffer per thread. Large enough that big bodies take few reads.
-const READ_BUFFER: usize = 64 * 1024;
+/// A thread's read buffer starts at this size: enough for typical
+/// responses, cheap for thousands of threads.
+const READ_BUFFER: usize = 16 * 1024;
+/// A read that fills the buffer grows it to this size, so that big bodies
+/// take few reads.
+const LARGE_READ_BUFFER: usize = 64 * 1024;
 
 /// What every connection of a thread has in common.
 pub struct ConnectionSetup {
     pub connections: usize,
     pub tls: Option<TlsClient>,
-    /// For each request of a batch, whether it is a HEAD (its response has
-    /// no body). More than one is pipelining.
-    pub heads: Arc<[bool]>,
     /// Capture headers and bodies (for the script's `response()`).
     pub capture: bool,
     pub timeout_ns: u64,
@@ -135,26 +136,33 @@ impl Connections {
         self.responses.drain(..)
     }
 
-    /// Starts writing `request` on the ready connection `i`; returns the
-    /// exchange (its intended time is `intended`, or the send time).
+    /// Starts writing `batch` on the ready connection `i`. `intended` holds
+    /// the plan's intended time of each of its requests; empty in the
+    /// closed loop, where a request is intended when it is sent. Returns
+    /// when the batch went out (ns).
     pub fn send(
         &mut self,
         i: usize,
-        request: Arc<[u8]>,
-        intended: Option<u64>,
+        batch: Batch,
+        intended: &[u64],
         recorder: &mut Recorder,
-    ) -> Exchange {
+    ) -> u64 {
         let sent = sys::now_ns();
-        let exchange = Exchange { intended: intended.unwrap_or(sent), sent };
         let conn = &mut self.conns[i];
-        conn.request = request;
-        conn.exchange = exchange;
-        conn.pending = self.setup.heads.len();
+        conn.intended.clear();
+        if intended.is_empty() {
+            conn.intended.resize(batch.depth(), sent);
+        } else {
+            conn.intended.extend_from_slice(intended);
+        }
+        conn.sent_ns = sent;
+        conn.pending = batch.depth();
+        conn.parser.start(batch.heads[0]);
+        conn.batch = batch;
         conn.written = 0;
-        conn.parser.start(self.setup.heads[0]);
         conn.phase = Phase::Writing;
         self.write_more(i, recorder);
-        exchange
+        sent
     }
 
     /// Waits for socket events at most `timeout` and handles them.
@@ -201,7 +209,7 @@ impl Connections {
         let timeout = self.setup.timeout_ns;
         for i in 0..self.conns.len() {
             let conn = &self.conns[i];
-            if conn.in_flight() && now.saturating_sub(conn.exchange.sent) > timeout {
+            if conn.in_flight() && now.saturating_sub(conn.sent_ns) > timeout {
                 self.fail(i, ErrorKind::Timeout, "no response within the timeout", recorder);
             } else if conn.opening() && now.saturating_sub(conn.connect_started_ns) > timeout {
                 self.fail(i, ErrorKind::Connect, "connect timed out", recorder);
@@ -275,7 +283,10 @@ impl Connections {
         match stream.handshake() {
             Ok(true) => self.became_ready(i),
             Ok(false) => {}
-            Err(e) => self.fail(i, ErrorKind::Connect, &format!("TLS handshake: {e}"), recorder),
+            Err(e) => {
+                let cause = format!("TLS handshake: {}", describe_handshake_error(&e, None));
+                self.fail(i, ErrorKind::Connect, &cause, recorder);
+            }
         }
     }
 
@@ -315,8 +326,8 @@ impl Connections {
     fn write_more(&mut self, i: usize, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
         let Some(stream) = conn.stream.as_mut() else { return };
-        while conn.written < conn.request.len() {
-            match stream.write(&conn.request[conn.written..]) {
+        while conn.written < conn.batch.bytes.len() {
+            match stream.write(&conn.batch.bytes[conn.written..]) {
                 Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed", recorder),
                 Ok(n) => conn.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
@@ -351,8 +362,12 @@ impl Connections {
                     let now = sys::now_ns();
                     let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
                     let open = self.parse(i, &buf[..n], arrived, recorder);
-                    if !open || (drains && !until_end && n < buf.len()) {
+                    let filled = n == buf.len();
+                    if !open || (drains && !until_end && !filled) {
                         break;
+                    }
+                    if filled && buf.len() < LARGE_READ_BUFFER {
+                        buf.resize(LARGE_READ_BUFFER, 0);
                     }
                 }
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
@@ -441,11 +456,11 @@ impl Connections {
     ) -> bool {
         let conn = &mut self.conns[i];
         conn.received = 0;
+        let index = conn.batch.depth() - conn.pending;
         conn.pending -= 1;
-        recorder.response(conn.exchange, arrived, response.status, conn.pending == 0);
+        recorder.response(conn.exchange(index), arrived, response.status, conn.pending == 0);
         if conn.pending > 0 {
-            let next = self.setup.heads.len() - conn.pending;
-            conn.parser.start(self.setup.heads[next]);
+            conn.parser.start(conn.batch.heads[index + 1]);
         }
         if let Some(captured) = response.captured {
             self.responses.push(CapturedResponse { status: response.status, captured });

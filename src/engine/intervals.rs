@@ -16,7 +16,7 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use crate::engine::recorder::ThreadInterval;
-use crate::stats::{HistogramShape, Interval, Stats, ThreadTotals};
+use crate::stats::{Interval, Stats, ThreadTotals};
 
 /// A period that not every thread has reported yet.
 struct Pending {
@@ -30,7 +30,7 @@ struct Pending {
 }
 
 pub struct IntervalCollector {
-    shape: HistogramShape,
+    digits: u8,
     /// The length of a period (`Duration::MAX` without periods: one share
     /// per thread, at its end).
     length: Duration,
@@ -51,12 +51,12 @@ pub struct IntervalCollector {
 impl IntervalCollector {
     /// `recycle[i]` takes thread `i`'s measurements back.
     pub fn new(
-        shape: HistogramShape,
+        digits: u8,
         length: Option<Duration>,
         recycle: Vec<Sender<Stats>>,
     ) -> IntervalCollector {
         IntervalCollector {
-            shape,
+            digits,
             length: length.unwrap_or(Duration::MAX),
             pending: BTreeMap::new(),
             last_of_thread: vec![None; recycle.len()],
@@ -90,13 +90,10 @@ impl IntervalCollector {
                 Some(stats)
             }
         };
-        // A thread that finished takes nothing back.
-        if let Some(stats) = back {
-            if continues {
-                let _ = self.recycle[share.thread].send(stats);
-            } else {
-                self.spare.push(stats);
-            }
+        // A thread that finished takes nothing back, and its measurements
+        // are not needed again.
+        if let Some(stats) = back.filter(|_| continues) {
+            let _ = self.recycle[share.thread].send(stats);
         }
         let pending = self.pending.get_mut(&share.index).expect("inserted above");
         pending.seen[share.thread] = true;
@@ -154,7 +151,7 @@ impl IntervalCollector {
         while let Some((index, pending)) = self.pending.pop_first() {
             self.emit(index, pending, emit);
         }
-        let total = self.total.unwrap_or_else(|| Stats::new(self.shape));
+        let total = self.total.unwrap_or_else(|| Stats::new(self.digits));
         (total, self.per_thread)
     }
 }
@@ -166,15 +163,14 @@ mod tests {
     use super::*;
 
     fn share(thread: usize, index: u64, requests: u64, ended_ms: Option<u64>) -> ThreadInterval {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.requests = requests;
         ThreadInterval { thread, index, stats, ended: ended_ms.map(Duration::from_millis) }
     }
 
     fn collector(threads: usize) -> (IntervalCollector, Vec<mpsc::Receiver<Stats>>) {
         let (recycle, recycled) = (0..threads).map(|_| mpsc::channel()).unzip();
-        let shape = HistogramShape::digits(3);
-        (IntervalCollector::new(shape, Some(Duration::from_secs(1)), recycle), recycled)
+        (IntervalCollector::new(3, Some(Duration::from_secs(1)), recycle), recycled)
     }
 
     #[test]

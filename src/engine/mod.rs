@@ -11,47 +11,62 @@ mod source;
 mod start_line;
 mod transport;
 mod wake;
+mod watchdog;
 mod worker;
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
-use std::sync::{mpsc, Arc};
-use std::thread;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, SystemTime};
 
-use crate::config::{BenchConfig, Mode};
+use crate::config::{BenchConfig, Mode, Shard};
 use crate::error::Error;
-use crate::plan::Plan;
-use crate::script::ThreadScript;
-use crate::stats::{HistogramShape, Interval, RunResult};
+use crate::script::{Call, Interrupter, ThreadScript};
+use crate::signals::Signals;
+use crate::stats::{Interval, RunResult};
+use crate::sys;
 use crate::target::Scheme;
 use crate::tls::TlsClient;
 use connections::{ConnectionSetup, Connections};
 use intervals::IntervalCollector;
 use recorder::{PeriodChannel, Recorder, RecorderSetup};
 use start_line::StartLine;
+use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::RequestSource;
+pub use source::{Batch, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
+/// How often the collecting thread looks at the threads that should be
+/// done (see [`watchdog`]).
+const WATCH_EVERY: Duration = Duration::from_millis(100);
 
-/// What the threads send: each thread's request source, and for each
-/// request of a batch whether it is a HEAD (whose response has no body).
-/// More than one request per batch is pipelining: every write expects that
-/// many responses (the depth is fixed by the first batch, as in wrk).
+/// What the threads send: each thread's request source.
 pub struct Workload {
-    pub heads: Arc<[bool]>,
     pub sources: Vec<RequestSource>,
 }
 
 /// A finished run: the measurements, the thread scripts handed back (for
-/// `done()`), and the script error that stopped the run, if any.
+/// `done()`), the script error that stopped the run, if any, and the script
+/// calls that did not return when the run was over.
 pub struct Finished {
     pub result: RunResult,
     pub scripts: Vec<ThreadScript>,
     pub script_error: Option<String>,
+    pub overran: Vec<Overrun>,
+}
+
+/// A thread whose script call was still running when the run was over (or
+/// stopped): it was interrupted, and given up if that did not stop it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Overrun {
+    pub thread: usize,
+    /// The call that was running, when one was.
+    pub call: Option<Call>,
+    /// The thread never finished: its last measurements are lost.
+    pub given_up: bool,
 }
 
 /// A benchmark that passed its checks and is ready to start.
@@ -82,15 +97,16 @@ impl<'a> Engine<'a> {
     pub fn run(
         self,
         workload: Workload,
-        stop: Arc<AtomicBool>,
+        signals: &Signals,
         on_interval: &mut dyn FnMut(&Interval),
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
-        let shape = HistogramShape::new(cfg.digits, cfg.duration + cfg.timeout);
         let period = cfg.outputs.period();
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
         let (to_collector, shares) = mpsc::channel();
+        let interrupters: Vec<Option<Interrupter>> =
+            workload.sources.iter().map(RequestSource::interrupter).collect();
         let mut recycle = Vec::with_capacity(cfg.threads);
         let mut workers = Vec::with_capacity(cfg.threads);
         for (thread, source) in workload.sources.into_iter().enumerate() {
@@ -98,34 +114,38 @@ impl<'a> Engine<'a> {
             recycle.push(recycle_to_thread);
             let recorder = Recorder::new(RecorderSetup {
                 thread,
-                shape,
-                paced: matches!(cfg.mode, Mode::Paced { .. }),
+                digits: cfg.digits,
+                paced: matches!(cfg.mode, Mode::Paced(_)),
                 batch_latency: cfg.batch_latency,
                 period_ns: period.map(duration_ns),
                 periods: PeriodChannel { to_collector: to_collector.clone(), recycled },
                 series_ns: series.map(duration_ns),
+                warmup_ns: duration_ns(cfg.warmup),
+                stage_starts_ns: stage_starts(&cfg.mode),
             });
             let connections = Connections::new(ConnectionSetup {
                 connections: cfg.connections_of_thread(thread),
                 tls: self.tls.clone(),
-                heads: workload.heads.clone(),
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),
             })
             .map_err(|e| Error::Setup(format!("unable to create thread {thread}: {e}")))?;
+            // Shard s of N, thread t of T: requests s + N·t, stride N·T.
+            let Shard { index: shard, count: shards } = cfg.shard;
             let run = RunSetup {
-                thread,
-                threads: cfg.threads,
-                plan: match cfg.mode {
+                first_k: (shard + shards * thread) as u64,
+                stride: (shards * cfg.threads) as u64,
+                plan: match &cfg.mode {
                     Mode::ClosedLoop => None,
-                    Mode::Paced { rate } => Some(Plan::constant(rate)),
+                    Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
                 },
-                duration_ns: duration_ns(cfg.duration),
+                duration_ns: duration_ns(cfg.warmup + cfg.duration),
                 timeout_ns: duration_ns(cfg.timeout),
             };
-            workers.push(Worker::new(run, connections, source, recorder, stop.clone()));
+            workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
         }
-        let start_line = Arc::new(StartLine::new(workers.len()));
+        let not_before = start_time(cfg)?;
+        let start_line = Arc::new(StartLine::new(workers.len(), not_before));
         let mut handles = Vec::with_capacity(workers.len());
         for (index, worker) in workers.into_iter().enumerate() {
             let line = start_line.clone();
@@ -142,34 +162,131 @@ impl<'a> Engine<'a> {
         }
         // The channel closes when the last thread is done with it.
         drop(to_collector);
-        let mut collector = IntervalCollector::new(shape, period, recycle);
-        for share in shares {
+        let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
+        let lasts = duration_ns(cfg.warmup + cfg.duration + cfg.timeout);
+        let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
+        let mut overran = Vec::new();
+        loop {
+            match shares.recv_timeout(WATCH_EVERY) {
+                Ok(share) => collector.add(share, on_interval),
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    let running: Vec<usize> =
+                        (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
+                    let started = start_line.started();
+                    match watchdog.verdict(sys::now_ns(), started, !running.is_empty()) {
+                        Verdict::Wait => {}
+                        Verdict::Interrupt => {
+                            for &thread in &running {
+                                let interrupter = interrupters[thread].as_ref();
+                                let call = interrupter.and_then(Interrupter::running);
+                                if let Some(interrupter) = interrupter {
+                                    interrupter.interrupt();
+                                }
+                                overran.push(Overrun { thread, call, given_up: false });
+                            }
+                        }
+                        Verdict::GiveUp => {
+                            for overrun in &mut overran {
+                                overrun.given_up = running.contains(&overrun.thread);
+                            }
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+        // What the threads given up on sent before they got stuck.
+        for share in shares.try_iter() {
             collector.add(share, on_interval);
         }
-        let mut results: Vec<WorkerResult> = Vec::with_capacity(handles.len());
-        for handle in handles {
-            // The panic hook has said what went wrong.
-            let result = handle
-                .join()
-                .map_err(|_| Error::Internal("an engine thread stopped unexpectedly".into()))?;
-            results.push(result);
+        let given_up: Vec<usize> =
+            overran.iter().filter(|o| o.given_up).map(|o| o.thread).collect();
+        let results = join_all_but(handles, &given_up)?;
+        // An interruption that found a thread outside Lua must not fail a
+        // later call (done() reads the thread states).
+        for overrun in &overran {
+            if let Some(interrupter) = &interrupters[overrun.thread] {
+                interrupter.withdraw();
+            }
         }
+        let mut results: Vec<WorkerResult> = results;
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
         let (total, threads) = collector.finish(on_interval);
+        let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,
             threads,
             runtime: Duration::from_nanos(finished.saturating_sub(start)),
-            unsent: results.iter().map(|r| r.unsent).sum(),
             interrupted: None,
+            script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),
         };
-        Ok(Finished { result, scripts, script_error })
+        Ok(Finished { result, scripts, script_error, overran })
     }
+}
+
+/// The results of the threads, but those given up on: they are left to
+/// end with the process.
+fn join_all_but(
+    handles: Vec<JoinHandle<WorkerResult>>,
+    given_up: &[usize],
+) -> Result<Vec<WorkerResult>, Error> {
+    let mut results = Vec::with_capacity(handles.len());
+    let joined = handles.into_iter().enumerate().filter(|(i, _)| !given_up.contains(i));
+    for (_, handle) in joined {
+        // The panic hook has said what went wrong.
+        let result = handle
+            .join()
+            .map_err(|_| Error::Internal("an engine thread stopped unexpectedly".into()))?;
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// `--start-at` on the monotonic clock. A time in the past is refused
+/// unless this instance's first request is still ahead: starting late would
+/// make every one of its requests late.
+fn start_time(cfg: &BenchConfig) -> Result<Option<u64>, Error> {
+    let Some(at) = cfg.start_at else { return Ok(None) };
+    let now = sys::now_ns();
+    let (ahead, behind) = match at.duration_since(SystemTime::now()) {
+        Ok(ahead) => (duration_ns(ahead), 0),
+        Err(past) => (0, duration_ns(past.duration())),
+    };
+    if behind == 0 {
+        return Ok(Some(now.saturating_add(ahead)));
+    }
+    // In the past: fine only while this instance's first request is ahead.
+    let first_offset = match &cfg.mode {
+        Mode::Paced(spec) => spec.plan(cfg.warmup, cfg.seed).offset_ns(cfg.shard.index as u64),
+        Mode::ClosedLoop => 0,
+    };
+    if first_offset <= behind {
+        let when = crate::units::format_rfc3339(at);
+        return Err(Error::Usage(format!(
+            "--start-at {when} is {:.3}s in the past, after this instance's first request was \
+             due: give a time ahead (and keep the machines' clocks in sync, see docs/scale-out.md)",
+            behind as f64 / 1e9
+        )));
+    }
+    Ok(Some(now.saturating_sub(behind)))
+}
+
+/// Where each stage of the plan starts, from the end of the warm-up.
+fn stage_starts(mode: &Mode) -> Vec<u64> {
+    let Mode::Paced(spec) = mode else { return Vec::new() };
+    let mut start = Duration::ZERO;
+    let mut starts = Vec::with_capacity(spec.stages.len());
+    for stage in &spec.stages {
+        starts.push(duration_ns(start));
+        start += stage.duration;
+    }
+    starts
 }
 
 fn duration_ns(d: Duration) -> u64 {

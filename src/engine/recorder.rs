@@ -13,7 +13,8 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::time::Duration;
 
 use crate::engine::conn::Exchange;
-use crate::stats::{ErrorKind, HistogramShape, Stats};
+use crate::plan::ThreadPlan;
+use crate::stats::{ErrorKind, Stats};
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
 const RATE_SAMPLE_NS: u64 = 100_000_000;
@@ -37,7 +38,7 @@ pub struct PeriodChannel {
 /// How a thread records.
 pub struct RecorderSetup {
     pub thread: usize,
-    pub shape: HistogramShape,
+    pub digits: u8,
     /// The plan sets the send times: schedule lag is recorded.
     pub paced: bool,
     /// `-B`: with pipelining, one latency per batch (its last response).
@@ -47,6 +48,11 @@ pub struct RecorderSetup {
     pub periods: PeriodChannel,
     /// Length of a time-series slot, when a time series is wanted.
     pub series_ns: Option<u64>,
+    /// The warm-up: the run's first part, measured apart.
+    pub warmup_ns: u64,
+    /// Where each stage of the plan starts, from the end of the warm-up
+    /// (empty without stages).
+    pub stage_starts_ns: Vec<u64>,
 }
 
 pub struct Recorder {
@@ -54,7 +60,12 @@ pub struct Recorder {
     /// Measurements of the current period.
     stats: Stats,
     period: u64,
+    /// When the measured run starts (after the warm-up).
     start_ns: u64,
+    /// The warm-up is on: errors and bytes are the warm-up's.
+    in_warmup: bool,
+    /// Where the stages start (absolute ns).
+    stage_starts: Vec<u64>,
     next_period_ns: u64,
     next_sample_ns: u64,
     /// Responses completed since the start, and at the last rate sample.
@@ -68,12 +79,14 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(setup: RecorderSetup) -> Recorder {
-        let stats = Stats::new(setup.shape);
+        let stats = Stats::with_stages(setup.digits, setup.stage_starts_ns.len());
         Recorder {
             setup,
             stats,
             period: 0,
             start_ns: 0,
+            in_warmup: false,
+            stage_starts: Vec::new(),
             next_period_ns: u64::MAX,
             next_sample_ns: u64::MAX,
             completed: 0,
@@ -83,20 +96,31 @@ impl Recorder {
         }
     }
 
-    /// The run starts at `start_ns`: periods, samples and slots count from
-    /// there.
-    pub fn start(&mut self, start_ns: u64) {
+    /// The run starts at `started_ns`; after the warm-up, the measured run:
+    /// periods, samples and slots count from there.
+    pub fn start(&mut self, started_ns: u64) {
+        let start_ns = started_ns + self.setup.warmup_ns;
         self.start_ns = start_ns;
+        self.in_warmup = self.setup.warmup_ns > 0;
+        self.stage_starts = self.setup.stage_starts_ns.iter().map(|at| start_ns + at).collect();
         self.next_sample_ns = start_ns + RATE_SAMPLE_NS;
         self.next_period_ns = self.setup.period_ns.map_or(u64::MAX, |length| start_ns + length);
     }
 
-    /// A request batch went out at `sent`; the plan meant it for
-    /// `intended`. The difference is the schedule lag.
+    /// When the measured run starts (after the warm-up).
+    pub fn measured_start_ns(&self) -> u64 {
+        self.start_ns
+    }
+
+    /// A request batch went out at `sent`; the plan meant its requests
+    /// for `intended`. The differences are the schedule lag (a request of a
+    /// pipelined batch sent before its time lags by zero).
     #[inline]
-    pub fn sent(&mut self, exchange: Exchange) {
+    pub fn sent(&mut self, intended: &[u64], sent: u64) {
         if self.setup.paced {
-            record_us(&mut self.stats.lag, exchange.sent.saturating_sub(exchange.intended));
+            for &intended in intended.iter().filter(|&&at| at >= self.start_ns) {
+                record_us(&mut self.stats.lag, sent.saturating_sub(intended));
+            }
         }
     }
 
@@ -104,6 +128,12 @@ impl Recorder {
     /// `last_of_batch` when it is the batch's last (or only) response.
     #[inline]
     pub fn response(&mut self, exchange: Exchange, arrived: u64, status: u16, last_of_batch: bool) {
+        if exchange.intended < self.start_ns {
+            let warmup = &mut self.stats.warmup;
+            warmup.requests += 1;
+            warmup.errors += u64::from(status > 399);
+            return;
+        }
         self.stats.response(status);
         self.completed += 1;
         self.last_response_ns = self.last_response_ns.max(arrived);
@@ -114,25 +144,78 @@ impl Recorder {
             }
             self.series[slot] += 1;
         }
-        if last_of_batch || !self.setup.batch_latency {
+        // -B: one latency per batch, from its first request's intended
+        // time to its last response.
+        let intended = match self.setup.batch_latency {
+            false => Some(exchange.intended),
+            true => last_of_batch.then_some(exchange.batch_intended),
+        };
+        if let Some(intended) = intended {
             let stats = &mut self.stats;
-            record_us(&mut stats.corrected, arrived.saturating_sub(exchange.intended));
+            record_us(&mut stats.corrected, arrived.saturating_sub(intended));
             record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
+        }
+        if !self.stage_starts.is_empty() {
+            let stage = self.stage_starts.partition_point(|&at| at <= exchange.intended);
+            if let Some(stage) = self.stats.stages.get_mut(stage.saturating_sub(1)) {
+                stage.requests += 1;
+                record_us(&mut stage.corrected, arrived.saturating_sub(exchange.intended));
+            }
         }
     }
 
+    /// The requests of `plan` due before `end_ns` that were never sent
+    /// are errors of their own; each also counts in the corrected latency
+    /// with the time it had waited by `end_ns`, a lower bound of a latency
+    /// that never came, so that a dead server cannot look fast. Recorded a
+    /// histogram bucket at a time: any number of them takes as long as the
+    /// buckets their waits span.
+    pub fn unsent(&mut self, plan: &ThreadPlan, end_ns: u64) {
+        let unsent = plan.unsent_before(end_ns);
+        // Those of the warm-up are its errors, and out of the latency.
+        let mut recorded = plan.unsent_before(self.start_ns.min(end_ns));
+        self.stats.warmup.errors += recorded;
+        self.stats.errors.unsent += unsent - recorded;
+        let corrected = &mut self.stats.corrected;
+        while recorded < unsent {
+            // Waits shrink from the first unsent request to the last.
+            let wait_us = end_ns.saturating_sub(plan.due_ns_after(recorded)) / 1000;
+            let wait_us = wait_us.min(crate::stats::MAX_LATENCY_US);
+            let floor_us = corrected.lowest_equivalent(wait_us);
+            // Those due at or before end - floor waited at least the floor.
+            let latest_due = end_ns.saturating_sub(floor_us * 1000);
+            let in_bucket = plan.unsent_before(latest_due.saturating_add(1)).min(unsent);
+            let count = in_bucket.saturating_sub(recorded).max(1);
+            // Cannot fail: the value is in range and the histogram resizes.
+            let _ = corrected.record_n(wait_us, count);
+            recorded += count;
+        }
+    }
+
+    /// The script's `request()` gave no request (nil).
+    pub fn no_request(&mut self) {
+        self.stats.nil_requests += 1;
+    }
+
     pub fn error(&mut self, kind: ErrorKind, cause: &str) {
-        self.stats.error(kind, cause);
+        if self.in_warmup {
+            self.stats.warmup.errors += 1;
+        } else {
+            self.stats.error(kind, cause);
+        }
     }
 
     #[inline]
     pub fn bytes_read(&mut self, n: usize) {
-        self.stats.bytes += n as u64;
+        if !self.in_warmup {
+            self.stats.bytes += n as u64;
+        }
     }
 
     /// Takes the rate samples and hands over the periods due at `now`;
     /// returns when it next needs to be called.
     pub fn tick(&mut self, now: u64) -> u64 {
+        self.in_warmup &= now < self.start_ns;
         while now >= self.next_sample_ns {
             let done = self.completed - self.sampled;
             self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
@@ -173,7 +256,7 @@ impl Recorder {
     fn hand_over(&mut self) {
         let blank = match self.setup.periods.recycled.try_recv() {
             Ok(stats) => stats,
-            Err(_) => Stats::new(self.setup.shape),
+            Err(_) => Stats::with_stages(self.setup.digits, self.stage_starts.len()),
         };
         let stats = std::mem::replace(&mut self.stats, blank);
         let share =
@@ -209,12 +292,14 @@ mod tests {
         let (_recycle, recycled) = mpsc::channel();
         let setup = RecorderSetup {
             thread: 1,
-            shape: HistogramShape::new(3, Duration::from_secs(1)),
+            digits: 3,
             paced,
             batch_latency,
             period_ns,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: Some(100 * MS),
+            warmup_ns: 0,
+            stage_starts_ns: Vec::new(),
         };
         (Recorder::new(setup), shares)
     }
@@ -223,8 +308,8 @@ mod tests {
     fn records_both_latencies_and_the_lag() {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
-        let exchange = Exchange { intended: 10 * MS, sent: 12 * MS };
-        r.sent(exchange);
+        let exchange = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS };
+        r.sent(&[10 * MS], 12 * MS);
         r.response(exchange, 15 * MS, 200, true);
         r.response(exchange, 16 * MS, 503, true);
         assert_eq!(r.last_response_ns(), 16 * MS);
@@ -242,11 +327,39 @@ mod tests {
     }
 
     #[test]
+    fn each_response_of_a_paced_batch_counts_from_its_own_intended_time() {
+        for (batch_latency, expected) in [(false, vec![5_000, 5_000]), (true, vec![6_000])] {
+            let (mut r, shares) = recorder(true, batch_latency, None);
+            r.start(0);
+            // Requests intended at 10 and 11 ms, sent together at 10 ms;
+            // their responses arrive at 15 and 16 ms.
+            r.sent(&[10 * MS, 11 * MS], 10 * MS);
+            let first = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS };
+            r.response(first, 15 * MS, 200, false);
+            r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, 200, true);
+            r.finish(20 * MS);
+            let stats = shares.recv().unwrap().stats;
+            let latencies: Vec<u64> = stats
+                .corrected
+                .iter_recorded()
+                .flat_map(|v| {
+                    std::iter::repeat_n(v.value_iterated_to(), v.count_at_value() as usize)
+                })
+                .collect();
+            let expected: Vec<u64> =
+                expected.iter().map(|&us| stats.corrected.highest_equivalent(us)).collect();
+            assert_eq!(latencies, expected, "-B {batch_latency}");
+            // The second request went out 1 ms early: no lag, not negative.
+            assert_eq!((stats.lag.len(), stats.lag.max()), (2, 0));
+        }
+    }
+
+    #[test]
     fn closed_loop_and_batches() {
         let (mut r, shares) = recorder(false, true, None);
         r.start(0);
-        let exchange = Exchange { intended: MS, sent: MS };
-        r.sent(exchange);
+        let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS };
+        r.sent(&[MS, MS], MS);
         r.response(exchange, 2 * MS, 200, false);
         r.response(exchange, 3 * MS, 200, true);
         r.finish(4 * MS);
@@ -271,6 +384,93 @@ mod tests {
         r.finish(3_600 * MS);
         let indices: Vec<u64> = shares.try_iter().map(|share| share.index).collect();
         assert_eq!(indices, vec![1, 2, 3]);
+    }
+
+    #[test]
+    fn unsent_requests_count_with_the_time_they_waited() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        // Thread 0 of 2 at 1000/s owns k = 0, 2, 4, 6, 8 of the first 10 ms.
+        let plan = crate::plan::Plan::constant(1000.0).for_thread(0, 2, 0);
+        r.unsent(&plan, 10 * MS);
+        r.finish(10 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.errors.unsent, 5);
+        let waits: Vec<u64> =
+            stats.corrected.iter_recorded().map(|v| v.value_iterated_to()).collect();
+        let expected: Vec<u64> = [2_000, 4_000, 6_000, 8_000, 10_000]
+            .iter()
+            .map(|&us| stats.corrected.highest_equivalent(us))
+            .collect();
+        assert_eq!(waits, expected);
+        assert_eq!(stats.requests, 0);
+        assert!(stats.uncorrected.is_empty());
+    }
+
+    #[test]
+    fn any_number_of_unsent_requests_is_recorded_at_once() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        let plan = crate::plan::Plan::constant(1e12).for_thread(1, 2, 0);
+        // Half a trillion requests: counted and recorded per histogram
+        // bucket, never one by one.
+        r.unsent(&plan, 1_000 * MS);
+        r.finish(1_000 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.errors.unsent, 500_000_000_000);
+        assert_eq!(stats.corrected.len(), 500_000_000_000);
+        assert_eq!(stats.corrected.max(), stats.corrected.highest_equivalent(1_000_000));
+        // Evenly spread waits: the median is half the run.
+        let median = stats.corrected.value_at_quantile(0.5);
+        assert!((499_000..=501_000).contains(&median), "{median}");
+    }
+
+    #[test]
+    fn the_warmup_is_counted_apart_and_stages_by_intended_time() {
+        let (to_collector, shares) = mpsc::channel();
+        let (_recycle, recycled) = mpsc::channel();
+        let mut r = Recorder::new(RecorderSetup {
+            thread: 0,
+            digits: 3,
+            paced: true,
+            batch_latency: false,
+            period_ns: None,
+            periods: PeriodChannel { to_collector, recycled },
+            series_ns: None,
+            warmup_ns: 100 * MS,
+            stage_starts_ns: vec![0, 50 * MS],
+        });
+        r.start(0);
+        assert_eq!(r.measured_start_ns(), 100 * MS);
+        r.tick(10 * MS);
+        r.error(ErrorKind::Connect, "refused");
+        r.bytes_read(100);
+        let warm = Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS };
+        r.sent(&[20 * MS], 20 * MS);
+        r.response(warm, 25 * MS, 503, true);
+        r.tick(100 * MS);
+        let first = Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS };
+        r.sent(&[120 * MS], 121 * MS);
+        r.response(first, 122 * MS, 200, true);
+        let second = Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS };
+        r.response(second, 163 * MS, 200, true);
+        r.bytes_read(50);
+        // At 100/s, 20 requests were due before 200 ms; the plan was not
+        // advanced here, so all are unsent, 10 of them in the warm-up.
+        let plan = crate::plan::Plan::constant(100.0).for_thread(0, 1, 0);
+        r.unsent(&plan, 200 * MS);
+        r.finish(200 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.warmup, crate::stats::Warmup { requests: 1, errors: 1 + 1 + 10 });
+        assert_eq!((stats.requests, stats.bytes, stats.errors.connect), (2, 50, 0));
+        assert_eq!(stats.errors.unsent, 10);
+        assert_eq!(stats.lag.len(), 1);
+        let stages: Vec<u64> = stats.stages.iter().map(|s| s.requests).collect();
+        assert_eq!(stages, vec![1, 1]);
+        assert_eq!(
+            stats.stages[1].corrected.max(),
+            stats.stages[1].corrected.highest_equivalent(3_000)
+        );
     }
 
     #[test]

@@ -15,15 +15,6 @@ use std::collections::{BinaryHeap, VecDeque};
 use crate::engine::conn::Ticket;
 use crate::plan::ThreadPlan;
 
-/// A request to send now.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Due {
-    pub ticket: Ticket,
-    /// The plan's intended send time (ns); None in the closed loop, where a
-    /// request is intended when it is sent.
-    pub intended: Option<u64>,
-}
-
 pub enum Schedule {
     ClosedLoop(ClosedLoop),
     Paced(Paced),
@@ -52,13 +43,24 @@ impl Schedule {
         }
     }
 
-    /// The next request to send at `now`, if one is due and a connection is
-    /// ready for it. `still_ready` tells whether a connection handed over
-    /// earlier can still carry a request (it may have closed since).
-    pub fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Due> {
+    /// The connection for the next batch of `depth` requests to send at
+    /// `now`, if one is due and a connection is ready for it; `intended`
+    /// gets the plan's intended time of each request of the batch (none in
+    /// the closed loop, where a request is intended when it is sent). A
+    /// batch is due when its first request is. `still_ready` tells whether
+    /// a connection handed over earlier can still carry a request (it may
+    /// have closed since).
+    pub fn pop_due(
+        &mut self,
+        now: u64,
+        depth: usize,
+        still_ready: impl Fn(Ticket) -> bool,
+        intended: &mut Vec<u64>,
+    ) -> Option<Ticket> {
+        intended.clear();
         match self {
             Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready),
-            Schedule::Paced(paced) => paced.pop_due(now, still_ready),
+            Schedule::Paced(paced) => paced.pop_due(now, depth, still_ready, intended),
         }
     }
 
@@ -88,12 +90,11 @@ impl Schedule {
         matches!(self, Schedule::Paced(_))
     }
 
-    /// Requests of the plan due before `end_ns` that have not been sent
-    /// (0 in the closed loop, which has no plan).
-    pub fn unsent_before(&self, end_ns: u64) -> u64 {
+    /// The part of the plan not sent yet (None in the closed loop).
+    pub fn rest_of_plan(&self) -> Option<&ThreadPlan> {
         match self {
-            Schedule::ClosedLoop(_) => 0,
-            Schedule::Paced(paced) => paced.plan.unsent_before(end_ns.min(paced.end_ns)),
+            Schedule::ClosedLoop(_) => None,
+            Schedule::Paced(paced) => Some(&paced.plan),
         }
     }
 }
@@ -110,7 +111,7 @@ pub struct ClosedLoop {
 }
 
 impl ClosedLoop {
-    fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Due> {
+    fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Ticket> {
         while let Some(&Reverse((at, serial, conn))) = self.delayed.peek() {
             if at > now {
                 break;
@@ -118,12 +119,7 @@ impl ClosedLoop {
             self.delayed.pop();
             self.now.push_back(Ticket { conn, serial });
         }
-        while let Some(ticket) = self.now.pop_front() {
-            if still_ready(ticket) {
-                return Some(Due { ticket, intended: None });
-            }
-        }
-        None
+        std::iter::from_fn(|| self.now.pop_front()).find(|&ticket| still_ready(ticket))
     }
 }
 
@@ -136,22 +132,27 @@ pub struct Paced {
 }
 
 impl Paced {
-    fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Due> {
-        let intended = self.plan.next_due_ns();
+    fn pop_due(
+        &mut self,
+        now: u64,
+        depth: usize,
+        still_ready: impl Fn(Ticket) -> bool,
+        intended: &mut Vec<u64>,
+    ) -> Option<Ticket> {
+        let first = self.plan.next_due_ns();
         // The plan ends with the run: a request due at or after the end is
         // not part of it, even if the thread looks late.
-        if intended > now || intended >= self.end_ns {
+        if first > now || first >= self.end_ns {
             return None;
         }
         // A due request with no ready connection waits (it stays the plan's
         // next request) and its latency still counts from its intended time.
-        while let Some(ticket) = self.ready.pop_front() {
-            if still_ready(ticket) {
-                self.plan.advance();
-                return Some(Due { ticket, intended: Some(intended) });
-            }
+        let ticket = std::iter::from_fn(|| self.ready.pop_front()).find(|&t| still_ready(t))?;
+        for _ in 0..depth {
+            intended.push(self.plan.next_due_ns());
+            self.plan.advance();
         }
-        None
+        Some(ticket)
     }
 }
 
@@ -166,6 +167,20 @@ mod tests {
         Ticket { conn, serial: 1 }
     }
 
+    /// `pop_due` for batches of one request: the ticket and the intended
+    /// time (None in the closed loop).
+    fn pop(s: &mut Schedule, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Due> {
+        let mut intended = Vec::new();
+        let ticket = s.pop_due(now, 1, still_ready, &mut intended)?;
+        Some(Due { ticket, intended: intended.first().copied() })
+    }
+
+    #[derive(Debug, PartialEq, Eq)]
+    struct Due {
+        ticket: Ticket,
+        intended: Option<u64>,
+    }
+
     fn paced(rate: f64, end_ns: u64) -> Schedule {
         Schedule::paced(Plan::constant(rate).for_thread(0, 1, 0), end_ns)
     }
@@ -175,9 +190,9 @@ mod tests {
         let mut s = Schedule::closed_loop();
         s.ready(t(2), None);
         s.ready(t(0), None);
-        assert_eq!(s.pop_due(5, |_| true), Some(Due { ticket: t(2), intended: None }));
-        assert_eq!(s.pop_due(5, |_| true), Some(Due { ticket: t(0), intended: None }));
-        assert_eq!(s.pop_due(5, |_| true), None);
+        assert_eq!(pop(&mut s, 5, |_| true), Some(Due { ticket: t(2), intended: None }));
+        assert_eq!(pop(&mut s, 5, |_| true), Some(Due { ticket: t(0), intended: None }));
+        assert_eq!(pop(&mut s, 5, |_| true), None);
         assert_eq!(s.next_send_at(), None);
     }
 
@@ -187,10 +202,10 @@ mod tests {
         s.ready(t(1), Some(30 * MS));
         s.ready(t(0), Some(10 * MS));
         assert_eq!(s.next_send_at(), Some(10 * MS));
-        assert_eq!(s.pop_due(9 * MS, |_| true), None);
-        assert_eq!(s.pop_due(10 * MS, |_| true).map(|d| d.ticket.conn), Some(0));
+        assert_eq!(pop(&mut s, 9 * MS, |_| true), None);
+        assert_eq!(pop(&mut s, 10 * MS, |_| true).map(|d| d.ticket.conn), Some(0));
         assert_eq!(s.next_send_at(), Some(30 * MS));
-        assert_eq!(s.pop_due(40 * MS, |_| true).map(|d| d.ticket.conn), Some(1));
+        assert_eq!(pop(&mut s, 40 * MS, |_| true).map(|d| d.ticket.conn), Some(1));
     }
 
     #[test]
@@ -198,11 +213,11 @@ mod tests {
         let mut s = Schedule::closed_loop();
         s.ready(t(0), None);
         s.ready(t(1), None);
-        assert_eq!(s.pop_due(1, |ticket| ticket.conn != 0).map(|d| d.ticket.conn), Some(1));
+        assert_eq!(pop(&mut s, 1, |ticket| ticket.conn != 0).map(|d| d.ticket.conn), Some(1));
         let mut s = paced(1000.0, u64::MAX);
         s.ready(t(0), None);
         s.ready(t(1), None);
-        let due = s.pop_due(0, |ticket| ticket.conn == 1).unwrap();
+        let due = pop(&mut s, 0, |ticket| ticket.conn == 1).unwrap();
         assert_eq!(due, Due { ticket: t(1), intended: Some(0) });
     }
 
@@ -210,19 +225,19 @@ mod tests {
     fn paced_requests_wait_for_their_time_and_a_connection() {
         let mut s = paced(1000.0, u64::MAX);
         // Due at 0 but no connection yet: it waits, and keeps its time.
-        assert_eq!(s.pop_due(0, |_| true), None);
+        assert_eq!(pop(&mut s, 0, |_| true), None);
         assert_eq!(s.next_send_at(), Some(0));
         s.ready(t(3), None);
         s.ready(t(4), None);
-        assert_eq!(s.pop_due(2 * MS, |_| true), Some(Due { ticket: t(3), intended: Some(0) }));
-        assert_eq!(s.pop_due(2 * MS, |_| true), Some(Due { ticket: t(4), intended: Some(MS) }));
+        assert_eq!(pop(&mut s, 2 * MS, |_| true), Some(Due { ticket: t(3), intended: Some(0) }));
+        assert_eq!(pop(&mut s, 2 * MS, |_| true), Some(Due { ticket: t(4), intended: Some(MS) }));
         // Due at 2 ms, but every connection is busy.
-        assert_eq!(s.pop_due(2 * MS, |_| true), None);
+        assert_eq!(pop(&mut s, 2 * MS, |_| true), None);
         assert!(!s.has_ready_connection());
         s.ready(t(3), None);
         assert!(s.has_ready_connection());
         // Not due yet.
-        assert_eq!(s.pop_due(2 * MS - 1, |_| true), None);
+        assert_eq!(pop(&mut s, 2 * MS - 1, |_| true), None);
         assert_eq!(s.next_send_at(), Some(2 * MS));
     }
 
@@ -232,20 +247,35 @@ mod tests {
         for conn in 0..5 {
             s.ready(t(conn), None);
         }
-        let sent: Vec<_> = std::iter::from_fn(|| s.pop_due(10 * MS, |_| true)).collect();
+        let sent: Vec<_> = std::iter::from_fn(|| pop(&mut s, 10 * MS, |_| true)).collect();
         assert_eq!(sent.len(), 2);
         assert_eq!(s.next_send_at(), None);
-        assert_eq!(s.unsent_before(10 * MS), 0);
+        assert_eq!(s.rest_of_plan().unwrap().unsent_before(2 * MS), 0);
     }
 
     #[test]
-    fn unsent_requests_are_the_plans_rest() {
+    fn a_batch_takes_as_many_requests_of_the_plan_as_it_holds() {
+        let mut s = paced(1000.0, u64::MAX);
+        s.ready(t(0), None);
+        s.ready(t(1), None);
+        let mut intended = Vec::new();
+        assert_eq!(s.pop_due(0, 4, |_| true, &mut intended), Some(t(0)));
+        assert_eq!(intended, vec![0, MS, 2 * MS, 3 * MS]);
+        // The next batch is due with its first request, at 4 ms.
+        assert_eq!(s.pop_due(4 * MS - 1, 4, |_| true, &mut intended), None);
+        assert!(intended.is_empty());
+        assert_eq!(s.pop_due(4 * MS, 4, |_| true, &mut intended), Some(t(1)));
+        assert_eq!(intended, vec![4 * MS, 5 * MS, 6 * MS, 7 * MS]);
+    }
+
+    #[test]
+    fn the_rest_of_the_plan_is_what_was_not_sent() {
         let mut s = paced(1000.0, 10 * MS);
         s.ready(t(0), None);
-        s.pop_due(0, |_| true).unwrap();
-        assert_eq!(s.unsent_before(10 * MS), 9);
-        assert_eq!(s.unsent_before(5 * MS), 4);
-        assert_eq!(s.unsent_before(u64::MAX), 9);
-        assert_eq!(Schedule::closed_loop().unsent_before(u64::MAX), 0);
+        pop(&mut s, 0, |_| true).unwrap();
+        let rest = s.rest_of_plan().unwrap();
+        assert_eq!(rest.unsent_before(10 * MS), 9);
+        assert_eq!(rest.unsent_before(5 * MS), 4);
+        assert!(Schedule::closed_loop().rest_of_plan().is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! Where all engine threads wait until every one of them has opened its
-//! connections; the last one to arrive fixes the common start time.
+//! connections; the last one to arrive fixes the common start time (or a
+//! start set beforehand, `--start-at`, when that is later).
 
 use std::sync::{Condvar, Mutex};
 
@@ -7,6 +8,8 @@ use crate::sys;
 
 pub struct StartLine {
     threads: usize,
+    /// The earliest start (monotonic ns).
+    not_before: Option<u64>,
     state: Mutex<StartState>,
     changed: Condvar,
 }
@@ -19,22 +22,29 @@ struct StartState {
 }
 
 impl StartLine {
-    pub fn new(threads: usize) -> StartLine {
-        StartLine { threads, state: Mutex::default(), changed: Condvar::new() }
+    pub fn new(threads: usize, not_before: Option<u64>) -> StartLine {
+        StartLine { threads, not_before, state: Mutex::default(), changed: Condvar::new() }
     }
 
     /// Blocks until all threads arrived and returns the start time (ns),
-    /// or None if the run was called off before it started.
+    /// which may lie ahead, or None if the run was called off before it
+    /// started.
     pub fn wait(&self) -> Option<u64> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.arrived += 1;
         if state.arrived == self.threads {
-            state.start_ns = Some(sys::now_ns());
+            state.start_ns = Some(sys::now_ns().max(self.not_before.unwrap_or(0)));
             self.changed.notify_all();
         }
         while state.start_ns.is_none() && !state.aborted {
             state = self.changed.wait(state).unwrap_or_else(|e| e.into_inner());
         }
+        state.start_ns.filter(|_| !state.aborted)
+    }
+
+    /// The start time, once the run has started.
+    pub fn started(&self) -> Option<u64> {
+        let state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         state.start_ns.filter(|_| !state.aborted)
     }
 
@@ -54,7 +64,7 @@ mod tests {
 
     #[test]
     fn all_threads_get_the_same_start() {
-        let line = Arc::new(StartLine::new(3));
+        let line = Arc::new(StartLine::new(3, None));
         let starts: Vec<_> = (0..3)
             .map(|_| {
                 let line = line.clone();
@@ -70,7 +80,7 @@ mod tests {
 
     #[test]
     fn an_aborted_start_releases_the_waiting_threads() {
-        let line = Arc::new(StartLine::new(2));
+        let line = Arc::new(StartLine::new(2, None));
         let waiting = {
             let line = line.clone();
             thread::spawn(move || line.wait())

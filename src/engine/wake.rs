@@ -16,6 +16,12 @@
 //! A clock wait shorter than a wake-up costs is spun instead: cheaper, and
 //! on time. The closed loop always waits on events: responses are what it
 //! is waiting for.
+//!
+//! A sleep ends late: on these VMs by 35 to 40 us, steadily. That lateness
+//! would be in every schedule lag and every corrected latency, so a paced
+//! thread learns it ([`Lateness`]: a low percentile of its recent sleeps'
+//! lateness), sleeps that much less and spins the rest: the spin covers
+//! the lateness's variation, not the lateness itself.
 
 use std::time::Duration;
 
@@ -24,6 +30,12 @@ const MAX_WAIT_NS: u64 = 50_000_000;
 /// Clock waits shorter than this are spun: about what a sleep and its
 /// wake-up cost in CPU on these VMs.
 const SPIN_BELOW_NS: u64 = 20_000;
+/// Sleeps whose lateness [`Lateness`] keeps.
+const LATENESS_WINDOW: usize = 64;
+/// Which of them it wakes early by: the 10th percentile.
+const LATENESS_RANK: usize = LATENESS_WINDOW / 10;
+/// Waking earlier than this would turn a slow machine's sleep into a spin.
+const MAX_EARLY_NS: u64 = 1_000_000;
 
 /// What the thread knows when it is about to wait.
 #[derive(Clone, Copy, Debug)]
@@ -48,15 +60,49 @@ pub struct Outlook {
 pub enum Wait {
     /// Spin on the clock until `until`, then collect what arrived.
     Spin { until: u64 },
-    /// Sleep on the clock until `until` (responses do not wake the thread),
-    /// then collect what arrived.
-    Sleep { until: u64 },
+    /// Sleep on the clock until `wake`, spin until `until` (responses do
+    /// not wake the thread), then collect what arrived.
+    Sleep { wake: u64, until: u64 },
     /// Block on socket events until one arrives or `until`.
     Events { until: u64 },
 }
 
-/// Chooses the wait for an [`Outlook`].
-pub fn choose(outlook: &Outlook) -> Wait {
+/// How late a paced thread's sleeps end, learned from the last ones.
+#[derive(Clone, Debug)]
+pub struct Lateness {
+    samples: [u64; LATENESS_WINDOW],
+    seen: usize,
+    /// How much earlier than a send the thread wakes.
+    early_ns: u64,
+}
+
+impl Default for Lateness {
+    fn default() -> Lateness {
+        Lateness { samples: [0; LATENESS_WINDOW], seen: 0, early_ns: 0 }
+    }
+}
+
+impl Lateness {
+    pub fn early_ns(&self) -> u64 {
+        self.early_ns
+    }
+
+    /// A sleep ended `late_ns` after it was meant to; every window of
+    /// sleeps sets the early wake-up to their 10th percentile.
+    pub fn observe(&mut self, late_ns: u64) {
+        self.samples[self.seen % LATENESS_WINDOW] = late_ns;
+        self.seen += 1;
+        if self.seen.is_multiple_of(LATENESS_WINDOW) {
+            let mut window = self.samples;
+            let (_, low, _) = window.select_nth_unstable(LATENESS_RANK);
+            self.early_ns = (*low).min(MAX_EARLY_NS);
+        }
+    }
+}
+
+/// Chooses the wait for an [`Outlook`], waking `early_ns` before a send
+/// (see [`Lateness`]).
+pub fn choose(outlook: &Outlook, early_ns: u64) -> Wait {
     let Outlook { now, deadline, next_send, .. } = *outlook;
     let limit = deadline.min(now.saturating_add(MAX_WAIT_NS));
     let until_send = next_send.map_or(limit, |at| at.min(limit));
@@ -70,10 +116,12 @@ pub fn choose(outlook: &Outlook) -> Wait {
         return Wait::Events { until };
     }
     if send_is_ahead || outlook.connection_ready {
-        return if until_send.saturating_sub(now) < SPIN_BELOW_NS {
+        // Early only for a send: housekeeping deadlines need no precision.
+        let early = if next_send == Some(until_send) { early_ns } else { 0 };
+        return if until_send.saturating_sub(now) < early + SPIN_BELOW_NS {
             Wait::Spin { until: until_send }
         } else {
-            Wait::Sleep { until: until_send }
+            Wait::Sleep { wake: until_send - early, until: until_send }
         };
     }
     // Overdue with every connection busy: the next response frees one.
@@ -86,18 +134,24 @@ pub fn events_until(now: u64, until: u64) -> Duration {
 }
 
 impl Wait {
-    /// Spends the clock part of the wait; returns how long to then block
-    /// on socket events (zero after a clock wait: just collect).
-    pub fn on_the_clock(self, clock: impl Fn() -> u64) -> Duration {
+    /// Spends the clock part of the wait, learning how late sleeps end;
+    /// returns how long to then block on socket events (zero after a clock
+    /// wait: just collect).
+    pub fn on_the_clock(self, clock: impl Fn() -> u64, lateness: &mut Lateness) -> Duration {
+        let spin = |until| {
+            while clock() < until {
+                std::hint::spin_loop();
+            }
+        };
         match self {
             Wait::Spin { until } => {
-                while clock() < until {
-                    std::hint::spin_loop();
-                }
+                spin(until);
                 Duration::ZERO
             }
-            Wait::Sleep { until } => {
-                std::thread::sleep(Duration::from_nanos(until.saturating_sub(clock())));
+            Wait::Sleep { wake, until } => {
+                std::thread::sleep(Duration::from_nanos(wake.saturating_sub(clock())));
+                lateness.observe(clock().saturating_sub(wake));
+                spin(until);
                 Duration::ZERO
             }
             Wait::Events { until } => Duration::from_nanos(until.saturating_sub(clock())),
@@ -128,49 +182,55 @@ mod tests {
 
     #[test]
     fn paced_sleeps_on_the_clock_until_the_next_send() {
-        assert_eq!(choose(&paced(11 * MS)), Wait::Sleep { until: 11 * MS });
+        assert_eq!(choose(&paced(11 * MS), 0), Wait::Sleep { wake: 11 * MS, until: 11 * MS });
         // Even with every connection busy: responses wait in the sockets.
         let busy = Outlook { connection_ready: false, ..paced(11 * MS) };
-        assert_eq!(choose(&busy), Wait::Sleep { until: 11 * MS });
+        assert_eq!(choose(&busy, 0), Wait::Sleep { wake: 11 * MS, until: 11 * MS });
     }
 
     #[test]
     fn short_waits_are_spun() {
-        assert_eq!(choose(&paced(10 * MS + 5 * US)), Wait::Spin { until: 10 * MS + 5 * US });
-        assert_eq!(choose(&paced(10 * MS + 19 * US)), Wait::Spin { until: 10 * MS + 19 * US });
-        assert_eq!(choose(&paced(10 * MS + 20 * US)), Wait::Sleep { until: 10 * MS + 20 * US });
+        assert_eq!(choose(&paced(10 * MS + 5 * US), 0), Wait::Spin { until: 10 * MS + 5 * US });
+        assert_eq!(choose(&paced(10 * MS + 19 * US), 0), Wait::Spin { until: 10 * MS + 19 * US });
+        assert_eq!(
+            choose(&paced(10 * MS + 20 * US), 0),
+            Wait::Sleep { wake: 10 * MS + 20 * US, until: 10 * MS + 20 * US }
+        );
     }
 
     #[test]
     fn other_deadlines_and_the_stop_check_come_first() {
         let soon = Outlook { deadline: 10 * MS + 500 * US, ..paced(50 * MS) };
-        assert_eq!(choose(&soon), Wait::Sleep { until: 10 * MS + 500 * US });
+        assert_eq!(
+            choose(&soon, 0),
+            Wait::Sleep { wake: 10 * MS + 500 * US, until: 10 * MS + 500 * US }
+        );
         let far = Outlook { deadline: u64::MAX, ..paced(u64::MAX) };
-        assert_eq!(choose(&far), Wait::Sleep { until: 60 * MS });
+        assert_eq!(choose(&far, 0), Wait::Sleep { wake: 60 * MS, until: 60 * MS });
         let over = Outlook { next_send: None, ..paced(0) };
-        assert_eq!(choose(&over), Wait::Sleep { until: 60 * MS });
+        assert_eq!(choose(&over, 0), Wait::Sleep { wake: 60 * MS, until: 60 * MS });
     }
 
     #[test]
     fn an_overdue_request_waits_for_a_connection_on_events() {
         let overdue = Outlook { connection_ready: false, ..paced(9 * MS) };
-        assert_eq!(choose(&overdue), Wait::Events { until: 60 * MS });
+        assert_eq!(choose(&overdue, 0), Wait::Events { until: 60 * MS });
     }
 
     #[test]
     fn a_half_received_large_response_is_read_promptly() {
         let large = Outlook { receiving_large_response: true, ..paced(12 * MS) };
-        assert_eq!(choose(&large), Wait::Events { until: 12 * MS });
+        assert_eq!(choose(&large, 0), Wait::Events { until: 12 * MS });
         let busy = Outlook { connection_ready: false, ..large };
-        assert_eq!(choose(&busy), Wait::Events { until: 60 * MS });
+        assert_eq!(choose(&busy, 0), Wait::Events { until: 60 * MS });
     }
 
     #[test]
     fn the_closed_loop_waits_on_events() {
         let closed = Outlook { paced: false, next_send: None, ..paced(0) };
-        assert_eq!(choose(&closed), Wait::Events { until: 60 * MS });
+        assert_eq!(choose(&closed, 0), Wait::Events { until: 60 * MS });
         let delayed = Outlook { next_send: Some(15 * MS), ..closed };
-        assert_eq!(choose(&delayed), Wait::Events { until: 15 * MS });
+        assert_eq!(choose(&delayed, 0), Wait::Events { until: 15 * MS });
     }
 
     #[test]
@@ -181,13 +241,49 @@ mod tests {
             now.set(now.get() + US);
             now.get()
         };
-        assert_eq!(Wait::Spin { until: 15 * US }.on_the_clock(clock), Duration::ZERO);
+        let mut lateness = Lateness::default();
+        let spin = Wait::Spin { until: 15 * US };
+        assert_eq!(spin.on_the_clock(clock, &mut lateness), Duration::ZERO);
         assert_eq!(now.get(), 15 * US);
-        let events = Wait::Events { until: 100 * US }.on_the_clock(clock);
+        let events = Wait::Events { until: 100 * US }.on_the_clock(clock, &mut lateness);
         assert_eq!(events, Duration::from_micros(84));
+        // A real sleep to `wake`, then the fake clock spins to `until`.
         let started = std::time::Instant::now();
         let at = now.get();
-        assert_eq!(Wait::Sleep { until: at + 2 * MS }.on_the_clock(|| at), Duration::ZERO);
+        let sleep = Wait::Sleep { wake: at + 2 * MS, until: at + 2 * MS + 30 * US };
+        assert_eq!(sleep.on_the_clock(clock, &mut lateness), Duration::ZERO);
         assert!(started.elapsed() >= Duration::from_millis(2));
+        assert!(now.get() >= at + 2 * MS + 30 * US);
+    }
+
+    #[test]
+    fn a_send_wakes_as_early_as_sleeps_are_late() {
+        let mut lateness = Lateness::default();
+        // Sleeps end 30..93 us late: a window later, the thread wakes by
+        // their 10th percentile, 36 us, early.
+        for late in 0..64 {
+            assert_eq!(lateness.early_ns(), 0);
+            lateness.observe((30 + late) * US);
+        }
+        assert_eq!(lateness.early_ns(), 36 * US);
+        let early = lateness.early_ns();
+        assert_eq!(
+            choose(&paced(11 * MS), early),
+            Wait::Sleep { wake: 11 * MS - 36 * US, until: 11 * MS }
+        );
+        // Closer than the early wake-up and a sleep's cost: spun.
+        assert_eq!(
+            choose(&paced(10 * MS + 50 * US), early),
+            Wait::Spin { until: 10 * MS + 50 * US }
+        );
+        // Housekeeping deadlines sleep plainly.
+        let housekeeping = Outlook { deadline: 10 * MS + 500 * US, ..paced(50 * MS) };
+        let wake = 10 * MS + 500 * US;
+        assert_eq!(choose(&housekeeping, early), Wait::Sleep { wake, until: wake });
+        // A machine that got very slow is not spun through.
+        for _ in 0..64 {
+            lateness.observe(5 * MS);
+        }
+        assert_eq!(lateness.early_ns(), MAX_EARLY_NS);
     }
 }

@@ -11,28 +11,31 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::engine::conn::Ticket;
 use crate::engine::connections::Connections;
 use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
 use crate::engine::source::RequestSource;
 use crate::engine::start_line::StartLine;
-use crate::engine::wake::{self, Outlook};
+use crate::engine::wake::{self, Lateness, Outlook};
 use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::stats::ErrorKind;
 use crate::sys;
 
-/// How long a thread waits for its connections before the plan starts.
-const CONNECT_PHASE_NS: u64 = 2_000_000_000;
+/// How long a closed-loop connection whose `request()` returned nil waits
+/// before asking again.
+const NO_REQUEST_RETRY_NS: u64 = 10_000_000;
 
 /// What a thread knows of the run besides its parts.
 pub struct RunSetup {
-    /// This thread's index and the number of threads: which share of the
-    /// plan it sends.
-    pub thread: usize,
-    pub threads: usize,
+    /// This thread's first request of the global plan and the stride to
+    /// its next ones (its shard's and thread's stripe).
+    pub first_k: u64,
+    pub stride: u64,
     /// The global plan (None: closed loop).
     pub plan: Option<Plan>,
+    /// How long the plan lasts (the warm-up included).
     pub duration_ns: u64,
     pub timeout_ns: u64,
 }
@@ -42,14 +45,14 @@ pub struct RunSetup {
 pub struct WorkerResult {
     pub start_ns: u64,
     pub finished_ns: u64,
-    /// Requests of the plan due before the end that were never sent.
-    pub unsent: u64,
     /// Completed requests per time-series slot.
     pub series: Vec<u64>,
     /// The thread's Lua state, handed back for `done()`.
     pub script: Option<ThreadScript>,
     /// The script error that stopped the run.
     pub script_error: Option<String>,
+    /// The script stopped this thread (`thread:stop()`).
+    pub script_stopped: bool,
 }
 
 pub struct Worker {
@@ -62,6 +65,10 @@ pub struct Worker {
     /// Set by a signal or by another thread's script error: every thread
     /// stops.
     stop: Arc<AtomicBool>,
+    /// The intended times of the batch being sent (reused).
+    intended: Vec<u64>,
+    /// How late this thread's sleeps end: it wakes that much early.
+    lateness: Lateness,
 }
 
 impl Worker {
@@ -80,6 +87,8 @@ impl Worker {
             recorder,
             script_error: None,
             stop,
+            intended: Vec::new(),
+            lateness: Lateness::default(),
         }
     }
 
@@ -92,12 +101,14 @@ impl Worker {
         self.open_connections();
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
-            return self.result(now, now, 0);
+            return self.result(now, now);
         };
+        // A start set by --start-at may lie ahead.
+        self.wait_until(start_ns);
         self.recorder.start(start_ns);
         let end_ns = start_ns + self.run.duration_ns;
-        if let Some(plan) = self.run.plan {
-            let share = plan.for_thread(self.run.thread, self.run.threads, start_ns);
+        if let Some(plan) = &self.run.plan {
+            let share = plan.share(self.run.first_k, self.run.stride, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
         }
         // As every later request, the first one waits for the script's
@@ -106,7 +117,7 @@ impl Worker {
         self.run_until(start_ns, end_ns);
 
         let sending_ended = end_ns.min(sys::now_ns());
-        let unsent = self.schedule.unsent_before(sending_ended);
+        self.count_unsent(sending_ended);
         if !self.stopped() {
             self.collect_in_flight(end_ns + self.run.timeout_ns);
         }
@@ -119,15 +130,16 @@ impl Worker {
             sending_ended.max(self.recorder.last_response_ns())
         };
         self.count_abandoned();
-        self.result(start_ns, finished_ns, unsent)
+        let measured_from = self.recorder.measured_start_ns();
+        self.result(measured_from, finished_ns)
     }
 
-    fn result(self, start_ns: u64, finished_ns: u64, unsent: u64) -> WorkerResult {
+    fn result(self, start_ns: u64, finished_ns: u64) -> WorkerResult {
         WorkerResult {
             start_ns,
             finished_ns,
-            unsent,
             series: self.recorder.finish(finished_ns),
+            script_stopped: self.source.stopped(),
             script: self.source.into_script(),
             script_error: self.script_error,
         }
@@ -143,10 +155,28 @@ impl Worker {
         self.stopped() || self.source.stopped() || self.script_error.is_some()
     }
 
+    /// Waits on the clock until `at` (or a stop), precisely.
+    fn wait_until(&mut self, at: u64) {
+        while !self.stopped() {
+            let now = sys::now_ns();
+            let early = self.lateness.early_ns();
+            if now + early >= at {
+                break;
+            }
+            let nap = (at - early - now).min(50_000_000);
+            std::thread::sleep(std::time::Duration::from_nanos(nap));
+        }
+        while sys::now_ns() < at && !self.stopped() {
+            std::hint::spin_loop();
+        }
+    }
+
     /// Before the plan starts: let every connection finish its TCP (and
-    /// TLS) set-up, so the first requests are not charged for it.
+    /// TLS) set-up, so the first requests are not charged for it. A
+    /// connection still opening after the timeout goes on opening during
+    /// the run (and fails there when it times out).
     fn open_connections(&mut self) {
-        let deadline = sys::now_ns() + CONNECT_PHASE_NS;
+        let deadline = sys::now_ns() + self.run.timeout_ns;
         while self.connections.any_opening() && !self.stopped() {
             let now = sys::now_ns();
             if now >= deadline {
@@ -160,10 +190,13 @@ impl Worker {
 
     /// The main loop: wait, handle what happened, send what is due.
     fn run_until(&mut self, start_ns: u64, end_ns: u64) {
-        let scan_every = (self.run.timeout_ns / 4).clamp(1_000_000, 100_000_000);
+        let scan_every = self.timeout_scan_interval();
         let mut next_scan = start_ns + scan_every;
         loop {
             let now = sys::now_ns();
+            // First: a request due before the end goes out even when the
+            // thread woke after the end.
+            self.send_due(now);
             if now >= end_ns || self.done_sending() {
                 return;
             }
@@ -175,38 +208,55 @@ impl Worker {
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
-            self.send_due(now);
-            let wait = wake::choose(&Outlook {
+            let outlook = Outlook {
                 now,
                 deadline,
                 next_send: self.schedule.next_send_at(),
                 paced: self.schedule.is_paced(),
                 connection_ready: self.schedule.has_ready_connection(),
                 receiving_large_response: self.connections.receiving_large_response(),
-            });
-            self.connections.poll(wait.on_the_clock(sys::now_ns), &mut self.recorder);
+            };
+            let wait = wake::choose(&outlook, self.lateness.early_ns());
+            let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
+            self.connections.poll(timeout, &mut self.recorder);
             self.absorb();
         }
     }
 
-    /// Sends every request that is due, each on a ready connection.
+    /// Sends every batch that is due, each on a ready connection.
     fn send_due(&mut self, mut now: u64) {
+        let depth = self.source.depth();
         while !self.done_sending() {
             let connections = &self.connections;
-            let Some(due) = self.schedule.pop_due(now, |ticket| connections.is_ready(ticket))
+            let is_ready = |ticket| connections.is_ready(ticket);
+            let Some(ticket) = self.schedule.pop_due(now, depth, is_ready, &mut self.intended)
             else {
                 return;
             };
-            let request = match self.source.next_request() {
-                Ok(request) => request,
+            let batch = match self.source.next_batch() {
+                Ok(Some(batch)) => batch,
+                Ok(None) => {
+                    self.no_request(ticket, now);
+                    continue;
+                }
                 Err(error) => return self.script_failed(error),
             };
-            let exchange =
-                self.connections.send(due.ticket.conn, request, due.intended, &mut self.recorder);
-            self.recorder.sent(exchange);
+            let sent =
+                self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
+            self.recorder.sent(&self.intended, sent);
             // The send took time: a later request of the plan may be due now.
-            now = exchange.sent;
+            now = sent;
         }
+    }
+
+    /// The script's `request()` gave no request (nil) for the connection
+    /// of `ticket`: counted, and the connection tries again for its next
+    /// send (wrk's connection sends nothing more); in the closed loop after
+    /// a pause, so that a script that keeps returning nil does not spin.
+    fn no_request(&mut self, ticket: Ticket, now: u64) {
+        self.recorder.no_request();
+        let retry = (!self.schedule.is_paced()).then_some(now + NO_REQUEST_RETRY_NS);
+        self.schedule.ready(ticket, retry);
     }
 
     /// Acts on what the last poll brought: complete responses go to the
@@ -246,15 +296,41 @@ impl Worker {
         self.stop.store(true, Ordering::Relaxed);
     }
 
+    /// How often requests are checked against the timeout.
+    fn timeout_scan_interval(&self) -> u64 {
+        (self.run.timeout_ns / 4).clamp(1_000_000, 100_000_000)
+    }
+
+    /// Sending is over at `sending_ended`: the requests of the plan due
+    /// before it that no connection could carry are unsent, errors of their
+    /// own. When the run was stopped (a signal, the script), a request due
+    /// at that moment with a connection ready for it was not sent because
+    /// of the stop, not for want of a connection: it is not counted.
+    fn count_unsent(&mut self, sending_ended: u64) {
+        if self.done_sending() {
+            let connections = &self.connections;
+            let (depth, intended) = (self.source.depth(), &mut self.intended);
+            let is_ready = |ticket| connections.is_ready(ticket);
+            while self.schedule.pop_due(sending_ended, depth, is_ready, intended).is_some() {}
+        }
+        if let Some(rest) = self.schedule.rest_of_plan() {
+            self.recorder.unsent(rest, sending_ended);
+        }
+    }
+
     /// After the end: no new requests, but the ones in flight may still
-    /// answer (until `deadline`); their latencies count.
+    /// answer, each until its own timeout (at most `deadline`); their
+    /// latencies count.
     fn collect_in_flight(&mut self, deadline: u64) {
+        let scan_every = self.timeout_scan_interval();
         while self.connections.any_in_flight() && !self.stopped() {
             let now = sys::now_ns();
+            self.connections.expire_timeouts(now, &mut self.recorder);
             if now >= deadline {
                 return;
             }
-            self.connections.poll(wake::events_until(now, deadline), &mut self.recorder);
+            let until = deadline.min(now + scan_every);
+            self.connections.poll(wake::events_until(now, until), &mut self.recorder);
             // Responses still reach the script; nothing more is sent.
             self.deliver_responses();
             self.connections.take_ready().for_each(drop);
@@ -273,14 +349,16 @@ impl Worker {
         }
     }
 
-    /// Requests still unanswered when the thread stops never got a response
-    /// within the timeout: count them as timeouts rather than lose them.
+    /// Requests still unanswered when the thread stops got no response:
+    /// count them as timeouts rather than lose them.
     fn count_abandoned(&mut self) {
-        if self.stopped() {
-            return;
-        }
+        let cause = if self.stopped() {
+            "no response before the run was stopped"
+        } else {
+            "no response before the end of the run"
+        };
         for _ in 0..self.connections.in_flight() {
-            self.recorder.error(ErrorKind::Timeout, "no response before the end of the run");
+            self.recorder.error(ErrorKind::Timeout, cause);
         }
     }
 }

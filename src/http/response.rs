@@ -111,6 +111,8 @@ pub struct Captured {
 #[non_exhaustive]
 pub enum ParseError {
     MalformedStatusLine,
+    /// The bytes are a TLS record: the server speaks TLS (an https port).
+    TlsAnswer,
     MalformedHeader,
     TooManyHeaders,
     HeadTooLarge,
@@ -128,6 +130,9 @@ impl ParseError {
     pub fn as_str(self) -> &'static str {
         match self {
             ParseError::MalformedStatusLine => "malformed status line",
+            ParseError::TlsAnswer => {
+                "the server answered in TLS, not plain HTTP (an https:// URL?)"
+            }
             ParseError::MalformedHeader => "malformed header",
             ParseError::TooManyHeaders => "more than 100 headers",
             ParseError::HeadTooLarge => "header block larger than 64 KiB",
@@ -376,6 +381,7 @@ fn parse_head(buf: &[u8], capture: bool) -> Result<Option<(usize, Head)>, ParseE
         Ok(Status::Complete(length)) => length,
         Ok(Status::Partial) => return Ok(None),
         Err(httparse::Error::TooManyHeaders) => return Err(ParseError::TooManyHeaders),
+        Err(_) if is_tls_record(buf) => return Err(ParseError::TlsAnswer),
         // httparse fills in the reason phrase last of the status line.
         Err(_) if response.reason.is_none() => return Err(ParseError::MalformedStatusLine),
         Err(_) => return Err(ParseError::MalformedHeader),
@@ -386,6 +392,12 @@ fn parse_head(buf: &[u8], capture: bool) -> Result<Option<(usize, Head)>, ParseE
     let framing = Framing::scan(response.headers).map_err(|_| ParseError::BadContentLength)?;
     let headers = if capture { owned_fields(response.headers) } else { Vec::new() };
     Ok(Some((length, Head { status, minor_version, framing, headers })))
+}
+
+/// A TLS alert or handshake record header (content type 21 or 22, then
+/// version 3.x): what a TLS server sends to a plain-HTTP request.
+fn is_tls_record(buf: &[u8]) -> bool {
+    matches!(buf, [0x15 | 0x16, 0x03, ..])
 }
 
 fn owned_fields(fields: &[httparse::Header<'_>]) -> Fields {
@@ -620,6 +632,8 @@ mod tests {
         {
             assert_eq!(error_of(bytes), ParseError::MalformedStatusLine);
         }
+        // A TLS server's alert to a plain-HTTP request.
+        assert_eq!(error_of(b"\x15\x03\x03\x00\x02\x02\x32"), ParseError::TlsAnswer);
     }
 
     #[test]

@@ -219,6 +219,11 @@ mod tests {
         let (server, _) = listener.accept().unwrap();
         for socket in [&client, &server] {
             socket.set_nonblocking(true).unwrap();
+            // Small fixed buffers, so that a few MiB fill the connection
+            // whatever the machine's autotuning limits (tcp_rmem) are.
+            let socket = socket2::SockRef::from(socket);
+            socket.set_send_buffer_size(64 * 1024).unwrap();
+            socket.set_recv_buffer_size(64 * 1024).unwrap();
         }
         (client, server)
     }

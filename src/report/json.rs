@@ -18,10 +18,12 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
 use super::hlog::encode_compressed;
-use super::series;
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
+use super::{plan, series};
 use crate::config::{BenchConfig, Mode};
+use crate::plan::Arrival;
+use crate::slo;
 use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
 
@@ -61,6 +63,8 @@ pub struct Report {
     pub bytes_per_sec: f64,
     pub status_codes: BTreeMap<u16, u64>,
     pub error_causes: BTreeMap<String, u64>,
+    /// Times the script's `request()` returned nil (nothing was sent).
+    pub nil_requests: u64,
     pub latency: Latency,
     pub schedule_lag: Summary,
     /// The uncorrected latency histogram, encoded as `hist`.
@@ -88,6 +92,8 @@ pub struct ErrorCounts {
     pub timeout: u64,
     /// Responses with status > 399.
     pub http_error: u64,
+    /// Requests of the plan due before the end that were never sent.
+    pub unsent: u64,
 }
 
 impl From<&Errors> for ErrorCounts {
@@ -98,6 +104,7 @@ impl From<&Errors> for ErrorCounts {
             write: e.write,
             timeout: e.timeout,
             http_error: e.status,
+            unsent: e.unsent,
         }
     }
 }
@@ -146,6 +153,8 @@ pub struct RunOnly {
     pub unsent: u64,
     /// `"SIGINT"` or `"SIGTERM"` when a signal ended the run early.
     pub interrupted_by: Option<&'static str>,
+    /// The script stopped every thread (`thread:stop()`) before the end.
+    pub stopped_by_script: bool,
     pub per_thread: Vec<ThreadCounts>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<TimeSeries<u64>>,
@@ -153,6 +162,73 @@ pub struct RunOnly {
     pub thread_timeseries: Option<TimeSeries<Vec<u64>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_histogram: Option<LatencyBins>,
+    /// This instance's part of a plan several send together.
+    pub shard: ShardInfo,
+    /// `--start-at`: when the plan started, RFC 3339 (null: at once).
+    pub start_at: Option<String>,
+    /// The same in Unix seconds.
+    pub start_at_unix_s: Option<f64>,
+    /// Paced mode: the plan.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan: Option<PlanInfo>,
+    /// What the warm-up sent, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warmup: Option<WarmupInfo>,
+    /// Per stage of `--stages`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stages: Vec<StageReport>,
+    /// With `--slo`: each objective, its measured value and whether it held.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slo: Option<Vec<slo::Verdict>>,
+}
+
+/// The plan of a paced run: enough to repeat it.
+#[derive(Debug, Serialize)]
+pub struct PlanInfo {
+    /// `"constant"` (evenly spaced) or `"poisson"`.
+    pub arrival: &'static str,
+    /// The seed of Poisson arrivals.
+    pub seed: Option<u64>,
+    /// Requests per second at the start (`-R`; where stages start from).
+    pub start_rate: f64,
+    pub stages: Vec<StageSpec>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ShardInfo {
+    pub index: usize,
+    pub count: usize,
+    /// The connections this instance opened (of `connections`).
+    pub connections: usize,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StageSpec {
+    pub duration_s: f64,
+    pub rate: f64,
+}
+
+#[derive(Debug, Serialize)]
+pub struct WarmupInfo {
+    pub duration_s: f64,
+    pub requests: u64,
+    pub errors: u64,
+}
+
+/// One stage's line of the text report.
+#[derive(Debug, Serialize)]
+pub struct StageReport {
+    pub index: usize,
+    /// From the end of the warm-up.
+    pub start_s: f64,
+    pub duration_s: f64,
+    pub from_rate: f64,
+    pub to_rate: f64,
+    pub target_rate: f64,
+    pub achieved_rate: f64,
+    pub requests: u64,
+    pub corrected_p50_us: Option<u64>,
+    pub corrected_p99_us: Option<u64>,
 }
 
 /// One thread's totals.
@@ -218,8 +294,9 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     let per_thread_series = series::per_thread(result, slots);
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
-        unsent: result.unsent,
+        unsent: result.total.errors.unsent,
         interrupted_by: result.interrupted.map(|signal| signal.name()),
+        stopped_by_script: result.script_stopped,
         per_thread: result
             .threads
             .iter()
@@ -241,8 +318,60 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
         latency_histogram: outputs
             .histogram
             .then(|| LatencyBins(series::bins(&result.total.corrected).collect())),
+        shard: ShardInfo {
+            index: cfg.shard.index,
+            count: cfg.shard.count,
+            connections: cfg.connections_of_instance(),
+        },
+        start_at: cfg.start_at.map(crate::units::format_rfc3339),
+        start_at_unix_s: cfg
+            .start_at
+            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
+            .map(|since| since.as_secs_f64()),
+        plan: plan_info(cfg),
+        warmup: (!cfg.warmup.is_zero()).then_some(WarmupInfo {
+            duration_s: cfg.warmup.as_secs_f64(),
+            requests: result.total.warmup.requests,
+            errors: result.total.warmup.errors,
+        }),
+        stages: stage_reports(cfg, result),
+        slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
     });
     Ok(report)
+}
+
+fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
+    let Mode::Paced(spec) = &cfg.mode else { return None };
+    let poisson = spec.arrival == Arrival::Poisson;
+    Some(PlanInfo {
+        arrival: if poisson { "poisson" } else { "constant" },
+        seed: poisson.then_some(cfg.seed),
+        start_rate: spec.rate,
+        stages: spec
+            .stages
+            .iter()
+            .map(|s| StageSpec { duration_s: s.duration.as_secs_f64(), rate: s.rate })
+            .collect(),
+    })
+}
+
+fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> Vec<StageReport> {
+    let Mode::Paced(spec) = &cfg.mode else { return Vec::new() };
+    plan::stage_rows(cfg, spec, result)
+        .into_iter()
+        .map(|row| StageReport {
+            index: row.index,
+            start_s: row.start.as_secs_f64(),
+            duration_s: row.duration.as_secs_f64(),
+            from_rate: row.from_rate,
+            to_rate: row.to_rate,
+            target_rate: row.target_rate,
+            achieved_rate: row.achieved_rate,
+            requests: row.requests,
+            corrected_p50_us: row.p50_us,
+            corrected_p99_us: row.p99_us,
+        })
+        .collect()
 }
 
 /// Writes `report` as one line.
@@ -264,10 +393,11 @@ fn common_fields(
     let requests_per_sec = per_second(stats.requests, seconds);
     let bytes_per_sec = per_second(stats.bytes, seconds);
     let percentiles = cfg.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
-    let (mode, target) = match cfg.mode {
-        Mode::ClosedLoop => ("closed_loop", None),
-        Mode::Paced { rate } => ("paced", Some(rate)),
+    let mode = match cfg.mode {
+        Mode::ClosedLoop => "closed_loop",
+        Mode::Paced(_) => "paced",
     };
+    let target = cfg.target_rate();
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         report: kind,
@@ -291,6 +421,7 @@ fn common_fields(
         bytes_per_sec,
         status_codes: stats.statuses.clone(),
         error_causes: stats.error_causes.clone(),
+        nil_requests: stats.nil_requests,
         latency: Latency {
             corrected: summary(&stats.corrected, percentiles),
             uncorrected: summary(&stats.uncorrected, percentiles),
@@ -319,8 +450,9 @@ fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::plan::PlanSpec;
     use crate::signals::Interruption;
-    use crate::stats::{latency_histogram, ErrorKind, HistogramShape, ThreadTotals};
+    use crate::stats::{latency_histogram, ErrorKind, ThreadTotals};
     use crate::target::Target;
     use base64::engine::general_purpose::STANDARD;
     use base64::Engine;
@@ -339,7 +471,7 @@ mod tests {
     /// (corrected; uncorrected half of that), thread 1 answered 100 at
     /// 5 ms, 10 of them 503, and saw 2 connect errors.
     fn run() -> RunResult {
-        let mut a = Stats::new(HistogramShape::digits(3));
+        let mut a = Stats::new(3);
         for v in 1..=300 {
             a.response(200);
             a.corrected.record(v).unwrap();
@@ -347,7 +479,7 @@ mod tests {
             a.lag.record(10).unwrap();
         }
         a.bytes = 30_000;
-        let mut b = Stats::new(HistogramShape::digits(3));
+        let mut b = Stats::new(3);
         for i in 0..100 {
             b.response(if i < 10 { 503 } else { 200 });
             b.corrected.record(5000).unwrap();
@@ -357,15 +489,16 @@ mod tests {
         b.bytes = 10_000;
         b.error(ErrorKind::Connect, "Connection refused");
         b.error(ErrorKind::Connect, "Connection refused");
-        let mut total = Stats::new(HistogramShape::digits(3));
+        b.errors.unsent = 3;
+        let mut total = Stats::new(3);
         total.merge(&a);
         total.merge(&b);
         RunResult {
             total,
             threads: vec![ThreadTotals::from(&a), ThreadTotals::from(&b)],
             runtime: Duration::from_secs(2),
-            unsent: 3,
             interrupted: None,
+            script_stopped: false,
             series: vec![vec![150, 150], vec![60, 40]],
             series_interval: Duration::from_secs(1),
         }
@@ -387,14 +520,14 @@ mod tests {
 
     #[test]
     fn final_report_fields() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
         let v = to_value(&final_report(&cfg, &result).unwrap());
         assert_eq!(v["schema_version"], 1);
         assert_eq!(v["report"], "final");
         assert_eq!(
             v["errors"],
-            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10})
+            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10, "unsent": 3})
         );
         assert_eq!(v["total_req"], 400);
         assert_eq!(v["rps"], 200.0);
@@ -414,14 +547,17 @@ mod tests {
         assert_eq!(v["status_codes"], json!({"200": 390, "503": 10}));
         assert_eq!(v["error_causes"], json!({"connect: Connection refused": 2}));
         assert_eq!(v["unsent"], 3);
+        assert_eq!(v["errors"]["unsent"], 3);
         assert_eq!(v["interrupted_by"], Value::Null);
         assert_eq!(
             v["per_thread"],
             json!([
                 {"thread": 0, "requests": 300, "bytes": 30000,
-                 "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "http_error": 0}},
+                 "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "http_error": 0,
+                            "unsent": 0}},
                 {"thread": 1, "requests": 100, "bytes": 10000,
-                 "errors": {"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10}}
+                 "errors": {"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10,
+                            "unsent": 3}}
             ])
         );
         // Only what was asked for.
@@ -432,7 +568,7 @@ mod tests {
 
     #[test]
     fn totals_equal_the_text_reports() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let mut result = run();
         result.runtime = Duration::from_nanos(1_999_876_543);
         let v = to_value(&final_report(&cfg, &result).unwrap());
@@ -444,8 +580,8 @@ mod tests {
         for line in [
             format!("  {} requests in 2.00s, 39.06KB read\n", v["total_req"]),
             format!(
-                "  Socket errors: connect {}, read {}, write {}, timeout {}\n",
-                e["connect"], e["read"], e["write"], e["timeout"]
+                "  Socket errors: connect {}, read {}, write {}, timeout {}, unsent {}\n",
+                e["connect"], e["read"], e["write"], e["timeout"], e["unsent"]
             ),
             format!("  Non-2xx or 3xx responses: {}\n", e["http_error"]),
             format!("Requests/sec: {rps:>9.2}\n"),
@@ -459,7 +595,7 @@ mod tests {
 
     #[test]
     fn latency_summaries_match_the_histograms() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
         let v = to_value(&final_report(&cfg, &result).unwrap());
         let corrected = &v["latency"]["corrected"];
@@ -506,7 +642,7 @@ mod tests {
     fn empty_histograms_give_nulls() {
         let cfg = config(Mode::ClosedLoop);
         let mut result = run();
-        result.total = Stats::new(HistogramShape::digits(3));
+        result.total = Stats::new(3);
         let v = to_value(&final_report(&cfg, &result).unwrap());
         let lag = &v["schedule_lag"];
         assert_eq!(lag["count"], 0);
@@ -545,8 +681,8 @@ mod tests {
 
     #[test]
     fn period_report_covers_the_period() {
-        let cfg = config(Mode::Paced { rate: 200.0 });
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
+        let mut stats = Stats::new(3);
         for _ in 0..100 {
             stats.response(200);
             stats.corrected.record(900).unwrap();
@@ -576,7 +712,7 @@ mod tests {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.digits = 2;
         let mut result = run();
-        result.total = Stats::new(HistogramShape::digits(2));
+        result.total = Stats::new(2);
         result.total.corrected = latency_histogram(2);
         result.total.corrected.record(12_345).unwrap();
         let v = to_value(&final_report(&cfg, &result).unwrap());

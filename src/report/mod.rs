@@ -8,14 +8,15 @@
 pub mod hlog;
 pub mod json;
 pub mod periodic;
+pub mod plan;
 pub mod series;
 pub mod spectrum;
 pub mod text;
 
 use crate::units::c_float;
 
-/// C's `%<width>.<decimals>f`: right-aligned, never truncated, with glibc's
-/// `-nan` and `inf` spellings.
+/// C's `%<width>.<decimals>f`: right-aligned, never truncated, with `inf`
+/// as glibc spells it and a dash for an undefined figure (glibc: `-nan`).
 pub(crate) fn c_fixed(value: f64, width: usize, decimals: usize) -> String {
     format!("{:>width$}", c_float(value, decimals))
 }
@@ -27,7 +28,7 @@ mod tests {
     #[test]
     fn formats_like_printf() {
         assert_eq!(c_fixed(93.6912, 8, 2), "   93.69");
-        assert_eq!(c_fixed(f64::NAN, 8, 2), "    -nan");
+        assert_eq!(c_fixed(f64::NAN, 8, 2), "       -");
         assert_eq!(c_fixed(f64::INFINITY, 12, 2), "         inf");
         assert_eq!(c_fixed(12345.678, 4, 1), "12345.7");
         // glibc rounds exact ties to even, and so does Rust.

@@ -25,7 +25,7 @@ pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval)
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, cfg, stats)?;
     write_summary(out, stats, interval.length)?;
-    if let Mode::Paced { .. } = cfg.mode {
+    if let Mode::Paced(_) = cfg.mode {
         write_schedule_lag(out, &stats.lag)?;
     }
     writeln!(out, "{REPORT_END}")
@@ -37,7 +37,8 @@ mod tests {
 
     use super::*;
     use crate::config::OutputOptions;
-    use crate::stats::{HistogramShape, Stats};
+    use crate::plan::PlanSpec;
+    use crate::stats::Stats;
     use crate::target::Target;
 
     fn config(mode: Mode, latency: bool) -> BenchConfig {
@@ -54,7 +55,7 @@ mod tests {
     }
 
     fn period() -> Interval {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..200 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();
@@ -73,7 +74,7 @@ mod tests {
 
     #[test]
     fn paced_period() {
-        let text = render(&config(Mode::Paced { rate: 200.0 }, false), &period());
+        let text = render(&config(Mode::Paced(PlanSpec::constant(200.0)), false), &period());
         assert_eq!(
             text,
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\

@@ -98,7 +98,7 @@ pub fn write_histogram(out: &mut dyn Write, h: &Histogram<u64>) -> io::Result<()
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{latency_histogram, HistogramShape, Stats};
+    use crate::stats::{latency_histogram, Stats};
 
     fn render(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {
         let mut out = Vec::new();
@@ -108,11 +108,11 @@ mod tests {
 
     fn result(series: Vec<Vec<u64>>, runtime: Duration) -> RunResult {
         RunResult {
-            total: Stats::new(HistogramShape::digits(3)),
+            total: Stats::new(3),
             threads: vec![],
             runtime,
-            unsent: 0,
             interrupted: None,
+            script_stopped: false,
             series,
             series_interval: Duration::from_millis(250),
         }

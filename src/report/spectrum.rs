@@ -74,7 +74,8 @@ pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
 }
 
 /// `hdr_mean`: each bucket weighs in at its median equivalent value.
-/// Like the C code, an empty histogram gives 0/0 = NaN (printed `-nan`).
+/// Like the C code, an empty histogram gives 0/0 = NaN (printed as a dash;
+/// HdrHistogram_c prints `-nan`).
 pub fn mean(h: &Histogram<u64>) -> f64 {
     let mut total = 0.0;
     for b in recorded_buckets(h) {
@@ -462,7 +463,7 @@ mod tests {
         let text = spectrum(&latency_histogram(3));
         assert_eq!(
             text,
-            "\n  Detailed Percentile spectrum:\n       Value   Percentile   TotalCount 1/(1-Percentile)\n\n       0.000     1.000000            0          inf\n#[Mean    =         -nan, StdDeviation   =         -nan]\n#[Max     =        0.000, Total count    =            0]\n#[Buckets =           27, SubBuckets     =         2048]\n"
+            "\n  Detailed Percentile spectrum:\n       Value   Percentile   TotalCount 1/(1-Percentile)\n\n       0.000     1.000000            0          inf\n#[Mean    =            -, StdDeviation   =            -]\n#[Max     =        0.000, Total count    =            0]\n#[Buckets =           27, SubBuckets     =         2048]\n"
         );
     }
 

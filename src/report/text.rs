@@ -16,7 +16,9 @@ use super::c_fixed;
 use super::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::config::{BenchConfig, Mode};
 use crate::stats::{RunResult, Stats};
-use crate::units::{format_binary, format_metric, format_time_s, format_time_us, pad_units};
+use crate::units::{
+    format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
+};
 
 /// wrk's `--latency` percentiles.
 pub const WRK_PERCENTILES: [f64; 4] = [50.0, 75.0, 90.0, 99.0];
@@ -40,7 +42,8 @@ const MAX_BUSY_SHARE: f64 = 0.9;
 /// really used.
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
     writeln!(out, "Running {} test @ {}", format_test_duration(cfg.duration), cfg.target.url)?;
-    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections)
+    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
+    super::plan::write_header(out, cfg)
 }
 
 /// wrk's whole seconds (`30s`, `2m`) when the duration is whole seconds, as
@@ -64,11 +67,28 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, cfg, stats)?;
     write_summary(out, stats, result.runtime)?;
-    if let Mode::Paced { rate } = cfg.mode {
+    if result.script_stopped {
+        write_script_stop(out, cfg, result.runtime)?;
+    }
+    super::plan::write_warmup(out, cfg, result)?;
+    super::plan::write_stages(out, cfg, result)?;
+    if let Some(rate) = cfg.target_rate() {
         write_schedule_lag(out, &stats.lag)?;
-        write_plan_warning(out, cfg.connections, rate, result)?;
+        write_plan_warning(out, cfg.connections_of_instance(), rate, result)?;
     }
     Ok(())
+}
+
+/// The script stopped every thread before the end: the figures are over
+/// the time until then, which a wrk report of the same script is not.
+fn write_script_stop(out: &mut dyn Write, cfg: &BenchConfig, runtime: Duration) -> io::Result<()> {
+    writeln!(
+        out,
+        "Note: the script stopped every thread (thread:stop()) after {}; the rates are over \
+         that time, not the {} of -d (wrk divides by -d)",
+        format_time_us(runtime.as_micros() as f64),
+        format_test_duration(cfg.duration)
+    )
 }
 
 /// The percentiles of the latency distributions and how many decimals
@@ -82,7 +102,7 @@ fn distribution_percentiles(cfg: &BenchConfig) -> (&[f64], usize) {
     let outputs = &cfg.outputs;
     let wrx = outputs.histogram || outputs.timeseries.is_some() || outputs.thread_timeseries;
     let (list, decimals): (&[f64], usize) = match (&cfg.mode, outputs.percentiles.as_deref()) {
-        (Mode::Paced { .. }, list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
+        (Mode::Paced(_), list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
         (Mode::ClosedLoop, Some(list)) => (list, 2),
         (Mode::ClosedLoop, None) if wrx => (&WRX_PERCENTILES, 2),
         (Mode::ClosedLoop, None) => (&WRK_PERCENTILES, 0),
@@ -113,7 +133,7 @@ pub fn write_latency_distributions(
     let (percentiles, decimals) = distribution_percentiles(cfg);
     match cfg.mode {
         Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, percentiles, decimals),
-        Mode::Paced { .. } => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
+        Mode::Paced(_) => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
     }
 }
 
@@ -127,8 +147,11 @@ struct Row {
 }
 
 /// The Latency row: wrk2's statistics of the corrected histogram. An
-/// empty histogram gives wrk2's `-nanus` mean and stdev (0/0).
+/// empty histogram has none (wrk2 prints `-nanus` for its mean and stdev).
 fn latency_row(h: &Histogram<u64>) -> Row {
+    if h.is_empty() {
+        return Row { mean: f64::NAN, stdev: f64::NAN, max: f64::NAN, within_stdev: f64::NAN };
+    }
     let mean = spectrum::mean(h);
     let stdev = spectrum::stddev(h);
     Row {
@@ -141,7 +164,7 @@ fn latency_row(h: &Histogram<u64>) -> Row {
 
 /// The Req/Sec row, computed as wrk does from the samples (`stats_mean`,
 /// `stats_stdev` with n - 1, `stats_within_stdev`); no samples give wrk's
-/// `0.00  0.00  0.00  -nan%`.
+/// `0.00  0.00  0.00` and no share (wrk: `-nan%`).
 fn rate_row(samples: &[f64]) -> Row {
     let (mean, stdev) = crate::stats::sample_mean_stdev(samples);
     let max = samples.iter().copied().fold(0.0, f64::max);
@@ -164,13 +187,17 @@ fn write_row(
     row: &Row,
     format: fn(f64) -> String,
 ) -> io::Result<()> {
+    let within = if row.within_stdev.is_nan() {
+        format!("{:>8} ", UNDEFINED)
+    } else {
+        format!("{}%", c_fixed(row.within_stdev, 8, 2))
+    };
     writeln!(
         out,
-        "    {name:<10}{}{}{}{}%",
+        "    {name:<10}{}{}{}{within}",
         pad_units(&format(row.mean), 8),
         pad_units(&format(row.stdev), 10),
         pad_units(&format(row.max), 9),
-        c_fixed(row.within_stdev, 8, 2)
     )
 }
 
@@ -255,24 +282,40 @@ pub fn per_second(n: u64, seconds: f64) -> f64 {
 }
 
 /// wrk's error lines, each only when non-zero, with pace's breakdown of the
-/// socket errors by cause, most frequent first.
+/// socket errors by cause, most frequent first. Requests of the plan that
+/// were never sent end wrk's line (`, unsent N`, only when there are any)
+/// and get a line saying how the latency counts them.
 fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     let e = &stats.errors;
-    if e.socket_total() > 0 {
-        writeln!(
+    if e.socket_total() > 0 || e.unsent > 0 {
+        write!(
             out,
             "  Socket errors: connect {}, read {}, write {}, timeout {}",
             e.connect, e.read, e.write, e.timeout
         )?;
+        if e.unsent > 0 {
+            write!(out, ", unsent {}", e.unsent)?;
+        }
+        writeln!(out)?;
         let mut causes: Vec<(&String, &u64)> = stats.error_causes.iter().collect();
         // Stable: equal counts stay in name order.
         causes.sort_by(|a, b| b.1.cmp(a.1));
         for (cause, n) in causes {
             writeln!(out, "    {cause}: {n}")?;
         }
+        if e.unsent > 0 {
+            writeln!(
+                out,
+                "    unsent: never sent; in the latency with the time waited (a lower bound): {}",
+                e.unsent
+            )?;
+        }
     }
     if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
+    }
+    if stats.nil_requests > 0 {
+        writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
     }
     Ok(())
 }
@@ -340,8 +383,9 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
             format_time_us(mean_latency_us)
         ));
     }
-    if result.unsent > 0 {
-        reasons.push(format!("{} requests due before the end were never sent", result.unsent));
+    if stats.errors.unsent > 0 {
+        let unsent = stats.errors.unsent;
+        reasons.push(format!("{unsent} requests due before the end were never sent"));
     }
     reasons
 }
@@ -349,7 +393,8 @@ fn plan_shortfalls(connections: usize, rate: f64, result: &RunResult) -> Vec<Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{ErrorKind, HistogramShape};
+    use crate::plan::PlanSpec;
+    use crate::stats::ErrorKind;
     use crate::target::Target;
 
     fn config(mode: Mode) -> BenchConfig {
@@ -365,8 +410,8 @@ mod tests {
             total: stats,
             threads: vec![],
             runtime,
-            unsent: 0,
             interrupted: None,
+            script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
         }
@@ -385,7 +430,7 @@ mod tests {
     /// A paced run that kept its plan: 1000 requests in 1 s at 1000/s, 1 ms
     /// each, sent on time.
     fn kept_plan() -> RunResult {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for _ in 0..1000 {
             stats.response(200);
             stats.corrected.record(1000).unwrap();
@@ -428,7 +473,7 @@ mod tests {
 
     #[test]
     fn thread_stats_header_and_latency() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=1000 {
             stats.corrected.record(v).unwrap();
         }
@@ -453,13 +498,13 @@ mod tests {
     }
 
     #[test]
-    fn empty_run_prints_wrk_and_wrk2_nan() {
-        let stats = Stats::new(HistogramShape::digits(3));
+    fn empty_run_prints_dashes_not_nan() {
+        let stats = Stats::new(3);
         assert_eq!(
             render(|out| write_thread_stats(out, &stats)),
             "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
-             \x20   Latency     -nanus    -nanus   0.00us    0.00%\n\
-             \x20   Req/Sec     0.00      0.00     0.00      -nan%\n"
+             \x20   Latency        -         -        -         - \n\
+             \x20   Req/Sec     0.00      0.00     0.00         - \n"
         );
     }
 
@@ -467,7 +512,7 @@ mod tests {
     fn wrk_latency_distribution() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=1000 {
             stats.corrected.record(v * 10).unwrap();
         }
@@ -483,7 +528,7 @@ mod tests {
     fn wrx_and_custom_percentiles() {
         let mut cfg = config(Mode::ClosedLoop);
         cfg.latency = true;
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         for v in 1..=10_000 {
             stats.corrected.record(v).unwrap();
         }
@@ -503,7 +548,7 @@ mod tests {
         cfg.outputs.percentiles = Some(vec![90.0]);
         assert!(report(&cfg, &run).contains("  Latency Distribution\n  90.00%    9.01ms\n"));
         // In paced mode the wrk2 block keeps its three decimals.
-        cfg.mode = Mode::Paced { rate: 1000.0 };
+        cfg.mode = Mode::Paced(PlanSpec::constant(1000.0));
         cfg.outputs.percentiles = Some(vec![50.0, 99.9999]);
         let text = report(&cfg, &kept_plan());
         assert!(
@@ -514,7 +559,7 @@ mod tests {
 
     #[test]
     fn wrk2_latency_distributions() {
-        let mut cfg = config(Mode::Paced { rate: 1000.0 });
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
         cfg.latency = true;
         let text = report(&cfg, &kept_plan());
         let recorded = "  Latency Distribution (HdrHistogram - Recorded Latency)\n 50.000%    1.00ms\n 75.000%    1.00ms\n 90.000%    1.00ms\n 99.000%    1.00ms\n 99.900%    1.00ms\n 99.990%    1.00ms\n 99.999%    1.00ms\n100.000%    1.00ms\n\n  Detailed Percentile spectrum:\n";
@@ -533,7 +578,7 @@ mod tests {
 
     #[test]
     fn summary_lines() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.requests = 22_464_657;
         stats.bytes = 3_710_000_000;
         let text = render(|out| write_summary(out, &stats, Duration::from_micros(30_000_100)));
@@ -545,7 +590,7 @@ mod tests {
 
     #[test]
     fn zero_runtime_gives_zero_rates() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.requests = 5;
         stats.bytes = 500;
         let text = render(|out| write_summary(out, &stats, Duration::ZERO));
@@ -554,7 +599,7 @@ mod tests {
 
     #[test]
     fn socket_errors_and_causes() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.error(ErrorKind::Timeout, "no response within 2s");
         for _ in 0..12 {
             stats.error(ErrorKind::Connect, "Connection refused (os error 111)");
@@ -573,16 +618,16 @@ mod tests {
 
     #[test]
     fn status_errors_alone_print_no_socket_line() {
-        let mut stats = Stats::new(HistogramShape::digits(3));
+        let mut stats = Stats::new(3);
         stats.response(404);
         stats.response(503);
         assert_eq!(render(|out| write_errors(out, &stats)), "  Non-2xx or 3xx responses: 2\n");
-        assert_eq!(render(|out| write_errors(out, &Stats::new(HistogramShape::digits(3)))), "");
+        assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
     }
 
     #[test]
     fn paced_run_that_kept_the_plan() {
-        let cfg = config(Mode::Paced { rate: 1000.0 });
+        let cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
         let text = report(&cfg, &kept_plan());
         assert!(text.ends_with(
             "Requests/sec:   1000.00\nTransfer/sec:     97.66KB\nSchedule lag: p50 20.00us, p99 20.00us, max 20.00us (actual send - intended send; measures the load generator)\n"
@@ -633,7 +678,7 @@ mod tests {
     #[test]
     fn warns_about_unsent_requests() {
         let mut unsent = kept_plan();
-        unsent.unsent = 3;
+        unsent.total.errors.unsent = 3;
         assert_eq!(
             warning(1000.0, &unsent),
             "Warning: the load generator could not keep the plan (3 requests due before the end were never sent): raise -c or -t. Latency above includes the wait.\n"
@@ -643,7 +688,7 @@ mod tests {
     #[test]
     fn one_line_for_every_reason() {
         let mut bad = kept_plan();
-        bad.unsent = 1;
+        bad.total.errors.unsent = 1;
         bad.total.lag.record_n(3000, 100).unwrap();
         let text = warning(50_000.0, &bad);
         assert!(text.contains("(achieved 1000.0 of 50000 requests/sec; schedule lag p99 3.00ms above 1.00ms; 10 connections cannot carry 50000 requests/sec at 1.00ms mean latency; 1 requests due before the end were never sent)"), "{text}");
@@ -651,9 +696,9 @@ mod tests {
 
     #[test]
     fn empty_paced_run_does_not_panic() {
-        let mut cfg = config(Mode::Paced { rate: 100.0 });
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(100.0)));
         cfg.u_latency = true;
-        let text = report(&cfg, &result(Stats::new(HistogramShape::digits(3)), Duration::ZERO));
+        let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
         assert!(text.contains("Warning: the load generator could not keep the plan (achieved 0.0 of 100 requests/sec)"));
     }

@@ -29,6 +29,7 @@
 
 mod addr;
 mod errors;
+mod interrupt;
 mod state;
 mod stats;
 mod thread;
@@ -39,6 +40,7 @@ mod tests;
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -49,6 +51,7 @@ use crate::error::Error;
 use crate::stats::RunResult;
 
 pub use errors::ScriptError;
+pub use interrupt::{Call, Interrupter};
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) use value::Transfer;
 
@@ -67,6 +70,7 @@ pub struct Script {
     recipe: Recipe,
     /// `init(args)`'s words: the URL, then the words after it.
     args: Vec<String>,
+    interrupter: Interrupter,
 }
 
 impl Script {
@@ -82,7 +86,14 @@ impl Script {
         let args = std::iter::once(cfg.target.url.clone())
             .chain(cfg.script_args.iter().cloned())
             .collect();
-        Ok(Script { main, wrk, recipe, args })
+        let interrupter = Interrupter::new(&main);
+        Ok(Script { main, wrk, recipe, args, interrupter })
+    }
+
+    /// Stops the main state's running call (`done()`) from another thread
+    /// (see [`Interrupter`]).
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// Sets `wrk.addrs` in the main state: the target's addresses that
@@ -136,7 +147,9 @@ impl Script {
         let summary = stats::summary(&self.main, result).map_err(script_error)?;
         let latency = StatsObject::latency(&result.total.corrected);
         let requests = StatsObject::rates(&result.total.rate_samples);
-        done.call::<()>((summary, latency, requests)).map_err(script_error)?;
+        self.interrupter
+            .calling(Call::Done, || done.call::<()>((summary, latency, requests)))
+            .map_err(script_error)?;
         // Only now may the thread states go.
         drop(threads);
         Ok(())
@@ -153,6 +166,7 @@ pub struct ThreadScript {
     delay: Option<Function>,
     /// The script's path, for messages.
     file: String,
+    interrupter: Interrupter,
     /// Last: the functions above refer to it.
     lua: Lua,
 }
@@ -169,8 +183,15 @@ impl ThreadScript {
             shared,
             static_request,
             file: file.to_string(),
+            interrupter: Interrupter::new(&lua),
             lua,
         })
+    }
+
+    /// Stops this state's running call from another thread (see
+    /// [`Interrupter`]), and names it.
+    pub fn interrupter(&self) -> Interrupter {
+        self.interrupter.clone()
     }
 
     /// `thread.addr`: where this thread's next connection goes (`setup`
@@ -198,10 +219,19 @@ impl ThreadScript {
     /// The bytes of the next request batch (one request, or several for
     /// pipelining). Static scripts: the frozen request, shared (no Lua
     /// call, no copy). Dynamic scripts: `request()`'s string, copied once.
-    pub fn request(&mut self) -> Result<Arc<[u8]>, ScriptError> {
-        match &self.request {
-            None => Ok(self.static_request.clone()),
-            Some(request) => request_bytes(request.call(())?, &self.file, "request()"),
+    /// None when `request()` returned nil (a script whose index ran past
+    /// its table): wrk's connection then sends nothing more; pace warns
+    /// once and the caller may try again.
+    pub fn request(&mut self) -> Result<Option<Arc<[u8]>>, ScriptError> {
+        let Some(request) = &self.request else {
+            return Ok(Some(self.static_request.clone()));
+        };
+        match self.interrupter.calling(Call::Request, || request.call(()))? {
+            Value::Nil => {
+                warn_nil_request_once(request);
+                Ok(None)
+            }
+            value => request_bytes(value, &self.file, "request()").map(Some),
         }
     }
 
@@ -222,7 +252,7 @@ impl ThreadScript {
             table.raw_set(name.as_str(), value.as_str())?;
         }
         let body = self.lua.create_string(body)?;
-        response.call::<()>((status, table, body))?;
+        self.interrupter.calling(Call::Response, || response.call::<()>((status, table, body)))?;
         Ok(())
     }
 
@@ -233,7 +263,7 @@ impl ThreadScript {
         let Some(delay) = &self.delay else {
             return Ok(Duration::ZERO);
         };
-        let ms = match delay.call::<Value>(())? {
+        let ms = match self.interrupter.calling(Call::Delay, || delay.call::<Value>(()))? {
             Value::Integer(n) => n as f64,
             Value::Number(n) => n,
             Value::String(s) => s.to_str().ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0.0),
@@ -247,6 +277,21 @@ impl ThreadScript {
     pub fn stop_requested(&self) -> bool {
         self.shared.stop_requested()
     }
+}
+
+/// Says once per run, on stderr, that `request()` returned nil.
+fn warn_nil_request_once(request: &Function) {
+    static WARNED: AtomicBool = AtomicBool::new(false);
+    if WARNED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    let info = request.info();
+    let source = info.short_src.unwrap_or_default();
+    let line = info.line_defined.unwrap_or(0);
+    eprintln!(
+        "pace: warning: request() ({source}:{line}) returned nil instead of a request: that \
+         send is skipped and the connection tries again (counted in the report)"
+    );
 }
 
 /// The request string a Lua function returned.

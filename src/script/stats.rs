@@ -14,6 +14,8 @@
 //! | `s(i)` | the i-th distinct value (1-based, ascending) and its count; out of range: `0` and the number of distinct values (wrk) |
 //! | `#s` | the number of samples (wrk2; wrk gave the number of distinct values, which only makes sense together with `s(i)`, whose out-of-range answer gives it) |
 //!
+//! | `s.other` | the string `"other"`: wrk's index function hands back its key when nothing matches, and scripts rely on it |
+//!
 //! Empty statistics give 0 everywhere (wrk printed 2^64-1 and `nan`).
 
 use hdrhistogram::Histogram;
@@ -94,11 +96,13 @@ impl UserData for StatsObject {
 
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_method("percentile", |_, s, p: f64| Ok(s.percentile(p) as f64));
-        // Reached only for keys that are not fields or methods.
+        // Reached only for keys that are not fields or methods. Any other
+        // key is its own value, as in wrk (whose index function returns its
+        // argument when nothing matched): `requests.total .. ""` works.
         methods.add_meta_method(MetaMethod::Index, |_, s, key: Value| {
             Ok(match number(&key) {
                 Some(index) => Value::Number(s.at_index(index) as f64),
-                None => Value::Nil,
+                None => key,
             })
         });
         methods.add_meta_method(MetaMethod::Call, |_, s, index: Value| {
@@ -143,7 +147,7 @@ pub fn summary(lua: &Lua, result: &RunResult) -> mlua::Result<Table> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stats::{HistogramShape, Stats};
+    use crate::stats::Stats;
     use std::time::Duration;
 
     fn eval(lua: &Lua, code: &str) -> String {
@@ -174,7 +178,8 @@ mod tests {
         );
         // wrk2 indexing: s[i] is the value at percentile 100*i/#s.
         assert_eq!(eval(&lua, "return table.concat({ s[1], s[2], s[4] }, ',')"), "100,200,400");
-        assert_eq!(eval(&lua, "return tostring(s.other)"), "nil");
+        // wrk hands back an unknown key: `requests.total .. ""` works.
+        assert_eq!(eval(&lua, "return s.total .. '/' .. s['x y']"), "total/x y");
     }
 
     #[test]
@@ -222,7 +227,7 @@ mod tests {
     #[test]
     fn summary_fields() {
         let lua = Lua::new();
-        let mut total = Stats::new(HistogramShape::digits(3));
+        let mut total = Stats::new(3);
         total.requests = 42;
         total.bytes = 4200;
         total.errors.connect = 1;
@@ -234,8 +239,8 @@ mod tests {
             total,
             threads: vec![],
             runtime: Duration::from_millis(1500),
-            unsent: 0,
             interrupted: None,
+            script_stopped: false,
             series: vec![],
             series_interval: Duration::from_secs(1),
         };

@@ -12,7 +12,7 @@ use tempfile::NamedTempFile;
 use super::*;
 use crate::config::BenchConfig;
 use crate::http::request::count_requests;
-use crate::stats::{latency_histogram, HistogramShape, Stats};
+use crate::stats::{latency_histogram, Stats};
 use crate::target::Target;
 
 const URL: &str = "http://127.0.0.1:8080/index.html?q=1";
@@ -106,12 +106,43 @@ fn static_request_is_built_once_and_shared() {
     let (mut script, _file) = load_with("", &cfg);
     let mut thread = script.thread(addr()).unwrap();
     assert!(!thread.has_response() && !thread.has_delay());
-    let first = thread.request().unwrap();
+    let first = thread.request().unwrap().unwrap();
     assert_eq!(
         text(&first),
         "GET /index.html?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nAccept: */*\r\n\r\n"
     );
-    assert!(Arc::ptr_eq(&first, &thread.request().unwrap()));
+    assert!(Arc::ptr_eq(&first, &thread.request().unwrap().unwrap()));
+}
+
+/// Calls into the thread state's Lua (counted by a debug hook that the
+/// script sets) while [`ThreadScript::request`] is called 1000 times.
+fn lua_calls_for_1000_requests(source: &str) -> (f64, Arc<[u8]>) {
+    let counted =
+        format!("calls = 0\ndebug.sethook(function() calls = calls + 1 end, 'c')\n{source}");
+    let (mut script, _file) = load(&counted);
+    let mut thread = script.thread(addr()).unwrap();
+    let before: f64 = thread.lua.globals().get("calls").unwrap();
+    let first = thread.request().unwrap().unwrap();
+    for _ in 1..1000 {
+        let next = thread.request().unwrap().unwrap();
+        assert_eq!(next, first);
+    }
+    let after: f64 = thread.lua.globals().get("calls").unwrap();
+    (after - before, first)
+}
+
+/// The mechanism behind "a static script costs nothing per request": the
+/// request frozen by `wrk.init` is handed out as the same shared bytes
+/// with no call into Lua; a script with `request()` is one call each.
+#[test]
+fn static_requests_call_no_lua() {
+    let post = "wrk.method = 'POST'\nwrk.body = 'foo=bar'\n";
+    let (calls, request) = lua_calls_for_1000_requests(post);
+    assert_eq!(calls, 0.0);
+    assert!(text(&request).starts_with("POST /index.html?q=1 HTTP/1.1\r\n"));
+    let dynamic = format!("{post}local r\nfunction request() r = r or wrk.format() return r end\n");
+    let (calls, _) = lua_calls_for_1000_requests(&dynamic);
+    assert!(calls >= 1000.0, "{calls} calls for 1000 dynamic requests: the hook counts nothing");
 }
 
 #[test]
@@ -124,9 +155,9 @@ fn top_level_method_body_and_headers_make_the_static_request() {
         "#,
     );
     let mut thread = script.thread(addr()).unwrap();
-    assert!(Arc::ptr_eq(&thread.request().unwrap(), &thread.request().unwrap()));
+    assert!(Arc::ptr_eq(&thread.request().unwrap().unwrap(), &thread.request().unwrap().unwrap()));
     assert_eq!(
-        text(&thread.request().unwrap()),
+        text(&thread.request().unwrap().unwrap()),
         "POST /index.html?q=1 HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\
          Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 16\r\n\r\nfoo=bar&baz=quux"
     );
@@ -139,7 +170,7 @@ fn a_host_header_from_the_command_line_is_kept() {
     let (mut script, _file) = load_with("", &cfg);
     let mut thread = script.thread(addr()).unwrap();
     assert_eq!(
-        text(&thread.request().unwrap()),
+        text(&thread.request().unwrap().unwrap()),
         "GET /index.html?q=1 HTTP/1.1\r\nhost: virtual.example\r\n\r\n"
     );
 }
@@ -154,7 +185,7 @@ fn init_gets_the_url_and_the_extra_words() {
         "#,
     );
     let mut thread = script.thread(addr()).unwrap();
-    let request = text(&thread.request().unwrap());
+    let request = text(&thread.request().unwrap().unwrap());
     assert!(request.starts_with(&format!("GET /2|{URL}|first|second HTTP/1.1\r\n")), "{request}");
 }
 
@@ -178,7 +209,7 @@ fn old_api_init_calling_wrk_init_neither_recurses_nor_builds_twice() {
     let mut thread = script.thread(addr()).unwrap();
     let counts: String = thread.lua.load("return formats .. ',' .. inits").eval().unwrap();
     assert_eq!(counts, "1,1");
-    assert!(text(&thread.request().unwrap()).starts_with("GET /after HTTP/1.1\r\n"));
+    assert!(text(&thread.request().unwrap().unwrap()).starts_with("GET /after HTTP/1.1\r\n"));
 }
 
 #[test]
@@ -197,7 +228,7 @@ fn dynamic_requests_call_request_each_time() {
     let mut thread = script.thread(addr()).unwrap();
     for i in 0..3 {
         assert_eq!(
-            text(&thread.request().unwrap()),
+            text(&thread.request().unwrap().unwrap()),
             format!("GET /{i} HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Counter: {i}\r\n\r\n")
         );
     }
@@ -220,7 +251,7 @@ fn pipelined_requests_count_three() {
         "#,
     );
     let mut thread = script.thread(addr()).unwrap();
-    assert_eq!(count_requests(&thread.request().unwrap()).unwrap().is_head.len(), 3);
+    assert_eq!(count_requests(&thread.request().unwrap().unwrap()).unwrap().is_head.len(), 3);
 }
 
 #[test]
@@ -244,14 +275,14 @@ fn response_sees_status_headers_and_body() {
     );
     let mut thread = script.thread(addr()).unwrap();
     assert!(thread.has_response());
-    assert!(text(&thread.request().unwrap()).starts_with("GET /auth HTTP/1.1\r\n"));
+    assert!(text(&thread.request().unwrap().unwrap()).starts_with("GET /auth HTTP/1.1\r\n"));
     let headers = vec![
         ("Content-Length".to_string(), "5".to_string()),
         ("X-Token".to_string(), "t0k".to_string()),
     ];
     thread.response(200, &headers, b"auth\n").unwrap();
     assert_eq!(
-        text(&thread.request().unwrap()),
+        text(&thread.request().unwrap().unwrap()),
         "GET /resource HTTP/1.1\r\nHost: 127.0.0.1:8080\r\nX-Token: t0k\r\n\r\n"
     );
     let seen: String = thread.lua.globals().get("seen").unwrap();
@@ -319,9 +350,9 @@ fn setup_runs_in_the_main_state_before_init() {
     );
     let mut first = script.thread(addr()).unwrap();
     let mut second = script.thread(addr()).unwrap();
-    assert!(text(&first.request().unwrap()).starts_with("GET /a?w=2 HTTP/1.1\r\n"));
-    assert!(text(&second.request().unwrap()).starts_with("GET /b?w=2 HTTP/1.1\r\n"));
-    second.request().unwrap();
+    assert!(text(&first.request().unwrap().unwrap()).starts_with("GET /a?w=2 HTTP/1.1\r\n"));
+    assert!(text(&second.request().unwrap().unwrap()).starts_with("GET /b?w=2 HTTP/1.1\r\n"));
+    second.request().unwrap().unwrap();
     script.done(&run_result(), vec![first, second]).unwrap();
     assert_eq!(main_global(&script, "report"), "1:1 2:2");
 }
@@ -454,7 +485,7 @@ fn format_arguments_of_the_wrong_type_are_errors_at_the_callers_line() {
 }
 
 fn run_result() -> RunResult {
-    let mut total = Stats::new(HistogramShape::digits(3));
+    let mut total = Stats::new(3);
     total.requests = 4;
     total.bytes = 400;
     total.errors.status = 1;
@@ -467,8 +498,8 @@ fn run_result() -> RunResult {
         total,
         threads: vec![],
         runtime: Duration::from_secs(2),
-        unsent: 0,
         interrupted: None,
+        script_stopped: false,
         series: vec![],
         series_interval: Duration::from_secs(1),
     }
@@ -538,7 +569,7 @@ fn an_unreadable_script_is_a_setup_error() {
 fn runtime_errors_in_request_have_file_line_and_traceback() {
     let (mut script, file) = load("n = 0\nfunction request()\n  n = n + 1\n  if n > 1 then return nil .. 'x' end\n  return wrk.format()\nend\n");
     let mut thread = script.thread(addr()).unwrap();
-    thread.request().unwrap();
+    thread.request().unwrap().unwrap();
     let message = thread.request().unwrap_err().to_string();
     let path = file.path().display();
     assert!(
@@ -552,14 +583,21 @@ fn runtime_errors_in_request_have_file_line_and_traceback() {
 }
 
 #[test]
-fn request_must_return_a_string() {
-    let (mut script, file) = load("function request() end");
+fn request_must_return_a_string_or_nil() {
+    let (mut script, file) = load("function request() return 42 end");
     let mut thread = script.thread(addr()).unwrap();
     let message = thread.request().unwrap_err().to_string();
     assert_eq!(
         message,
-        format!("{}: request() returned nil instead of the request string", file.path().display())
+        format!(
+            "{}: request() returned number instead of the request string",
+            file.path().display()
+        )
     );
+    // nil is no request this time (wrk's connection then sends nothing).
+    let (mut script, _file) = load("function request() end");
+    let mut thread = script.thread(addr()).unwrap();
+    assert_eq!(thread.request().unwrap(), None);
 }
 
 #[test]
@@ -579,7 +617,7 @@ fn thread_scripts_can_move_to_another_thread_and_back() {
     let thread = script.thread(addr()).unwrap();
     let thread = std::thread::spawn(move || {
         let mut thread = thread;
-        thread.request().unwrap();
+        thread.request().unwrap().unwrap();
         thread
     })
     .join()
@@ -605,7 +643,7 @@ fn request_call_rate() {
     for _ in 0..9 {
         let start = std::time::Instant::now();
         for _ in 0..calls {
-            std::hint::black_box(thread.request().unwrap());
+            std::hint::black_box(thread.request().unwrap().unwrap());
         }
         best = best.min(start.elapsed());
     }
@@ -639,6 +677,7 @@ fn example_scripts_run_through_every_call() {
         "post.lua",
         "report.lua",
         "setup.lua",
+        "static_calls.lua",
         "stop.lua",
     ];
     for name in names {
@@ -648,7 +687,7 @@ fn example_scripts_run_through_every_call() {
             let mut threads = Vec::new();
             for _ in 0..2 {
                 let mut thread = script.thread(addr)?;
-                let request = thread.request()?;
+                let request = thread.request()?.expect("a request");
                 count_requests(&request).map_err(|err| Error::Script(err.to_string()))?;
                 thread.delay()?;
                 thread.response(200, &[("X-Token".into(), "tok123".into())], b"ok\n")?;

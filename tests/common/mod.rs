@@ -115,8 +115,14 @@ fn collect(mut pipe: impl Read + Send + 'static) -> JoinHandle<String> {
 
 /// Starts `pace args` with stdout and stderr captured.
 pub fn spawn_pace(args: &[&str]) -> Running {
+    spawn_pace_with_env(args, &[])
+}
+
+/// [`spawn_pace`] with these environment variables set.
+pub fn spawn_pace_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
     let mut child = Command::new(env!("CARGO_BIN_EXE_pace"))
         .args(args)
+        .envs(env.iter().copied())
         .env("RUST_BACKTRACE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -233,13 +239,14 @@ pub fn size_bytes(text: &str) -> f64 {
     number.parse::<f64>().unwrap_or_else(|_| panic!("bad size {text:?}")) * scale
 }
 
-/// `Socket errors: connect a, read b, write c, timeout d`.
+/// `Socket errors: connect a, read b, write c, timeout d[, unsent e]`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct SocketErrors {
     pub connect: u64,
     pub read: u64,
     pub write: u64,
     pub timeout: u64,
+    pub unsent: u64,
 }
 
 /// The stdout of a benchmark run.
@@ -297,6 +304,35 @@ impl Report {
             .unwrap()
             .parse()
             .unwrap_or_else(|_| panic!("bad line {line:?}"))
+    }
+
+    /// `3.00s` of `N requests in 3.00s, 4.80MB read` (the run time: from
+    /// the start to the last response), in seconds.
+    pub fn runtime_s(&self) -> f64 {
+        let line = self
+            .text
+            .lines()
+            .find(|l| l.contains(" requests in "))
+            .unwrap_or_else(|| panic!("no 'requests in' line:\n{}", self.text));
+        let time = line
+            .split(" requests in ")
+            .nth(1)
+            .and_then(|rest| rest.split(',').next())
+            .unwrap_or_else(|| panic!("bad line {line:?}"));
+        time_us(time) / 1e6
+    }
+
+    /// Asserts `Requests/sec` is the requests over the run time (as
+    /// printed: the time to 3 significant digits, the rate to 2 decimals).
+    pub fn assert_rate_is_requests_over_runtime(&self) {
+        let (requests, runtime) = (self.requests() as f64, self.runtime_s());
+        let rate = self.requests_per_sec();
+        let expected = requests / runtime;
+        assert!(
+            (rate - expected).abs() <= 0.006 * expected + 0.01,
+            "Requests/sec {rate} but {requests} requests in {runtime} s\n{}",
+            self.text
+        );
     }
 
     /// `4.80MB` of `N requests in 3.00s, 4.80MB read`, in bytes.
@@ -362,6 +398,7 @@ impl Report {
                 "read" => errors.read = n,
                 "write" => errors.write = n,
                 "timeout" => errors.timeout = n,
+                "unsent" => errors.unsent = n,
                 _ => panic!("unknown socket error kind in {rest:?}"),
             }
         }
@@ -448,10 +485,10 @@ pub struct Nginx {
 
 impl Nginx {
     /// Starts nginx, or returns `None` (after saying so loudly) when it is
-    /// not installed. In CI (`CI` set) a missing nginx fails the test.
+    /// not installed. In CI ([`in_ci`]) a missing nginx fails the test.
     pub fn start() -> Option<Nginx> {
         if !Path::new(NGINX).exists() {
-            if std::env::var_os("CI").is_some() {
+            if in_ci() {
                 panic!("{NGINX} not found: CI must install nginx (apt-get install nginx-light)");
             }
             eprintln!("\n!!!!!!!!!! SKIPPED: {NGINX} is not installed (apt-get install nginx-light); this nginx test did not run !!!!!!!!!!\n");
@@ -580,41 +617,82 @@ pub fn http_get(addr: SocketAddr, path: &str) -> Option<String> {
 
 // ----- Python hdrh: an independent HdrHistogram implementation -------------------
 
-/// Whether `python3` can import `hdrh` (PyPI `hdrhistogram`). Locally its
-/// absence skips the caller's test after saying so loudly; in CI (`CI`
-/// set) it fails the test.
+/// Where the tests look for a Python with `hdrh` when `$PACE_TEST_PYTHON`
+/// is not set: the virtual environment that `.ci/run` and the README's
+/// "Tests" section create.
+const TEST_VENV_PYTHON: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/test-venv/bin/python3");
+
+/// How to get Python hdrh, for the messages of a missing one.
+const HDRH_INSTALL: &str = "see README.md, Tests: apt-get install python3-venv; \
+     python3 -m venv target/test-venv; target/test-venv/bin/pip install hdrhistogram; \
+     or set PACE_TEST_PYTHON to a python with hdrh";
+
+/// The Python interpreter of the hdrh checks: `$PACE_TEST_PYTHON` (set by
+/// `.ci/run`), else `target/test-venv/bin/python3` if it exists, else
+/// `python3` on the PATH.
+pub fn python_interpreter() -> PathBuf {
+    if let Some(python) = std::env::var_os("PACE_TEST_PYTHON").filter(|p| !p.is_empty()) {
+        return PathBuf::from(python);
+    }
+    if Path::new(TEST_VENV_PYTHON).exists() {
+        return PathBuf::from(TEST_VENV_PYTHON);
+    }
+    PathBuf::from("python3")
+}
+
+/// Whether this is a CI run (`CI` set, as CI services and `.ci/run` do,
+/// and not `false` or `0`): there a missing tool fails the test instead of
+/// skipping it.
+pub fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !matches!(v.trim(), "" | "0" | "false" | "FALSE" | "False"))
+}
+
+/// Whether [`python_interpreter`] can import `hdrh` (PyPI `hdrhistogram`).
+/// Locally its absence skips the caller's test after saying so loudly; in
+/// CI ([`in_ci`]) it fails the test.
 pub fn hdrh_available() -> bool {
-    let imported = Command::new("python3")
+    let python = python_interpreter();
+    let imported = Command::new(&python)
         .args(["-c", "import hdrh.histogram, hdrh.log"])
+        .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|status| status.success());
-    if imported {
-        return true;
+        .stderr(Stdio::piped())
+        .output();
+    let why = match &imported {
+        Ok(output) if output.status.success() => return true,
+        // The last line of a traceback says what went wrong.
+        Ok(output) => {
+            String::from_utf8_lossy(&output.stderr).trim().lines().last().unwrap_or("").to_string()
+        }
+        Err(err) => format!("cannot run it: {err}"),
+    };
+    let python = python.display();
+    if in_ci() {
+        panic!("Python hdrh is missing ({python}: {why}): CI must install it ({HDRH_INSTALL})");
     }
-    let install = "python3 -m pip install hdrhistogram";
-    if std::env::var_os("CI").is_some() {
-        panic!("the Python package hdrh is missing: CI must install it ({install})");
-    }
-    eprintln!("\n!!!!!!!!!! SKIPPED: Python hdrh is not installed ({install}); this check did not run !!!!!!!!!!\n");
+    eprintln!(
+        "\n!!!!!!!!!! SKIPPED: {python} cannot import hdrh ({why}); this check did not run. \
+         To run it: {HDRH_INSTALL} !!!!!!!!!!\n"
+    );
     false
 }
 
-/// Runs `python3 -c script args...` and returns its stdout; fails the test
-/// with Python's stderr if the script fails.
+/// Runs `<python> -c script args...` ([`python_interpreter`]) and returns
+/// its stdout; fails the test with Python's stderr if the script fails.
 pub fn python(script: &str, args: &[&str]) -> String {
-    let output = Command::new("python3")
+    let python = python_interpreter();
+    let output = Command::new(&python)
         .arg("-c")
         .arg(script)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .expect("run python3");
+        .unwrap_or_else(|err| panic!("run {}: {err}", python.display()));
     assert!(
         output.status.success(),
-        "python3 failed: {}\n--- script ---\n{script}",
+        "{} failed: {}\n--- script ---\n{script}",
+        python.display(),
         String::from_utf8_lossy(&output.stderr)
     );
-    String::from_utf8(output.stdout).expect("python3 printed UTF-8")
+    String::from_utf8(output.stdout).expect("python printed UTF-8")
 }

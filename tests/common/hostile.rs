@@ -1,0 +1,383 @@
+//! A scripted hostile HTTP/1.1 server for the end-to-end tests (issue #7):
+//! it reads each request (up to its empty line) and answers the way its
+//! [`Mode`] says, from a well-behaved but unusual response to a stream of
+//! garbage, a reset or no answer at all.
+//!
+//! One std thread per connection, blocking sockets: simple, and plenty for
+//! a test that opens a few connections at a time. The listener is bound
+//! (to a free port of 127.0.0.1) before [`HostileServer::start`] returns,
+//! so pace can be started at once. Connection threads end when pace
+//! closes its side (or after [`IDLE_LIMIT`] without progress), so nothing
+//! outlives a test for long.
+#![allow(dead_code)]
+
+use std::io::{self, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle};
+use std::time::Duration;
+
+/// How the server answers every request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Reads the request, then resets the connection (SO_LINGER 0, close:
+    /// an RST) without a byte of response.
+    ResetBeforeResponse,
+    /// Sends the head and 100 of the 1000 body bytes it announces, then
+    /// resets the connection.
+    ResetWithinResponse,
+    /// Sends a complete keep-alive response, then resets the connection.
+    ResetAfterResponse,
+    /// `HTTP/1.1 twohundred OK`: a status line without a status code.
+    GarbageStatusLine,
+    /// 4 KiB of pseudo-random bytes instead of a response.
+    BinaryJunk,
+    /// A header block of 1 MiB (1024 fields of about 1 KiB), then an empty
+    /// body.
+    HugeHeaderBlock,
+    /// A header line without a colon in an otherwise valid response.
+    HeaderWithoutColon,
+    /// A chunked body whose first chunk size is not hexadecimal.
+    InvalidChunkSize,
+    /// A chunked body whose first chunk size is 2^64 (17 hex digits).
+    OverflowingChunkSize,
+    /// Announces 1000 body bytes, sends 10, then closes (a FIN).
+    ShortBodyThenClose,
+    /// A valid 19-byte response ([`TRICKLED`]), one byte per 100 ms.
+    Trickle,
+    /// Reads the request and holds the connection without answering.
+    NeverAnswer,
+    /// `100 Continue` and `103 Early Hints`, then the final `200`.
+    InterimBeforeFinal,
+    /// A body without length, delimited by closing the connection.
+    CloseDelimited,
+    /// A complete response followed, in the same write, by a second one
+    /// nobody asked for.
+    UnsolicitedBytes,
+    /// A 200 MB Content-Length body, streamed from one 64 KiB block.
+    HugeBody,
+}
+
+/// No connection thread waits longer than this for its peer.
+pub const IDLE_LIMIT: Duration = Duration::from_secs(30);
+
+/// What [`Mode::Trickle`] sends, one byte per [`TRICKLE_EVERY`]: the
+/// shortest keep-alive response, so that it completes in under 2 s.
+pub const TRICKLED: &[u8] = b"HTTP/1.1 204 OK\r\n\r\n";
+pub const TRICKLE_EVERY: Duration = Duration::from_millis(100);
+
+/// The body length of [`Mode::HugeBody`].
+pub const HUGE_BODY: u64 = 200_000_000;
+
+const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+/// The block [`Mode::HugeBody`] sends over and over.
+static BODY_BLOCK: [u8; 64 * 1024] = [b'x'; 64 * 1024];
+
+/// The server's counts, for the tests to compare with pace's.
+#[derive(Default)]
+struct Counts {
+    connections: AtomicU64,
+    /// Requests read completely.
+    requests: AtomicU64,
+    /// Responses (final ones) written completely.
+    answered: AtomicU64,
+    /// Bytes written, all modes together.
+    bytes_written: AtomicU64,
+}
+
+/// A running hostile server; stopped (its listener closed) on drop.
+pub struct HostileServer {
+    addr: SocketAddr,
+    mode: Mode,
+    counts: Arc<Counts>,
+    stop: Arc<AtomicBool>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+impl HostileServer {
+    /// Binds a free port of 127.0.0.1 and starts accepting.
+    pub fn start(mode: Mode) -> HostileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind the hostile server");
+        let addr = listener.local_addr().unwrap();
+        let counts = Arc::new(Counts::default());
+        let stop = Arc::new(AtomicBool::new(false));
+        let acceptor = {
+            let (counts, stop) = (counts.clone(), stop.clone());
+            thread::Builder::new()
+                .name(format!("hostile-{mode:?}"))
+                .spawn(move || accept(listener, mode, counts, stop))
+                .expect("start the hostile server's thread")
+        };
+        HostileServer { addr, mode, counts, stop, acceptor: Some(acceptor) }
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+
+    /// Connections accepted (pace's probe connection included).
+    pub fn connections(&self) -> u64 {
+        self.counts.connections.load(Ordering::Relaxed)
+    }
+
+    /// Requests read completely.
+    pub fn requests(&self) -> u64 {
+        self.counts.requests.load(Ordering::Relaxed)
+    }
+
+    /// Final responses written completely.
+    pub fn answered(&self) -> u64 {
+        self.counts.answered.load(Ordering::Relaxed)
+    }
+
+    pub fn bytes_written(&self) -> u64 {
+        self.counts.bytes_written.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for HostileServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        // Wakes the acceptor from accept(); it sees the flag and returns.
+        let _ = TcpStream::connect(self.addr);
+        if let Some(acceptor) = self.acceptor.take() {
+            let _ = acceptor.join();
+        }
+    }
+}
+
+fn accept(listener: TcpListener, mode: Mode, counts: Arc<Counts>, stop: Arc<AtomicBool>) {
+    for stream in listener.incoming() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        counts.connections.fetch_add(1, Ordering::Relaxed);
+        let counts = counts.clone();
+        // A connection the machine has no thread for is just dropped.
+        let _ = thread::Builder::new()
+            .name("hostile-conn".to_string())
+            .spawn(move || serve_connection(stream, mode, &counts));
+    }
+}
+
+/// What to do after answering a request.
+enum Next {
+    /// Read the next request on the same connection.
+    Continue,
+    /// The connection is done (closed, reset, or given up on).
+    Done,
+}
+
+fn serve_connection(mut stream: TcpStream, mode: Mode, counts: &Counts) {
+    let _ = stream.set_nodelay(true);
+    let _ = stream.set_read_timeout(Some(IDLE_LIMIT));
+    let _ = stream.set_write_timeout(Some(IDLE_LIMIT));
+    let mut pending = Vec::new();
+    while read_request(&mut stream, &mut pending) {
+        counts.requests.fetch_add(1, Ordering::Relaxed);
+        let mut out = Counted { stream: &mut stream, counts };
+        match answer(&mut out, mode) {
+            Ok(Next::Continue) => {}
+            Ok(Next::Done) | Err(_) => return,
+        }
+    }
+}
+
+/// Reads up to the end of the next request head (pace's benchmark requests
+/// have no body). False at the end of the stream or on an error. Bytes
+/// after the head stay in `pending` for the next call.
+fn read_request(stream: &mut TcpStream, pending: &mut Vec<u8>) -> bool {
+    let mut buf = [0u8; 4096];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            pending.drain(..end + 4);
+            return true;
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return false,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// The connection's stream, counting the bytes written.
+struct Counted<'a> {
+    stream: &'a mut TcpStream,
+    counts: &'a Counts,
+}
+
+impl Counted<'_> {
+    fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.stream.write_all(bytes)?;
+        self.counts.bytes_written.fetch_add(bytes.len() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// A final response was written completely.
+    fn answered(&self) {
+        self.counts.answered.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// SO_LINGER 0, then close: the kernel drops what is unsent and sends
+    /// an RST instead of a FIN.
+    fn reset(&mut self) -> io::Result<Next> {
+        socket2::SockRef::from(&*self.stream).set_linger(Some(Duration::ZERO))?;
+        // The caller returns Done and the stream is closed when the
+        // connection's thread drops it.
+        Ok(Next::Done)
+    }
+
+    /// A FIN after everything written.
+    fn close(&mut self) -> io::Result<Next> {
+        self.stream.shutdown(Shutdown::Write)?;
+        // Wait for pace to close its side, so that our close cannot turn
+        // into an RST because of unread bytes (pace sends nothing more).
+        let _ = io::copy(self.stream, &mut io::sink());
+        Ok(Next::Done)
+    }
+}
+
+fn answer(out: &mut Counted<'_>, mode: Mode) -> io::Result<Next> {
+    match mode {
+        Mode::ResetBeforeResponse => out.reset(),
+        Mode::ResetWithinResponse => {
+            let mut partial = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec();
+            partial.extend_from_slice(&[b'x'; 100]);
+            out.send(&partial)?;
+            out.reset()
+        }
+        Mode::ResetAfterResponse => {
+            out.send(OK)?;
+            out.answered();
+            out.reset()
+        }
+        Mode::GarbageStatusLine => {
+            out.send(b"HTTP/1.1 twohundred OK\r\nContent-Length: 2\r\n\r\nok")?;
+            Ok(Next::Continue)
+        }
+        Mode::BinaryJunk => {
+            out.send(binary_junk())?;
+            Ok(Next::Continue)
+        }
+        Mode::HugeHeaderBlock => {
+            out.send(huge_header_block())?;
+            out.answered();
+            Ok(Next::Continue)
+        }
+        Mode::HeaderWithoutColon => {
+            out.send(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nX-No-Colon-Here\r\n\r\nok")?;
+            Ok(Next::Continue)
+        }
+        Mode::InvalidChunkSize => {
+            out.send(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nxyz\r\nabc\r\n0\r\n\r\n",
+            )?;
+            Ok(Next::Continue)
+        }
+        Mode::OverflowingChunkSize => {
+            out.send(
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n10000000000000000\r\n",
+            )?;
+            // Bytes as if the chunk were real; pace must stop before them.
+            out.send(&BODY_BLOCK[..4096])?;
+            Ok(Next::Continue)
+        }
+        Mode::ShortBodyThenClose => {
+            let mut short = b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n".to_vec();
+            short.extend_from_slice(&[b'x'; 10]);
+            out.send(&short)?;
+            out.close()
+        }
+        Mode::Trickle => {
+            for byte in TRICKLED.chunks(1) {
+                out.send(byte)?;
+                thread::sleep(TRICKLE_EVERY);
+            }
+            out.answered();
+            Ok(Next::Continue)
+        }
+        Mode::NeverAnswer => {
+            // Holds the connection until pace closes it.
+            let _ = io::copy(out.stream, &mut io::sink());
+            Ok(Next::Done)
+        }
+        Mode::InterimBeforeFinal => {
+            // Separate writes: the interim responses and the final one may
+            // arrive in separate reads.
+            out.send(b"HTTP/1.1 100 Continue\r\n\r\n")?;
+            out.send(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n")?;
+            out.send(OK)?;
+            out.answered();
+            Ok(Next::Continue)
+        }
+        Mode::CloseDelimited => {
+            let mut response = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n".to_vec();
+            response.extend_from_slice(&[b'x'; 1000]);
+            out.send(&response)?;
+            out.answered();
+            out.close()
+        }
+        Mode::UnsolicitedBytes => {
+            let twice = [OK, b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"].concat();
+            out.send(&twice)?;
+            out.answered();
+            Ok(Next::Continue)
+        }
+        Mode::HugeBody => {
+            out.send(format!("HTTP/1.1 200 OK\r\nContent-Length: {HUGE_BODY}\r\n\r\n").as_bytes())?;
+            let mut left = HUGE_BODY;
+            while left > 0 {
+                let n = left.min(BODY_BLOCK.len() as u64) as usize;
+                out.send(&BODY_BLOCK[..n])?;
+                left -= n as u64;
+            }
+            out.answered();
+            Ok(Next::Continue)
+        }
+    }
+}
+
+/// 4 KiB of xorshift bytes; the first is 0xff, so that it cannot be
+/// mistaken for the start of a status line or for an empty line.
+fn binary_junk() -> &'static [u8] {
+    static JUNK: OnceLock<Vec<u8>> = OnceLock::new();
+    JUNK.get_or_init(|| {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut junk: Vec<u8> = (0..4096)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        junk[0] = 0xff;
+        junk
+    })
+}
+
+/// A status line, 1024 header fields of 1 KiB each (1 MiB), and an empty
+/// body: under the 100-field limit until far past the 64 KiB one.
+fn huge_header_block() -> &'static [u8] {
+    static BLOCK: OnceLock<Vec<u8>> = OnceLock::new();
+    BLOCK.get_or_init(|| {
+        let mut block = b"HTTP/1.1 200 OK\r\n".to_vec();
+        let value = "v".repeat(1000);
+        for i in 0..1024 {
+            block.extend_from_slice(format!("X-Filler-{i:04}: {value}\r\n").as_bytes());
+        }
+        block.extend_from_slice(b"Content-Length: 0\r\n\r\n");
+        block
+    })
+}

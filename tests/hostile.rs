@@ -1,0 +1,512 @@
+//! Hostile servers (issue #7): pace against a scripted server that resets,
+//! sends garbage, floods, trickles or never answers, each in the closed
+//! loop and paced. Whatever the server does, the run ends within its
+//! duration plus the timeout, pace exits 0 with the report, counts the
+//! right error kind and cause (and responses where the server is merely
+//! unusual), keeps its memory bounded, does not spin while it waits and
+//! never panics.
+//!
+//! Every test prints one table row per run on stderr (`--nocapture` shows
+//! them): mode, loop, responses, what pace counted, exit code, wall time,
+//! CPU time, peak RSS.
+
+mod common;
+#[path = "common/hostile.rs"]
+mod hostile;
+
+use std::fmt;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{load_lock, spawn_pace, Run};
+use hostile::{HostileServer, Mode, HUGE_BODY, TRICKLED, TRICKLE_EVERY};
+
+/// `-d`: short, but long enough for the back-off and several reconnects.
+const DURATION: Duration = Duration::from_secs(1);
+/// What a run may take beyond its duration and its timeout. The model: the
+/// connect phase (our server accepts at once; pace gives it at most 2 s,
+/// but a refused or hung connect is not what these servers do), then the
+/// duration, then the collection of responses in flight for up to the
+/// timeout, then the report. Process start, the connect phase and the
+/// report take milliseconds; the rest of the margin is for a loaded
+/// 2-core machine.
+const MARGIN: Duration = Duration::from_secs(2);
+/// pace's peak resident memory. pace allocates its histograms once per
+/// run, reads through one 64 KiB buffer per thread, streams bodies in O(1)
+/// memory and gives up on a header block past 64 KiB (so at most 64 KiB
+/// gathered per connection); code, stacks and histograms come on top
+/// (about 4 MiB in all for these runs, measured). 32 MiB leaves room for
+/// the allocator's habits and for growth of the engine, and fails long
+/// before a buffered 200 MB body fits.
+const RSS_LIMIT_KIB: u64 = 32 * 1024;
+
+/// Closed loop or paced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Loop {
+    Closed,
+    Paced,
+}
+
+impl fmt::Display for Loop {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Loop::Closed => "closed",
+            Loop::Paced => "paced -R50",
+        })
+    }
+}
+
+/// The responses a mode lets pace count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Responses {
+    /// None: the server never sends a complete valid response.
+    None,
+    /// Some, among the errors (a valid response comes before the trouble).
+    Some,
+    /// One for every response the server completed (within one per
+    /// connection, for the last one's race with the counting).
+    EveryAnswer,
+}
+
+/// One mode of the server and what pace must make of it.
+struct Case {
+    mode: Mode,
+    /// `-T`.
+    timeout: Duration,
+    /// The causes pace may count, as the report prints them
+    /// (`kind: cause`); empty: no socket error at all.
+    causes: &'static [&'static str],
+    responses: Responses,
+}
+
+/// What one run of pace left, with its peak resident memory.
+struct Measured {
+    run: Run,
+    peak_rss_kib: u64,
+    /// User plus system CPU time.
+    cpu: Duration,
+}
+
+/// Runs pace with `args`, killing it (and failing) past `limit`, and reads
+/// its peak RSS from the kernel after it exits: `waitid(..., WNOWAIT)`
+/// with the rusage argument of the raw system call sees the exited child
+/// (its `ru_maxrss`) without reaping it, so the exit status and the output
+/// are still collected as usual.
+fn run_measured(args: &[&str], limit: Duration) -> Measured {
+    let running = spawn_pace(args);
+    let pid = running.pid();
+    let deadline = running.started + limit;
+    let mut usage = None;
+    while Instant::now() < deadline {
+        usage = exited_usage(pid);
+        if usage.is_some() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Past the deadline this kills pace and fails the test.
+    let run = running.wait(limit);
+    let usage = usage.unwrap_or_else(|| panic!("no rusage for pace\n{run}"));
+    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Measured {
+        peak_rss_kib: usage.ru_maxrss as u64,
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        run,
+    }
+}
+
+/// The resource usage of our child `pid` once it has exited (None while it
+/// runs); the child stays a zombie for the caller to reap.
+fn exited_usage(pid: i32) -> Option<libc::rusage> {
+    // SAFETY: all-zero siginfo_t and rusage are valid values of these C
+    // structs.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid(2) on our own, not yet reaped, child with pointers to
+    // live structs of the right types; WNOWAIT leaves it unreaped.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PID,
+            pid,
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            &mut usage as *mut libc::rusage,
+        )
+    };
+    assert_eq!(rc, 0, "waitid({pid}): {}", std::io::Error::last_os_error());
+    // SAFETY: waitid filled in a SIGCHLD siginfo, or left it zeroed (WNOHANG
+    // and no change): si_pid is 0 then.
+    let exited = unsafe { info.si_pid() } == pid;
+    exited.then_some(usage)
+}
+
+/// `500ms`: a duration as pace's `-d` and `-T` take it.
+fn arg(duration: Duration) -> String {
+    format!("{}ms", duration.as_millis())
+}
+
+/// The requests of the plan that were never sent get a line of their own
+/// under the causes; it is not a cause.
+const UNSENT_LINE: &str = "unsent: ";
+
+/// The `kind: cause` lines of the report with their counts (not the line
+/// of the unsent requests).
+fn causes(run: &Run) -> Vec<(String, u64)> {
+    run.report()
+        .error_causes()
+        .iter()
+        .filter(|line| !line.starts_with(UNSENT_LINE))
+        .map(|line| {
+            let (cause, n) =
+                line.rsplit_once(": ").unwrap_or_else(|| panic!("bad cause line {line:?}\n{run}"));
+            let n = n.parse().unwrap_or_else(|_| panic!("bad count in {line:?}\n{run}"));
+            (cause.to_string(), n)
+        })
+        .collect()
+}
+
+/// Runs `case` closed loop and paced against a fresh server each, checks
+/// every promise of the suite, prints a table row per run, and returns the
+/// runs and their servers for checks of the mode's own.
+fn check(case: &Case) -> Vec<(Loop, Measured, HostileServer)> {
+    let _load = load_lock();
+    let mut runs = Vec::new();
+    for how in [Loop::Closed, Loop::Paced] {
+        let server = HostileServer::start(case.mode);
+        let url = server.url();
+        let (duration, timeout) = (arg(DURATION), arg(case.timeout));
+        let mut args = vec!["-t1", "-c2", "-d", &duration, "-T", &timeout];
+        if how == Loop::Paced {
+            args.extend(["-R", "50"]);
+        }
+        args.push(&url);
+        let bound = DURATION + case.timeout + MARGIN;
+        let measured = run_measured(&args, bound + Duration::from_secs(20));
+        report_row(case, how, &measured);
+        check_run(case, how, &measured, &server, bound);
+        runs.push((how, measured, server));
+    }
+    runs
+}
+
+fn report_row(case: &Case, how: Loop, measured: &Measured) {
+    let run = &measured.run;
+    let report = run.report();
+    let mut counted: Vec<String> =
+        causes(run).iter().map(|(cause, n)| format!("{cause}: {n}")).collect();
+    let unsent = report.socket_errors().map_or(0, |errors| errors.unsent);
+    if unsent > 0 {
+        counted.push(format!("(unsent: {unsent})"));
+    }
+    let responses = report.text.contains(" requests in ").then(|| report.requests());
+    eprintln!(
+        "| {:?} | {how} | {} | {} | {:?} | {:.2} s | {:.2} s | {:.1} MiB |",
+        case.mode,
+        responses.map_or("?".to_string(), |n| n.to_string()),
+        if counted.is_empty() { "no errors".to_string() } else { counted.join("; ") },
+        run.code(),
+        run.wall.as_secs_f64(),
+        measured.cpu.as_secs_f64(),
+        measured.peak_rss_kib as f64 / 1024.0,
+    );
+}
+
+fn check_run(case: &Case, how: Loop, measured: &Measured, server: &HostileServer, bound: Duration) {
+    let Measured { run, peak_rss_kib, cpu } = measured;
+    let what = format!("{:?}, {how}", case.mode);
+    // A completed run: exit 0, the report, no panic, no internal error.
+    run.assert_ok();
+    assert!(run.wall <= bound, "{what}: took {:?}, more than {bound:?}\n{run}", run.wall);
+    assert!(
+        *peak_rss_kib <= RSS_LIMIT_KIB,
+        "{what}: peak RSS {peak_rss_kib} KiB, over {RSS_LIMIT_KIB} KiB\n{run}"
+    );
+    if case.responses == Responses::None {
+        // Nothing but failures and waits: pace backs off and sleeps, it
+        // does not spin (about 10 ms of CPU measured; a loop woken again
+        // and again by a dead socket would burn the whole wall time).
+        assert!(
+            *cpu <= run.wall / 4,
+            "{what}: {cpu:?} of CPU in {:?} against a server that never answers properly\n{run}",
+            run.wall
+        );
+    }
+
+    let report = run.report();
+    let errors = report.errors();
+    let counted = causes(run);
+    // Requests of the plan left unsent (connections failing or busy) are
+    // counted on their own; the closed loop has no plan to fall behind.
+    if how == Loop::Closed {
+        assert_eq!(errors.unsent, 0, "{what}: unsent requests in the closed loop\n{run}");
+    }
+    let total = errors.connect + errors.read + errors.write + errors.timeout;
+    if case.causes.is_empty() {
+        assert_eq!(total, 0, "{what}: socket errors\n{run}");
+        assert!(counted.is_empty(), "{what}: error causes\n{run}");
+    } else {
+        assert!(total > 0, "{what}: no socket error counted\n{run}");
+        for (cause, _) in &counted {
+            assert!(
+                case.causes.contains(&cause.as_str()),
+                "{what}: unexpected cause {cause:?}, expected only {:?}\n{run}",
+                case.causes
+            );
+        }
+        // The breakdown adds up to the counts of its kinds.
+        for (kind, n) in [
+            ("connect", errors.connect),
+            ("read", errors.read),
+            ("write", errors.write),
+            ("timeout", errors.timeout),
+        ] {
+            let sum: u64 = counted
+                .iter()
+                .filter(|(cause, _)| cause.starts_with(&format!("{kind}: ")))
+                .map(|(_, n)| n)
+                .sum();
+            assert_eq!(sum, n, "{what}: {kind} causes do not add up\n{run}");
+        }
+    }
+
+    let responses = report.requests();
+    match case.responses {
+        Responses::None => assert_eq!(responses, 0, "{what}: responses counted\n{run}"),
+        Responses::Some => assert!(responses > 0, "{what}: no response counted\n{run}"),
+        Responses::EveryAnswer => {
+            let answered = server.answered();
+            assert!(responses > 0, "{what}: no response counted\n{run}");
+            assert!(
+                responses.abs_diff(answered) <= 2,
+                "{what}: pace counted {responses} responses, the server completed {answered}\n{run}"
+            );
+            assert_eq!(report.non_2xx_3xx(), None, "{what}\n{run}");
+        }
+    }
+}
+
+const FAST: Duration = Duration::from_millis(500);
+const RESET: &[&str] = &["read: Connection reset by peer"];
+
+#[test]
+fn reset_before_the_response() {
+    check(&Case {
+        mode: Mode::ResetBeforeResponse,
+        timeout: FAST,
+        causes: RESET,
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn reset_within_the_response() {
+    let runs = check(&Case {
+        mode: Mode::ResetWithinResponse,
+        timeout: FAST,
+        causes: RESET,
+        responses: Responses::None,
+    });
+    for (how, measured, _) in runs {
+        // The part before the reset was read (the kernel hands out what
+        // arrived before the RST, then the error).
+        assert!(measured.run.report().bytes_read() > 0.0, "{how}\n{}", measured.run);
+    }
+}
+
+#[test]
+fn reset_after_the_response() {
+    // The response counts. The reset hits the next request's write, or its
+    // read when the write came first.
+    let runs = check(&Case {
+        mode: Mode::ResetAfterResponse,
+        timeout: FAST,
+        causes: &[
+            "read: Connection reset by peer",
+            "write: Connection reset by peer",
+            "write: Broken pipe",
+        ],
+        responses: Responses::Some,
+    });
+    for (how, measured, server) in runs {
+        let responses = measured.run.report().requests();
+        assert!(responses <= server.answered(), "{how}\n{}", measured.run);
+    }
+}
+
+#[test]
+fn garbage_status_line() {
+    check(&Case {
+        mode: Mode::GarbageStatusLine,
+        timeout: FAST,
+        causes: &["read: malformed status line"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn binary_junk() {
+    check(&Case {
+        mode: Mode::BinaryJunk,
+        timeout: FAST,
+        causes: &["read: malformed status line"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn one_mib_header_block() {
+    check(&Case {
+        mode: Mode::HugeHeaderBlock,
+        timeout: FAST,
+        causes: &["read: header block larger than 64 KiB"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn header_without_colon() {
+    check(&Case {
+        mode: Mode::HeaderWithoutColon,
+        timeout: FAST,
+        causes: &["read: malformed header"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn invalid_chunk_size() {
+    check(&Case {
+        mode: Mode::InvalidChunkSize,
+        timeout: FAST,
+        causes: &["read: bad chunk size"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn overflowing_chunk_size() {
+    check(&Case {
+        mode: Mode::OverflowingChunkSize,
+        timeout: FAST,
+        causes: &["read: bad chunk size"],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn short_body_then_close() {
+    check(&Case {
+        mode: Mode::ShortBodyThenClose,
+        timeout: FAST,
+        causes: &["read: connection closed before the response was complete"],
+        responses: Responses::None,
+    });
+}
+
+/// The trickled response takes this long to arrive.
+fn trickle_time() -> Duration {
+    TRICKLE_EVERY * TRICKLED.len() as u32
+}
+
+#[test]
+fn trickle_within_the_timeout() {
+    // 1 byte per 100 ms, 19 bytes: complete after 1.8 s, well within 4 s.
+    // Each connection carries one request, whose response completes after
+    // the 1 s run, while pace collects the responses in flight.
+    let timeout = Duration::from_secs(4);
+    assert!(trickle_time() + Duration::from_secs(1) < timeout);
+    for (how, measured, _) in check(&Case {
+        mode: Mode::Trickle,
+        timeout,
+        causes: &[],
+        responses: Responses::EveryAnswer,
+    }) {
+        assert_eq!(
+            measured.run.report().requests(),
+            2,
+            "{how}: one per connection\n{}",
+            measured.run
+        );
+    }
+}
+
+#[test]
+fn trickle_past_the_timeout() {
+    // Bytes keep coming, but the response is not complete within the
+    // timeout: it is a timeout all the same (the timeout runs from the
+    // send, not from the last byte).
+    assert!(trickle_time() > FAST * 2);
+    check(&Case {
+        mode: Mode::Trickle,
+        timeout: FAST,
+        causes: &[
+            "timeout: no response within the timeout",
+            "timeout: no response before the end of the run",
+        ],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn never_answering() {
+    check(&Case {
+        mode: Mode::NeverAnswer,
+        timeout: FAST,
+        causes: &[
+            "timeout: no response within the timeout",
+            "timeout: no response before the end of the run",
+        ],
+        responses: Responses::None,
+    });
+}
+
+#[test]
+fn interim_responses_before_the_final_one() {
+    check(&Case {
+        mode: Mode::InterimBeforeFinal,
+        timeout: FAST,
+        causes: &[],
+        responses: Responses::EveryAnswer,
+    });
+}
+
+#[test]
+fn close_delimited_bodies() {
+    check(&Case {
+        mode: Mode::CloseDelimited,
+        timeout: FAST,
+        causes: &[],
+        responses: Responses::EveryAnswer,
+    });
+}
+
+#[test]
+fn unsolicited_bytes_after_a_response() {
+    check(&Case {
+        mode: Mode::UnsolicitedBytes,
+        timeout: FAST,
+        causes: &["read: data received with no request outstanding"],
+        responses: Responses::Some,
+    });
+}
+
+#[test]
+fn body_of_200_mb() {
+    // A generous timeout: a 200 MB response may take over a second on a
+    // loaded machine, and it is not a timeout that this case is about.
+    let runs = check(&Case {
+        mode: Mode::HugeBody,
+        timeout: Duration::from_secs(5),
+        causes: &[],
+        responses: Responses::EveryAnswer,
+    });
+    for (how, measured, server) in runs {
+        let run = &measured.run;
+        let report = run.report();
+        let bodies = report.requests() as f64 * HUGE_BODY as f64;
+        // The report rounds to 3 significant digits: 1%.
+        assert!(report.bytes_read() >= 0.99 * bodies, "{how}\n{run}");
+        assert!(server.bytes_written() as f64 >= bodies, "{how}\n{run}");
+    }
+}

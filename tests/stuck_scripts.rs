@@ -1,0 +1,148 @@
+//! A script that does not return ends neither the run nor the report: its
+//! call is interrupted a grace period after the run is over (or after a
+//! signal), and a thread stuck in a loop LuaJIT compiled (which no
+//! interrupt reaches) is given up. tests/scripts/stuck.lua gets stuck in
+//! the function and the kind of loop that PACE_TEST_STUCK names.
+//!
+//! Time bounds come from the design: the run (-d), the collection of late
+//! responses (-T), a grace period of 1 s before the interrupt and 1 s more
+//! before giving up, plus 2 s for starting and stopping a process on a
+//! loaded machine.
+
+mod common;
+
+use std::path::Path;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use common::{default_server, load_lock, spawn_pace_with_env, url, Running};
+use pace::serve::ServerHandle;
+
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/stuck.lua");
+const GRACE: Duration = Duration::from_secs(1);
+const SLACK: Duration = Duration::from_secs(2);
+
+/// Starts a run of `duration` whose script gets stuck as `stuck` says,
+/// with `extra` options; returns it once the server has seen requests.
+fn start(stuck: &str, duration: &str, extra: &[&str]) -> (Running, ServerHandle) {
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let mut args = vec!["-t1", "-c1", "-d", duration, "-T", "500ms", "-s", SCRIPT];
+    args.extend(extra);
+    args.push(&target);
+    let running = spawn_pace_with_env(&args, &[("PACE_TEST_STUCK", stuck)]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().requests == 0 {
+        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
+        thread::sleep(Duration::from_millis(5));
+    }
+    (running, server)
+}
+
+#[test]
+fn a_call_still_running_after_the_run_is_interrupted() {
+    let _load = load_lock();
+    for function in ["response", "request", "delay"] {
+        let (running, _server) = start(&format!("{function} interpreted"), "1s", &[]);
+        let run = running.wait(Duration::from_secs(20));
+        run.assert_code(3);
+        let limit = Duration::from_millis(1500) + GRACE + SLACK;
+        assert!(run.wall < limit, "{function}: took {:?}\n{run}", run.wall);
+        let said = format!("thread 0's script's {function}() was still running after the end of the run; it was interrupted");
+        assert!(run.stderr.contains(&said), "{run}");
+        assert!(run.stderr.contains("stuck.lua:"), "no script location\n{run}");
+        assert!(run.stdout.contains(" requests in "), "no report\n{run}");
+        assert!(!run.stderr.contains("panicked"), "{run}");
+    }
+}
+
+#[test]
+fn a_compiled_loop_is_given_up_and_the_report_still_printed() {
+    let _load = load_lock();
+    let (running, _server) = start("response compiled", "1s", &[]);
+    let run = running.wait(Duration::from_secs(20));
+    run.assert_code(3);
+    let limit = Duration::from_millis(1500) + 2 * GRACE + SLACK;
+    assert!(run.wall < limit, "took {:?}\n{run}", run.wall);
+    assert!(run.stderr.contains("could not be interrupted"), "{run}");
+    assert!(run.stdout.contains(" requests in "), "no report\n{run}");
+}
+
+#[test]
+fn sigint_ends_a_run_stuck_in_a_compiled_loop() {
+    let _load = load_lock();
+    let (running, _server) = start("response compiled", "30s", &[]);
+    thread::sleep(Duration::from_millis(300));
+    running.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    let run = running.wait(Duration::from_secs(20));
+    run.assert_code(130);
+    assert!(signalled.elapsed() < 2 * GRACE + SLACK, "{run}");
+    assert!(run.stderr.contains("response() did not return after SIGINT"), "{run}");
+    assert!(run.stdout.contains(" requests in "), "no report\n{run}");
+}
+
+/// No temporary output file is left in `dir`.
+fn assert_no_temporary_file(dir: &Path) {
+    let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(names.iter().all(|n| !n.to_string_lossy().contains(".tmp-")), "{names:?}");
+}
+
+#[test]
+fn a_second_signal_cuts_the_wait_short_and_still_completes_everything() {
+    let _load = load_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let hlog = dir.path().join("run.hlog");
+    let (running, _server) = start("response compiled", "30s", &["--hlog", hlog.to_str().unwrap()]);
+    thread::sleep(Duration::from_millis(300));
+    running.signal(libc::SIGINT);
+    thread::sleep(Duration::from_millis(200));
+    running.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    let run = running.wait(Duration::from_secs(20));
+    run.assert_code(130);
+    // Without the second signal the wait would be two grace periods.
+    assert!(signalled.elapsed() < GRACE + SLACK, "{run}");
+    assert!(run.stdout.contains(" requests in "), "no report\n{run}");
+    let log = std::fs::read_to_string(&hlog).expect("the log was written");
+    assert!(log.contains("#[Histogram log format version 1.3]"), "{log}");
+    assert_no_temporary_file(dir.path());
+}
+
+#[test]
+fn a_third_signal_exits_at_once_and_leaves_no_temporary_file() {
+    let _load = load_lock();
+    let dir = tempfile::tempdir().unwrap();
+    let hlog = dir.path().join("run.hlog");
+    let (running, _server) = start("response compiled", "30s", &["--hlog", hlog.to_str().unwrap()]);
+    thread::sleep(Duration::from_millis(300));
+    for _ in 0..3 {
+        running.signal(libc::SIGINT);
+        thread::sleep(Duration::from_millis(20));
+    }
+    let run = running.wait(Duration::from_secs(20));
+    run.assert_code(130);
+    assert!(!hlog.exists(), "an incomplete log was committed");
+    assert_no_temporary_file(dir.path());
+}
+
+#[test]
+fn a_signal_interrupts_a_stuck_done() {
+    let _load = load_lock();
+    for (how, said) in [
+        ("interpreted", "the script's done() was interrupted by SIGINT"),
+        ("compiled", "the script's done() did not stop after SIGINT"),
+    ] {
+        let (running, _server) = start(&format!("done {how}"), "500ms", &[]);
+        // The run ends after 0.5 s; done() then never returns.
+        thread::sleep(Duration::from_millis(1500));
+        running.signal(libc::SIGINT);
+        let signalled = Instant::now();
+        let run = running.wait(Duration::from_secs(20));
+        run.assert_code(130);
+        assert!(signalled.elapsed() < GRACE + SLACK, "{how}\n{run}");
+        assert!(run.stderr.contains("stuck.lua: stuck in done"), "{how}\n{run}");
+        assert!(run.stderr.contains(said), "{how}\n{run}");
+        assert!(run.stdout.contains(" requests in "), "{how}: no report\n{run}");
+    }
+}
