@@ -8,7 +8,9 @@
 //!
 //! The library serves the `pace` binary ([`main`]) and the end-to-end tests,
 //! which start the built-in server in-process ([`serve`]); nothing else is
-//! public.
+//! public. The `fuzzing` feature adds `fuzzing`, the entry points of the
+//! fuzz targets in `fuzz/` (also compiled for the unit tests, which run the
+//! same checks as property tests); the normal build does not have it.
 
 mod app;
 mod cli;
@@ -16,6 +18,8 @@ mod config;
 mod demo;
 mod engine;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
 mod http;
 mod limits;
 mod merge;

@@ -91,6 +91,11 @@ impl Target {
             (host, port)
         } else {
             match authority.rsplit_once(':') {
+                // `http://::1/` would be host `:` port 1, whose Host header
+                // `[:]:1` is no URL at all.
+                Some((h, _)) if h.contains(':') => {
+                    return Err(bad("IPv6 address without brackets"))
+                }
                 Some((h, p)) => (h, Some(p)),
                 None => (authority, None),
             }
@@ -191,6 +196,15 @@ mod tests {
         assert_eq!(t.host_header(), "[::1]:8080");
         assert!(Target::parse("http://[::1/").is_err());
         assert!(Target::parse("http://[zz]:80/").is_err());
+    }
+
+    /// Found by the URL property test: `::80` was host `:`, port 80.
+    #[test]
+    fn ipv6_hosts_need_brackets() {
+        for url in ["http://::80?q=1", "http://::1/", "http://a:b:80/", "http://fe80::1:8080/"] {
+            let error = Target::parse(url).unwrap_err();
+            assert!(error.0.ends_with("(IPv6 address without brackets)"), "{url}: {error}");
+        }
     }
 
     #[test]

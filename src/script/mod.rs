@@ -52,6 +52,8 @@ use crate::stats::RunResult;
 
 pub use errors::ScriptError;
 pub use interrupt::{Call, Interrupter};
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) use value::Transfer;
 
 use addr::Addr;
 use errors::describe;

@@ -347,9 +347,10 @@ impl Conn {
         let head_due = self.pending.front().map(|r| r.due_ns);
         if self.peer_eof {
             // Answer what the peer sent before its FIN, unless nothing is
-            // left to answer or the next answer never comes (/hang).
-            let idle = self.flushed() && head_due.is_none();
-            if idle || head_due == Some(NEVER) {
+            // left to answer or the next answer never comes (/hang); either
+            // way, finish writing what was rendered first.
+            let nothing_due = head_due.is_none() || head_due == Some(NEVER);
+            if self.flushed() && nothing_due {
                 return Outcome::Close;
             }
         }

@@ -63,6 +63,8 @@
 //! and one cache line of counters per thread.
 
 mod conn;
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzzing;
 mod request;
 mod response;
 mod tls;

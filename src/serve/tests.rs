@@ -446,3 +446,17 @@ fn client_gone_before_a_delayed_answer_is_harmless() {
     let mut client = connect(&server);
     assert_eq!(request(&mut client, &get("/")).status, 200);
 }
+
+/// Caught by the serve_conn fuzz check: after the client's FIN, a `/hang`
+/// at the head of the queue closed the connection at once, cutting short
+/// the large response still being written before it.
+#[test]
+fn half_closed_client_gets_the_whole_answer_before_a_hang() {
+    let server = default_server();
+    let mut client = connect(&server);
+    let n = 64 * 1024 * 1024;
+    send(&mut client, &[get(&format!("/bytes/{n}")), get("/hang")].concat());
+    client.get_ref().shutdown(std::net::Shutdown::Write).unwrap();
+    assert_eq!(read_reply(&mut client, false).body.len(), n);
+    assert!(closed(&mut client));
+}

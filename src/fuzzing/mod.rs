@@ -1,0 +1,23 @@
+//! Entry points for the fuzz targets in `fuzz/` (with the `fuzzing`
+//! feature) and the property tests below (`cargo test`): one function per
+//! parser, taking arbitrary bytes. Each derives its input from the bytes
+//! (a stream, cut points, flags, values to build), runs the parser and
+//! checks what must hold whatever the input; a violation panics, which
+//! libFuzzer reports as a crash. They are the same checks for both, so a
+//! property test exercises exactly what a fuzz target does.
+//!
+//! Only the normal build of the library leaves this module out; it is no
+//! API. `fuzz/README.md` lists the targets and how to run them.
+
+mod http;
+pub(crate) mod input;
+mod lua;
+mod text;
+
+#[cfg(test)]
+mod tests;
+
+pub use self::http::{built_request, chunked_body, request_batch, response_stream, run_responses};
+pub use crate::serve::fuzzing::{serve_connection, serve_requests};
+pub use lua::lua_transfer;
+pub use text::{command_line, units, url};
