@@ -389,8 +389,9 @@ fn pace_arguments_reach_the_pod_as_typed() {
 
 /// A stand-in `kubectl` on a PATH of its own: it writes each call into
 /// `calls` and answers from files the test writes: `job-status` and
-/// `job-message` (get job), `pods` (get pods), `logs/POD` (logs); the
-/// manifest of `create -f` is copied to `created.yaml`.
+/// `job-message` (get job; no file: an error), `pods` (get pods),
+/// `logs/POD` (logs); the manifest of `create -f` is copied to
+/// `created.yaml`, unless `job-exists` exists.
 struct FakeCluster {
     dir: tempfile::TempDir,
 }
@@ -402,7 +403,11 @@ printf '%s\n' "$*" >>"$cluster/calls"
 if [[ $1 == --namespace ]]; then shift 2; fi
 case "$1 $2" in
     "create configmap") ;;
-    "create -f") cp "$3" "$cluster/created.yaml" ;;
+    "create -f")
+        if [[ -e $cluster/job-exists ]]; then
+            echo 'Error from server (AlreadyExists): jobs.batch "x" already exists' >&2; exit 1
+        fi
+        cp "$3" "$cluster/created.yaml" ;;
     "get job")
         if [[ $* == *message* ]]; then cat "$cluster/job-message"; else cat "$cluster/job-status"; fi ;;
     "get pods")
@@ -687,7 +692,8 @@ fn a_failed_job_ends_run_sh_with_the_shards_messages() {
 #[test]
 fn a_job_that_does_not_end_is_given_up() {
     let cluster = FakeCluster::new();
-    cluster.write("job-status", "1/1/0/");
+    // Nor can its status be read: run.sh keeps asking until its deadline.
+    fs::remove_file(cluster.path("job-status")).unwrap();
     cluster.write("pods", "0 stuck-0-a Succeeded\n1 stuck-1-b Running\n");
     cluster.write("logs/stuck-0-a", "");
     cluster.write("logs/stuck-1-b", "");
@@ -712,8 +718,41 @@ fn a_job_that_does_not_end_is_given_up() {
     .wait(Duration::from_secs(30));
     assert_eq!(finished.code(), Some(2), "{finished}");
     assert!(finished.stderr.contains("did not finish within 1s of its start time"), "{finished}");
+    assert!(finished.stderr.contains("status unknown (kubectl failed)"), "{finished}");
     assert!(started.elapsed() >= Duration::from_secs(1), "{finished}");
     assert!(cluster.calls().contains("delete job stuck"), "{}", cluster.calls());
+}
+
+#[test]
+fn a_job_name_in_use_is_left_alone() {
+    let cluster = FakeCluster::new();
+    cluster.write("job-exists", "");
+    let files = cluster.path("files");
+    fs::create_dir(&files).unwrap();
+    fs::write(files.join("t.txt"), "GET http://app/\n").unwrap();
+    let finished = RunSh::start(
+        cluster.dir.path(),
+        &[
+            "--image",
+            "pace",
+            "--name",
+            "taken",
+            "--no-merge",
+            "--file",
+            files.join("t.txt").to_str().unwrap(),
+            "--",
+            "--targets",
+            "t.txt",
+        ],
+        &[("PATH", &cluster.path_env())],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(finished.code(), Some(1), "{finished}");
+    assert!(finished.stderr.contains("AlreadyExists"), "{finished}");
+    // Its own ConfigMap is removed, the Job that was there is not.
+    let calls = cluster.calls();
+    assert!(calls.contains("delete configmap taken-files"), "{calls}");
+    assert!(!calls.contains("delete job"), "{calls}");
 }
 
 #[test]

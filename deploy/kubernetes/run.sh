@@ -276,29 +276,38 @@ for ((i = 0; i < shards; i++)); do
 done
 render >"$out/job.yaml"
 
-created=false
+# What this run created, deleted at the end (never what was there before:
+# a name already taken makes kubectl create fail).
+made_files=false
+made_job=false
 # shellcheck disable=SC2317 # called by the trap
 cleanup() {
-    if $created && ! $keep; then
+    if $keep; then
+        return
+    fi
+    if $made_job; then
         kc delete job "$name" --ignore-not-found >/dev/null || say "could not delete job $name"
-        if [[ ${#files[@]} -gt 0 ]]; then
-            kc delete configmap "$name-files" --ignore-not-found >/dev/null || true
-        fi
         say "deleted job $name"
+    fi
+    if $made_files; then
+        kc delete configmap "$name-files" --ignore-not-found >/dev/null ||
+            say "could not delete configmap $name-files"
     fi
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 if [[ ${#files[@]} -gt 0 ]]; then
     from_files=()
     for file in "${files[@]}"; do
         from_files+=("--from-file=$file")
     done
-    created=true
     kc create configmap "$name-files" "${from_files[@]}" >/dev/null
+    made_files=true
 fi
-created=true
 kc create -f "$out/job.yaml" >/dev/null
+made_job=true
 say "job $name: $shards shards, starting at $start_at (in ${lead}s); manifest in $out/job.yaml"
 
 # The pods' index, name and phase, one pod a line.
@@ -335,13 +344,21 @@ deadline=$((start_epoch + timeout))
 warned_late=false
 last=
 while :; do
-    status=$(kc get job "$name" -o \
-        'jsonpath={.status.active}/{.status.succeeded}/{.status.failed}/{range .status.conditions[?(@.status=="True")]}{.type},{end}')
-    conditions=${status##*/}
+    # A failed kubectl call (the API server busy for a moment) is tried
+    # again until the deadline, not a reason to stop the run.
+    if status=$(kc get job "$name" -o \
+        'jsonpath={.status.active}/{.status.succeeded}/{.status.failed}/{range .status.conditions[?(@.status=="True")]}{.type},{end}'); then
+        IFS=/ read -r active succeeded failed conditions <<<"$status"
+        progress="running ${active:-0}, succeeded ${succeeded:-0}, failed ${failed:-0}"
+    else
+        conditions=
+        progress="status unknown (kubectl failed), trying again"
+    fi
     case ,$conditions in
         *,Complete,*) break ;;
         *,Failed,*)
-            say "job $name failed: $(kc get job "$name" -o 'jsonpath={.status.conditions[?(@.type=="Failed")].message}')"
+            message=$(kc get job "$name" -o 'jsonpath={.status.conditions[?(@.type=="Failed")].message}' || true)
+            say "job $name failed: $message"
             save_logs
             for ((i = 0; i < shards; i++)); do
                 if [[ -s $out/shard-$i.log ]] && grep -v '^{"schema_version":' "$out/shard-$i.log" | grep -q .; then
@@ -352,8 +369,6 @@ while :; do
             exit 2
             ;;
     esac
-    IFS=/ read -r active succeeded failed _ <<<"$status"
-    progress="running ${active:-0}, succeeded ${succeeded:-0}, failed ${failed:-0}"
     if [[ $progress != "$last" ]]; then
         say "job $name: $progress"
         last=$progress
@@ -361,7 +376,7 @@ while :; do
     now=$(date +%s)
     if ! $warned_late && ((now > start_epoch + 5)); then
         warned_late=true
-        late=$(pods | awk '$3 == "Pending" { print $2 }')
+        late=$(pods | awk '$3 == "Pending" { print $2 }' || true)
         if [[ -n $late ]]; then
             say "past the start time and still pending (a pod that starts after its first request was due refuses to run; a longer --lead helps):"
             kc get pods -l "pace.run=$name" -o wide >&2 || true
