@@ -109,6 +109,8 @@ pub struct OutputOptions {
     pub report_interval: Option<Duration>,
     /// `--hlog FILE`: a standard HdrHistogram interval log.
     pub hlog: Option<PathBuf>,
+    /// `-o/--output FILE`: the reports go to this file instead of stdout.
+    pub output: Option<PathBuf>,
     /// `--timeseries[=T]`: requests per interval of length T (wrx: 250 ms).
     pub timeseries: Option<Duration>,
     /// `--thread-timeseries`: the same per thread.

@@ -25,10 +25,20 @@ use crate::stats::{Interval, RunResult};
 
 /// The outputs of one run, opened before it starts.
 pub struct Outputs {
-    /// Where the periodic reports go as they happen: stdout.
-    live: Box<dyn Write>,
+    /// Where the header and the reports go.
+    reports: Destination,
     hlog: Option<HlogFile>,
     json: bool,
+}
+
+/// stdout, or the file of `-o`.
+enum Destination {
+    Stream(Box<dyn Write>),
+    File {
+        file: OutputFile,
+        /// A write failed: the file is incomplete and must not be committed.
+        failed: bool,
+    },
 }
 
 impl Outputs {
@@ -36,21 +46,34 @@ impl Outputs {
     /// next to their targets. Fails (exit code 2) when a file cannot be
     /// created, before any request is sent.
     pub fn start(cfg: &BenchConfig) -> Result<Outputs, Error> {
-        Outputs::with_live_output(cfg, Box::new(io::stdout()))
+        let reports = match &cfg.outputs.output {
+            Some(path) => Destination::File {
+                file: OutputFile::create(path).map_err(|e| file_error(path, e))?,
+                failed: false,
+            },
+            None => Destination::Stream(Box::new(io::stdout())),
+        };
+        Outputs::to(cfg, reports)
     }
 
-    fn with_live_output(cfg: &BenchConfig, live: Box<dyn Write>) -> Result<Outputs, Error> {
+    fn to(cfg: &BenchConfig, reports: Destination) -> Result<Outputs, Error> {
         let hlog = match &cfg.outputs.hlog {
             Some(path) => Some(HlogFile::create(path)?),
             None => None,
         };
-        Ok(Outputs { live, hlog, json: cfg.outputs.json })
+        Ok(Outputs { reports, hlog, json: cfg.outputs.json })
     }
 
-    /// Whether the `Running ...` header belongs on stdout: not with `-e`,
-    /// where stdout carries only JSON.
-    pub fn text_header(&self) -> bool {
-        !self.json
+    /// The `Running ...` header, but not with `-e`, where the output
+    /// carries only JSON.
+    pub fn header(&mut self, cfg: &BenchConfig) -> Result<(), Error> {
+        if self.json {
+            return Ok(());
+        }
+        self.reports.write(|out| {
+            text::write_header(out, cfg)?;
+            out.flush()
+        })
     }
 
     /// Takes one reporting period as soon as it is complete: with `-p`,
@@ -58,8 +81,17 @@ impl Outputs {
     /// with `--hlog`, its two log lines.
     /// One output failing does not keep the period from the others.
     pub fn interval(&mut self, cfg: &BenchConfig, interval: &Interval) -> Result<(), Error> {
+        let json = self.json;
         let report = match cfg.outputs.report_interval {
-            Some(_) => ignore_closed_stdout(self.write_period(cfg, interval)).map_err(report_error),
+            Some(_) => self.reports.write(|out| {
+                if json {
+                    json::write_line(out, &json::period_report(cfg, interval)?)?;
+                } else {
+                    periodic::write_period(out, cfg, interval)?;
+                }
+                // Each period is news; a pipe would otherwise hold it back.
+                out.flush()
+            }),
             None => Ok(()),
         };
         let log = match &mut self.hlog {
@@ -69,31 +101,52 @@ impl Outputs {
         report.and(log)
     }
 
-    fn write_period(&mut self, cfg: &BenchConfig, interval: &Interval) -> io::Result<()> {
-        if self.json {
-            json::write_line(&mut self.live, &json::period_report(cfg, interval)?)?;
-        } else {
-            periodic::write_period(&mut self.live, cfg, interval)?;
-        }
-        // Each period is news; a pipe would otherwise hold it back.
-        self.live.flush()
-    }
-
     /// After the run, interrupted or not: the final report and wrx's
-    /// blocks on `out`, then the files are committed. A file is committed
-    /// even when `out` fails; the first error is returned.
-    pub fn finish(
-        self,
-        cfg: &BenchConfig,
-        result: &RunResult,
-        out: &mut dyn Write,
-    ) -> Result<(), Error> {
-        let report = ignore_closed_stdout(write_final(out, cfg, result)).map_err(report_error);
-        let files = match self.hlog {
+    /// blocks, then the files are committed. A file is committed even
+    /// when another output fails; the first error is returned.
+    pub fn finish(mut self, cfg: &BenchConfig, result: &RunResult) -> Result<(), Error> {
+        let report = self.reports.write(|out| write_final(out, cfg, result));
+        let committed = self.reports.commit();
+        let log = match self.hlog {
             Some(hlog) => hlog.commit(result.runtime),
             None => Ok(()),
         };
-        report.and(files)
+        report.and(committed).and(log)
+    }
+}
+
+impl Destination {
+    /// Runs `write` on the destination. On stdout a closed pipe (`pace
+    /// ... | head`) is not an error worth a message: the reader has what
+    /// it wanted.
+    fn write(&mut self, write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Result<(), Error> {
+        match self {
+            Destination::Stream(out) => match write(out) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
+                Err(e) => Err(Error::Setup(format!("cannot write the report: {e}"))),
+                Ok(()) => Ok(()),
+            },
+            Destination::File { file, failed } => {
+                let written = write(file.writer());
+                *failed |= written.is_err();
+                written.map_err(|e| file_error(file.path(), e))
+            }
+        }
+    }
+
+    /// Puts the file of `-o` in place, if it was written completely.
+    fn commit(self) -> Result<(), Error> {
+        match self {
+            Destination::Stream(_) => Ok(()),
+            Destination::File { file, failed: true } => Err(Error::Setup(format!(
+                "{} was not written: an earlier write failed",
+                file.path().display()
+            ))),
+            Destination::File { file, failed: false } => {
+                let path = file.path().to_path_buf();
+                file.commit().map_err(|e| file_error(&path, e))
+            }
+        }
     }
 }
 
@@ -123,19 +176,6 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
     }
     slo::write_verdicts(out, &slo::verdicts(cfg, result))?;
     out.flush()
-}
-
-/// Output to a closed pipe (`pace ... | head`) is not an error worth a
-/// message; the reader has what it wanted.
-fn ignore_closed_stdout(result: io::Result<()>) -> io::Result<()> {
-    match result {
-        Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-        other => other,
-    }
-}
-
-fn report_error(e: io::Error) -> Error {
-    Error::Setup(format!("cannot write the report: {e}"))
 }
 
 /// The `--hlog` file being written.
@@ -262,14 +302,20 @@ mod tests {
             script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
+            measured_from: std::time::UNIX_EPOCH,
         }
     }
 
+    /// Outputs whose reports go to a buffer the test reads.
+    fn outputs(cfg: &BenchConfig, reports: &Shared) -> Outputs {
+        Outputs::to(cfg, Destination::Stream(Box::new(reports.clone()))).unwrap()
+    }
+
     /// Runs `cfg` over two periods of 100 and 50 requests; returns what
-    /// went to the live output during the run and to `out` at the end.
+    /// was written during the run and at the end.
     fn run(cfg: &BenchConfig) -> (String, String) {
-        let live = Shared::default();
-        let mut outputs = Outputs::with_live_output(cfg, Box::new(live.clone())).unwrap();
+        let reports = Shared::default();
+        let mut outputs = outputs(cfg, &reports);
         let periods = [period(0, 100), period(1, 50)];
         let mut result = measured(Stats::new(3), Duration::from_secs(2));
         result.series = vec![vec![100, 50]];
@@ -279,9 +325,10 @@ mod tests {
             result.total.merge(&p.stats);
         }
         result.threads = vec![ThreadTotals::from(&result.total)];
-        let mut out = Vec::new();
-        outputs.finish(cfg, &result, &mut out).unwrap();
-        (live.text(), String::from_utf8(out).unwrap())
+        let live = reports.text();
+        outputs.finish(cfg, &result).unwrap();
+        let out = reports.text()[live.len()..].to_string();
+        (live, out)
     }
 
     #[test]
@@ -291,7 +338,42 @@ mod tests {
         assert_eq!(live, "");
         assert!(out.starts_with("  Thread Stats"), "{out}");
         assert!(out.contains("  150 requests in 2.00s"), "{out}");
-        assert!(Outputs::start(&cfg).unwrap().text_header());
+    }
+
+    #[test]
+    fn the_header_is_text_only() {
+        for (json, expected) in [(false, "Running 2s test @ http://127.0.0.1:8080/\n"), (true, "")]
+        {
+            let cfg = config(Options { json, ..Options::default() });
+            let reports = Shared::default();
+            outputs(&cfg, &reports).header(&cfg).unwrap();
+            assert!(reports.text().starts_with(expected), "{}", reports.text());
+            assert_eq!(reports.text().is_empty(), json);
+        }
+    }
+
+    #[test]
+    fn an_output_file_gets_the_header_and_every_report() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("run.json");
+        let cfg = config(Options {
+            json: true,
+            report_interval: Some(Duration::from_secs(1)),
+            output: Some(path.clone()),
+            ..Options::default()
+        });
+        let mut outputs = Outputs::start(&cfg).unwrap();
+        outputs.header(&cfg).unwrap();
+        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        assert!(!path.exists(), "visible before the run ended");
+        let result = measured(period(0, 10).stats, Duration::from_secs(1));
+        outputs.finish(&cfg, &result).unwrap();
+        let written = fs::read_to_string(&path).unwrap();
+        let kinds: Vec<String> = written
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["report"].to_string())
+            .collect();
+        assert_eq!(kinds, ["\"period\"", "\"final\""]);
     }
 
     #[test]
@@ -315,7 +397,6 @@ mod tests {
             histogram: true,
             ..Options::default()
         });
-        assert!(!Outputs::start(&cfg).unwrap().text_header());
         let (live, out) = run(&cfg);
         let periods: Vec<serde_json::Value> =
             live.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
@@ -356,14 +437,14 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
-        let mut outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        let mut outputs = outputs(&cfg, &Shared::default());
         let temp = dir.path().join(format!("run.hlog.tmp-{}", std::process::id()));
         assert!(temp.exists());
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
         let mut result = measured(period(0, 10).stats, Duration::from_secs(1));
         result.interrupted = Some(Interruption::Interrupt);
-        outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
+        outputs.finish(&cfg, &result).unwrap();
         assert!(!temp.exists());
         let log = fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = log.lines().collect();
@@ -378,9 +459,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("empty.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
-        let outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        let outputs = outputs(&cfg, &Shared::default());
         let result = measured(Stats::new(3), Duration::ZERO);
-        outputs.finish(&cfg, &result, &mut io::sink()).unwrap();
+        outputs.finish(&cfg, &result).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }
 
@@ -404,17 +485,17 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("run.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
-        let mut outputs = Outputs::with_live_output(&cfg, Box::new(io::sink())).unwrap();
+        let reports = Shared::default();
+        let mut outputs = outputs(&cfg, &reports);
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         outputs.hlog.as_mut().unwrap().failed = true;
         let result = measured(period(0, 10).stats, Duration::from_secs(1));
-        let mut out = Vec::new();
-        match outputs.finish(&cfg, &result, &mut out) {
+        match outputs.finish(&cfg, &result) {
             Err(Error::Setup(message)) => assert!(message.contains("was not written"), "{message}"),
             _ => panic!("committed an incomplete log"),
         }
         // The report was still printed, and nothing is left on disk.
-        assert!(String::from_utf8(out).unwrap().contains("10 requests in 1.00s"));
+        assert!(reports.text().contains("10 requests in 1.00s"));
         assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 

@@ -22,7 +22,7 @@ use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
 use crate::slo;
-use crate::stats::{Interval, RunResult};
+use crate::stats::RunResult;
 use crate::sys;
 
 /// Upper bound of the test connection made to each resolved address: a
@@ -34,12 +34,15 @@ const DONE_GRACE: Duration = Duration::from_secs(1);
 
 /// Runs the benchmark described by the command line and prints the
 /// report; returns the exit code. In wrk's order: the script is loaded
-/// first (a broken script stops pace before any connection), then the
-/// target is resolved, the thread states are set up, the run happens, the
-/// report is printed, and the script's `done()` runs last.
+/// first (a broken script stops pace before any connection), the output
+/// files are opened, then the target is resolved, the thread states are
+/// set up, the run happens, the report is printed, and the script's
+/// `done()` runs last.
 pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     limits::check(cfg)?;
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
+    // A file that cannot be written stops pace before it connects.
+    let mut outputs = Outputs::start(cfg)?;
     let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {
         Some(script) => {
@@ -48,28 +51,11 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
         }
         None => fixed_workload(cfg, addrs[0]),
     };
-    let mut outputs = Outputs::start(cfg)?;
-    let text_header = outputs.text_header();
     let signals = Signals::install()?;
-    // The first error of the live outputs; the run goes on regardless.
-    let mut interval_error = None;
-    // What scripts print goes through C's stdio, the reports through
-    // Rust's: each report first pushes out what the scripts printed before
-    // it, so that lines never interleave and the order is wrk's (script
-    // output, the report, then what done() prints).
-    let finished = measure_with(cfg, addrs[0], workload, &signals, text_header, &mut |interval| {
-        sys::flush_c_stdout();
-        if let Err(error) = outputs.interval(cfg, interval) {
-            interval_error.get_or_insert(error);
-        }
-    })?;
+    let (finished, interval_error) = measure_with(cfg, addrs[0], workload, &signals, &mut outputs)?;
     sys::flush_c_stdout();
-    let mut out = io::stdout().lock();
-    let written = outputs.finish(cfg, &finished.result, &mut out);
+    let written = outputs.finish(cfg, &finished.result);
     report_interruption(&finished.result);
-    // Lua writes through C's stdio: what Rust buffered goes first.
-    let _ = out.flush();
-    drop(out);
     if !finished.overran.is_empty() {
         return overran(&finished);
     }
@@ -96,30 +82,37 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
 /// it measured.
 pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
     let signals = Signals::install()?;
-    measure_with(cfg, addr, workload, &signals, true, &mut |_| {})
+    let mut outputs = Outputs::start(cfg)?;
+    measure_with(cfg, addr, workload, &signals, &mut outputs).map(|(finished, _)| finished)
 }
 
-/// [`measure`], printing the header only if `print_header`, and passing
-/// every reporting period to `on_interval` as soon as it is complete.
+/// [`measure`], writing the header and every reporting period (as soon as
+/// it is complete) to `outputs`. Also returns the first error of those
+/// writes: the run goes on regardless.
 fn measure_with(
     cfg: &BenchConfig,
     addr: SocketAddr,
     workload: Workload,
     signals: &Signals,
-    print_header: bool,
-    on_interval: &mut dyn FnMut(&Interval),
-) -> Result<Finished, Error> {
+    outputs: &mut Outputs,
+) -> Result<(Finished, Option<Error>), Error> {
     let engine = Engine::prepare(cfg, addr)?;
-    // What the script printed in setup()/init() comes before the header.
+    // What scripts print goes through C's stdio, the reports through
+    // Rust's: each report first pushes out what the scripts printed before
+    // it (in setup() and init() before the header), so that lines never
+    // interleave and the order is wrk's (script output, the report, then
+    // what done() prints).
     sys::flush_c_stdout();
-    if print_header {
-        let mut out = io::stdout().lock();
-        print_ignoring_closed_stdout(report::text::write_header(&mut out, cfg))?;
-        let _ = out.flush();
-    }
-    let mut finished = engine.run(workload, signals, on_interval)?;
+    outputs.header(cfg)?;
+    let mut interval_error = None;
+    let mut finished = engine.run(workload, signals, &mut |interval| {
+        sys::flush_c_stdout();
+        if let Err(error) = outputs.interval(cfg, interval) {
+            interval_error.get_or_insert(error);
+        }
+    })?;
     finished.result.interrupted = signals.received();
-    Ok(finished)
+    Ok((finished, interval_error))
 }
 
 /// Script calls that did not return when the run was over: said on

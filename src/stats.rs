@@ -5,7 +5,7 @@
 //! HdrHistograms with the same geometry add count by count.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
 
@@ -340,6 +340,10 @@ pub struct RunResult {
     /// since the start (wrx's time series).
     pub series: Vec<Vec<u64>>,
     pub series_interval: Duration,
+    /// When the measured part of the run began, by the wall clock (after
+    /// the warm-up): where `runtime` starts, so that runs of several
+    /// machines can be put on one time line.
+    pub measured_from: SystemTime,
 }
 
 /// The measurements of one reporting period (`-p`, `--hlog`), all threads

@@ -9,7 +9,7 @@
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rustix::event::epoll;
 use rustix::event::Timespec;
@@ -25,6 +25,16 @@ pub fn now_ns() -> u64 {
         now.checked_sub(Duration::from_secs(3600)).unwrap_or(now)
     });
     Instant::now().duration_since(base).as_nanos() as u64
+}
+
+/// The wall-clock time of `ns` on [`now_ns`]'s clock.
+pub fn wall_clock_of(ns: u64) -> SystemTime {
+    let (now, wall) = (now_ns(), SystemTime::now());
+    if ns <= now {
+        wall.checked_sub(Duration::from_nanos(now - ns)).unwrap_or(UNIX_EPOCH)
+    } else {
+        wall + Duration::from_nanos(ns - now)
+    }
 }
 
 /// Lets the kernel fire this thread's timers as close to their deadline as

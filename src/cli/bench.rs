@@ -65,6 +65,7 @@ pub(super) enum Flag {
     ReportInterval,
     Json,
     Hlog,
+    Output,
     Timeseries,
     ThreadTimeseries,
     Histogram,
@@ -101,6 +102,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('e'), long: "json", flag: Flag::Json },
     Spec { short: None, long: "json_encoding", flag: Flag::Json },
     Spec { short: None, long: "hlog", flag: Flag::Hlog },
+    Spec { short: Some('o'), long: "output", flag: Flag::Output },
     Spec { short: None, long: "timeseries", flag: Flag::Timeseries },
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
@@ -247,6 +249,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             }
             Flag::Json => typed.outputs.json = true,
             Flag::Hlog => typed.outputs.hlog = Some(PathBuf::from(options.value(name)?)),
+            Flag::Output => typed.outputs.output = Some(PathBuf::from(options.value(name)?)),
             Flag::Timeseries => {
                 let slot = match options.optional_text(name)? {
                     Some(text) => period(name, &text)?,

@@ -58,6 +58,8 @@ Usage: pace <options> <url> [script args...]
         --percentiles     <L>  Latency percentiles to print
                                (e.g. 50,90,99,99.9)
         --hlog            <F>  Write an HdrHistogram interval log to F
+    -o, --output          <F>  Write the reports to F instead of stdout
+                               (complete, or not at all)
         --timeseries[=T]       Print requests per period of T
                                (default 250ms)
         --thread-timeseries    Print requests per period and thread

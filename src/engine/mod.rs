@@ -230,6 +230,11 @@ impl<'a> Engine<'a> {
             script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or(SERIES_SLOT),
+            measured_from: match cfg.start_at {
+                // Exactly, so that the shards of one plan line up.
+                Some(at) => at + cfg.warmup,
+                None => sys::wall_clock_of(start),
+            },
         };
         Ok(Finished { result, scripts, script_error, overran })
     }

@@ -11,7 +11,7 @@
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 use serde::ser::{SerializeMap, SerializeSeq, Serializer};
@@ -72,6 +72,11 @@ pub struct Report {
     pub schedule_lag: Summary,
     /// The uncorrected latency histogram, encoded as `hist`.
     pub uncorrected_hist: String,
+    /// The schedule lag histogram, encoded as `hist`.
+    pub lag_hist: String,
+    /// Each thread's requests per second over each 100 ms, the samples of
+    /// the `Req/Sec` row.
+    pub rate_samples: Vec<f64>,
     /// The whole run only.
     #[serde(flatten)]
     pub run: Option<RunOnly>,
@@ -154,6 +159,13 @@ impl Serialize for Percentiles {
 pub struct RunOnly {
     /// Paced mode: requests due before the end that were never sent.
     pub unsent: u64,
+    /// Who wrote the report: `pace` and its version.
+    pub generator: String,
+    /// When the measured part of the run began (after any warm-up), by
+    /// the wall clock, in Unix seconds: `elapsed_s` counts from there.
+    pub measured_from_unix_s: f64,
+    /// `--timeout`.
+    pub timeout_s: f64,
     /// `"SIGINT"` or `"SIGTERM"` when a signal ended the run early.
     pub interrupted_by: Option<&'static str>,
     /// The script stopped every thread (`thread:stop()`) before the end.
@@ -232,6 +244,8 @@ pub struct StageReport {
     pub requests: u64,
     pub corrected_p50_us: Option<u64>,
     pub corrected_p99_us: Option<u64>,
+    /// The stage's corrected latency histogram, encoded as `hist`.
+    pub hist: String,
 }
 
 /// One thread's totals.
@@ -298,6 +312,9 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
         unsent: result.total.errors.unsent,
+        generator: format!("pace {}", env!("CARGO_PKG_VERSION")),
+        measured_from_unix_s: unix_seconds(result.measured_from),
+        timeout_s: cfg.timeout.as_secs_f64(),
         interrupted_by: result.interrupted.map(|signal| signal.name()),
         stopped_by_script: result.script_stopped,
         per_thread: result
@@ -327,20 +344,22 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
             connections: cfg.connections_of_instance(),
         },
         start_at: cfg.start_at.map(crate::units::format_rfc3339),
-        start_at_unix_s: cfg
-            .start_at
-            .and_then(|at| at.duration_since(std::time::UNIX_EPOCH).ok())
-            .map(|since| since.as_secs_f64()),
+        start_at_unix_s: cfg.start_at.map(unix_seconds),
         plan: plan_info(cfg),
         warmup: (!cfg.warmup.is_zero()).then_some(WarmupInfo {
             duration_s: cfg.warmup.as_secs_f64(),
             requests: result.total.warmup.requests,
             errors: result.total.warmup.errors,
         }),
-        stages: stage_reports(cfg, result),
+        stages: stage_reports(cfg, result)?,
         slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
     });
     Ok(report)
+}
+
+/// Seconds since the Unix epoch (0 before it).
+fn unix_seconds(at: SystemTime) -> f64 {
+    at.duration_since(UNIX_EPOCH).map_or(0.0, |since| since.as_secs_f64())
 }
 
 fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
@@ -358,21 +377,29 @@ fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
     })
 }
 
-fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> Vec<StageReport> {
-    let Mode::Paced(spec) = &cfg.mode else { return Vec::new() };
+fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> io::Result<Vec<StageReport>> {
+    let Mode::Paced(spec) = &cfg.mode else { return Ok(Vec::new()) };
+    let stages = &result.total.stages;
     plan::stage_rows(cfg, spec, result)
         .into_iter()
-        .map(|row| StageReport {
-            index: row.index,
-            start_s: row.start.as_secs_f64(),
-            duration_s: row.duration.as_secs_f64(),
-            from_rate: row.from_rate,
-            to_rate: row.to_rate,
-            target_rate: row.target_rate,
-            achieved_rate: row.achieved_rate,
-            requests: row.requests,
-            corrected_p50_us: row.p50_us,
-            corrected_p99_us: row.p99_us,
+        .map(|row| {
+            let hist = match stages.get(row.index) {
+                Some(stage) => encode_compressed(&stage.corrected)?,
+                None => encode_compressed(&crate::stats::latency_histogram(cfg.digits))?,
+            };
+            Ok(StageReport {
+                index: row.index,
+                start_s: row.start.as_secs_f64(),
+                duration_s: row.duration.as_secs_f64(),
+                from_rate: row.from_rate,
+                to_rate: row.to_rate,
+                target_rate: row.target_rate,
+                achieved_rate: row.achieved_rate,
+                requests: row.requests,
+                corrected_p50_us: row.p50_us,
+                corrected_p99_us: row.p99_us,
+                hist,
+            })
         })
         .collect()
 }
@@ -432,6 +459,8 @@ fn common_fields(
         },
         schedule_lag: summary(&stats.lag, percentiles),
         uncorrected_hist: encode_compressed(&stats.uncorrected)?,
+        lag_hist: encode_compressed(&stats.lag)?,
+        rate_samples: stats.rate_samples.clone(),
         run: None,
     })
 }
@@ -505,6 +534,7 @@ mod tests {
             script_stopped: false,
             series: vec![vec![150, 150], vec![60, 40]],
             series_interval: Duration::from_secs(1),
+            measured_from: std::time::UNIX_EPOCH,
         }
     }
 

@@ -243,6 +243,7 @@ mod tests {
             script_stopped: false,
             series: vec![],
             series_interval: Duration::from_secs(1),
+            measured_from: std::time::UNIX_EPOCH,
         };
         lua.globals().set("summary", summary(&lua, &result).unwrap()).unwrap();
         let e = "summary.errors";

@@ -502,6 +502,7 @@ fn run_result() -> RunResult {
         script_stopped: false,
         series: vec![],
         series_interval: Duration::from_secs(1),
+        measured_from: std::time::UNIX_EPOCH,
     }
 }
 

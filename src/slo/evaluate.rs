@@ -266,6 +266,7 @@ mod tests {
             script_stopped: false,
             series: vec![],
             series_interval: Duration::from_millis(250),
+            measured_from: std::time::UNIX_EPOCH,
         }
     }
 
