@@ -100,7 +100,9 @@ pub fn command_line(data: &[u8]) {
     match cli::parse(arguments(data)) {
         Ok(Command::Bench { config, .. }) => {
             assert!(config.threads >= 1 && config.connections >= config.threads);
-            assert!(!config.duration.is_zero() && !config.timeout.is_zero());
+            // No duration: a closed loop bounded by -n alone.
+            assert!(!config.duration.is_some_and(|d| d.is_zero()) && !config.timeout.is_zero());
+            assert!(config.duration.is_some() || config.requests.is_some());
             assert!((1..=5).contains(&config.digits));
             if let Mode::Paced(plan) = &config.mode {
                 let rates = std::iter::once(plan.rate).chain(plan.stages.iter().map(|s| s.rate));
@@ -113,6 +115,7 @@ pub fn command_line(data: &[u8]) {
                 .all(|(name, value)| { !name.is_empty() && !value.contains(['\r', '\n']) }));
         }
         Ok(Command::Serve(options)) => assert!(options.threads >= 1),
+        Ok(Command::Merge(args)) => assert!(!args.files.is_empty()),
         Ok(Command::Demo | Command::Help(_) | Command::Version(_)) => {}
         Err(Error::Usage(message)) => assert!(!message.is_empty()),
         Err(other) => panic!("not a usage error: {other:?}"),
