@@ -3,9 +3,12 @@
 //! One thread per connection; every request gets an empty 200. The time of
 //! arrival is the kernel's receive stamp of the packet (SO_TIMESTAMPNS),
 //! so the server's own scheduling on a busy machine does not blur it.
+//!
+//! Each test binary that includes this uses only part of it.
+#![allow(dead_code)]
 
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -16,14 +19,18 @@ const RESPONSE: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
 
 pub struct ArrivalServer {
     addr: SocketAddr,
-    /// Wall-clock nanoseconds.
-    arrivals: Arc<Mutex<Vec<u64>>>,
+    /// Wall-clock nanoseconds, and who sent the request.
+    arrivals: Arc<Mutex<Vec<(u64, IpAddr)>>>,
     stop: Arc<AtomicBool>,
 }
 
 impl ArrivalServer {
     pub fn start() -> ArrivalServer {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        ArrivalServer::on(TcpListener::bind("127.0.0.1:0").expect("bind"))
+    }
+
+    /// Serves on `listener` (bound wherever the caller chose).
+    pub fn on(listener: TcpListener) -> ArrivalServer {
         let addr = listener.local_addr().unwrap();
         listener.set_nonblocking(true).unwrap();
         let arrivals = Arc::new(Mutex::new(Vec::new()));
@@ -32,9 +39,9 @@ impl ArrivalServer {
         thread::spawn(move || {
             while !stopping.load(Ordering::Relaxed) {
                 match listener.accept() {
-                    Ok((stream, _)) => {
+                    Ok((stream, peer)) => {
                         let (noted, stopping) = (noted.clone(), stopping.clone());
-                        thread::spawn(move || serve(stream, &noted, &stopping));
+                        thread::spawn(move || serve(stream, peer.ip(), &noted, &stopping));
                     }
                     Err(_) => thread::sleep(Duration::from_millis(1)),
                 }
@@ -49,10 +56,15 @@ impl ArrivalServer {
 
     /// When each request arrived, in order, in seconds from the first.
     pub fn arrivals(&self) -> Vec<f64> {
+        self.arrivals_from().into_iter().map(|(t, _)| t).collect()
+    }
+
+    /// [`ArrivalServer::arrivals`] with the address each came from.
+    pub fn arrivals_from(&self) -> Vec<(f64, IpAddr)> {
         let mut arrivals = self.arrivals.lock().unwrap().clone();
         arrivals.sort_unstable();
-        let Some(&first) = arrivals.first() else { return Vec::new() };
-        arrivals.iter().map(|t| (t - first) as f64 / 1e9).collect()
+        let Some(&(first, _)) = arrivals.first() else { return Vec::new() };
+        arrivals.iter().map(|&(t, peer)| ((t - first) as f64 / 1e9, peer)).collect()
     }
 }
 
@@ -63,7 +75,12 @@ impl Drop for ArrivalServer {
 }
 
 /// Reads requests (heads without bodies) and answers each as it arrives.
-fn serve(mut stream: TcpStream, noted: &Mutex<Vec<u64>>, stopping: &AtomicBool) {
+fn serve(
+    mut stream: TcpStream,
+    peer: IpAddr,
+    noted: &Mutex<Vec<(u64, IpAddr)>>,
+    stopping: &AtomicBool,
+) {
     let _ = stream.set_nodelay(true);
     let _ = stream.set_read_timeout(Some(Duration::from_millis(200)));
     let on: libc::c_int = 1;
@@ -91,7 +108,7 @@ fn serve(mut stream: TcpStream, noted: &Mutex<Vec<u64>>, stopping: &AtomicBool) 
         pending.extend_from_slice(&buf[..n]);
         while let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
             pending.drain(..end + 4);
-            noted.lock().unwrap().push(now);
+            noted.lock().unwrap().push((now, peer));
             if stream.write_all(RESPONSE).is_err() {
                 return;
             }

@@ -120,7 +120,18 @@ pub fn spawn_pace(args: &[&str]) -> Running {
 
 /// [`spawn_pace`] with these environment variables set.
 pub fn spawn_pace_with_env(args: &[&str], env: &[(&str, &str)]) -> Running {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_pace"))
+    spawn(Command::new(env!("CARGO_BIN_EXE_pace")), args, env)
+}
+
+/// [`spawn_pace`] in the network namespace `netns` (`ip netns exec`).
+pub fn spawn_pace_in(netns: &str, args: &[&str]) -> Running {
+    let mut command = Command::new("ip");
+    command.args(["netns", "exec", netns, env!("CARGO_BIN_EXE_pace")]);
+    spawn(command, args, &[])
+}
+
+fn spawn(mut command: Command, args: &[&str], env: &[(&str, &str)]) -> Running {
+    let mut child = command
         .args(args)
         .envs(env.iter().copied())
         .env("RUST_BACKTRACE", "1")
