@@ -23,6 +23,10 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            and stages (2000/s, ramp to 10000/s, hold, ramp down): how far
            actual sends are from intended ones (schedule lag p50/p99, from
            pace's own JSON), achieved rate and CPU per request
+  shards   one plan (-R 10000 -t1 -c48) sent by one pace, then by three
+           shards (--shard i/3, one --start-at) on the same CPU 1: the
+           achieved rate and pacing jitter on the wire (grid p50/p99
+           against one even grid at 10000/s), and CPU per request
 
 $PACE_BASE names an earlier pace binary: closed, paced, wide and plans then
 measure it too, in the same run ("base"), for before/after ratios.
@@ -34,7 +38,7 @@ python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
 (paths in $WRK2 and $OHA; see bench/README.md). $BENCH_PORT (default
 18080) is nginx's port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards]
 """
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -51,7 +55,7 @@ URL = f'http://127.0.0.1:{PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards')
 
 
 def have(path):
@@ -68,7 +72,7 @@ def missing_tools(parts):
     need(WRK, 'wrk', 'apt-get install wrk')
     need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
     need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
-    if {'paced', 'wide'} & set(parts):
+    if {'paced', 'wide', 'shards'} & set(parts):
         need(shutil.which('tcpdump') or os.path.exists('/usr/sbin/tcpdump'), 'tcpdump', 'apt-get install tcpdump')
         numpy = have(PYTHON_WITH_NUMPY) and subprocess.run(
             [PYTHON_WITH_NUMPY, '-c', 'import numpy'], capture_output=True).returncode == 0
@@ -245,6 +249,39 @@ def plans(rounds):
     median_table(f'plans at -R 10000 -t1 -c50 (median of {rounds})', {k: v for k, v in rows.items() if v['lag_p50']})
 
 
+def shards(rounds):
+    """The same plan from one instance and from three shards started
+    together: on the wire the server must see the same one even schedule."""
+    rate, count = 10000, 3
+    rows = {name: {'achieved': [], 'grid_p50': [], 'grid_p99': [], 'cpu_us': []}
+            for name in ('1 instance', f'{count} shards')}
+    plan = ['-t1', '-c48', '-d10s', f'-R{rate}', '-e']
+    for _ in range(rounds):
+        for name, shards in (('1 instance', 1), (f'{count} shards', count)):
+            with tempfile.TemporaryDirectory() as out, tempfile.NamedTemporaryFile('r') as t:
+                if shards == 1:
+                    script = f'taskset -c 1 {shlex.join([PACE] + plan + [URL])} > {out}/0.json'
+                else:
+                    # A start 1 s ahead: every shard has connected by then.
+                    script = 'start=$(python3 -c "import time; print(f\'{time.time() + 1:.6f}\')")\n'
+                    for i in range(shards):
+                        cmd = [PACE] + plan + ['--shard', f'{i}/{shards}', URL]
+                        script += f'taskset -c 1 {shlex.join(cmd)} --start-at "$start" > {out}/{i}.json &\n'
+                    script += 'wait\n'
+                wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c', script]
+                report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(HERE, 'pacing.py'), str(PORT), str(rate),
+                                         '2', '--'] + wrapped, capture_output=True, text=True).stdout
+                figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
+                cpu = sum(map(float, t.read().split()[-2:]))
+                requests = sum(json.load(open(f'{out}/{i}.json'))['requests'] for i in range(shards))
+            row = rows[name]
+            for key in ('achieved', 'grid_p50', 'grid_p99'):
+                if key in figures:
+                    row[key].append(figures[key])
+            row['cpu_us'].append(cpu / max(requests, 1) * 1e6)
+    median_table(f'shards: -R {rate} -t1 -c48, one instance or {count} shards on CPU 1 (median of {rounds})', rows)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
@@ -280,6 +317,8 @@ def main():
             paced(args.rounds, 2, 1000, 'wide')
         if 'plans' in parts:
             plans(args.rounds)
+        if 'shards' in parts:
+            shards(args.rounds)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
