@@ -190,18 +190,11 @@ fn refuse_the_same_run_twice(runs: &[SavedRun]) -> Result<(), String> {
 
 /// The settings of shards of one plan: the plan's, for the shards there.
 fn shard_settings(runs: &[SavedRun], present: usize, count: usize) -> Settings {
-    let first = &runs[0].settings;
+    let plan = &runs[0].settings.plan;
     Settings {
-        url: urls(runs),
-        threads: runs.iter().map(|r| r.settings.threads).sum(),
-        connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
-        instance_connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
-        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
-        shard: Shard::WHOLE,
-        start_at: common(runs, |s| s.start_at).flatten(),
         // The shards there send their share of the plan.
-        plan: first.plan.as_ref().map(|plan| scaled(plan, present as f64 / count as f64)),
-        ..first.clone()
+        plan: plan.as_ref().map(|plan| scaled(plan, present as f64 / count as f64)),
+        ..added(runs)
     }
 }
 
@@ -227,17 +220,27 @@ fn run_settings(runs: &[SavedRun], notes: &mut Vec<String>) -> Settings {
     };
     let limits: Option<Vec<u64>> = runs.iter().map(|r| r.settings.requests_limit).collect();
     Settings {
-        url: urls(runs),
-        threads: runs.iter().map(|r| r.settings.threads).sum(),
-        connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
-        instance_connections: runs.iter().map(|r| r.settings.instance_connections).sum(),
-        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
-        shard: Shard::WHOLE,
-        start_at: common(runs, |s| s.start_at).flatten(),
         plan,
         warmup,
         duration,
         requests_limit: limits.map(|limits| limits.iter().sum()),
+        ..added(runs)
+    }
+}
+
+/// What adds up whatever the inputs are: threads and connections summed,
+/// the longest timeout, one start when all had it; the rest the first's.
+fn added(runs: &[SavedRun]) -> Settings {
+    let first = &runs[0].settings;
+    let connections = runs.iter().map(|r| r.settings.instance_connections).sum();
+    Settings {
+        url: urls(runs),
+        threads: runs.iter().map(|r| r.settings.threads).sum(),
+        connections,
+        instance_connections: connections,
+        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
+        shard: Shard::WHOLE,
+        start_at: common(runs, |s| s.start_at).flatten(),
         ..first.clone()
     }
 }

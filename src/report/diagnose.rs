@@ -14,7 +14,9 @@
 //!   a lag that a fast one would not.
 //! - Lag is blamed on pace's CPU or on the connections by where due
 //!   requests waited ([`Generator`]): with a connection free (pace was
-//!   busy or not given the CPU), or for one.
+//!   busy or not given the CPU), or for one. Both are named when each
+//!   had a quarter of the wait or more: a server that froze on a machine
+//!   that also starved pace had both.
 //! - Waiting for connections is "too few connections" when Little's law
 //!   says so (rate x mean latency fills more than 90% of them), and the
 //!   server's slow spells otherwise.
@@ -37,9 +39,9 @@ use crate::units::format_time_us;
 const LAG_SHARE: f64 = 0.25;
 /// ...and above this, in microseconds.
 const LAG_FLOOR_US: u64 = 1000;
-/// Lag is pace's own when due requests spent at least this share of their
-/// wait with a connection free.
-const GENERATOR_SHARE: f64 = 0.5;
+/// A cause of lag (waiting for pace, or for a connection) is named when
+/// it had at least this share of the due requests' wait.
+const CAUSE_SHARE: f64 = 0.25;
 /// Little's law: the connections are too few when rate x mean latency
 /// keeps more than this share of them busy...
 const MAX_BUSY_SHARE: f64 = 0.9;
@@ -154,13 +156,13 @@ pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
     let busy = rate * spectrum::mean(&stats.uncorrected) / 1e6;
     let short_of_connections = busy > MAX_BUSY_SHARE * connections as f64;
     let generator_share = generator_share(&stats.generator);
-    let waited_for_connections = lag.matters && generator_share < GENERATOR_SHARE;
+    let waited_for_connections = lag.matters && 1.0 - generator_share >= CAUSE_SHARE;
     if short_of_connections && (waited_for_connections || e.unsent > 0) {
         found.push(too_few_connections(cfg, stats, rate, busy, lag));
     } else if waited_for_connections && !failed && !timed_out {
         found.push(server_slow_spells(stats, connections, busy, lag));
     }
-    if lag.matters && generator_share >= GENERATOR_SHARE {
+    if lag.matters && generator_share >= CAUSE_SHARE {
         found.push(generator_cpu(stats, lag, generator_share));
     }
     if e.unsent > 0 {
@@ -318,7 +320,7 @@ fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
     Diagnostic {
         code: Code::GeneratorCpu,
         message: format!(
-            "pace was short of CPU: due requests waited for pace, not for a connection ({:.0}% \
+            "pace was short of CPU: due requests waited for pace with a connection free ({:.0}% \
              of their wait), schedule lag p99 {} against an uncorrected latency p99 of {}; \
              {advice}. The corrected latency above includes the wait",
             share * 100.0,
@@ -448,7 +450,7 @@ mod tests {
         assert_eq!(found[0].code, Code::GeneratorCpu);
         assert_eq!(
             found[0].message,
-            "pace was short of CPU: due requests waited for pace, not for a connection (80% of \
+            "pace was short of CPU: due requests waited for pace with a connection free (80% of \
              their wait), schedule lag p99 5.00ms against an uncorrected latency p99 of \
              200.00us; its busiest thread was on the CPU 97% of the time: add threads (-t, up \
              to the cores) or make the script cheaper. The corrected latency above includes \
@@ -532,6 +534,21 @@ mod tests {
             "{}",
             found[0].message
         );
+    }
+
+    #[test]
+    fn a_stall_on_a_starved_machine_names_both_causes() {
+        // The server froze (sends waited for connections), and draining
+        // the backlog afterwards waited for a starved pace: 40% and 60%.
+        let cfg = config(1000.0, 10);
+        let mut stats = run(1000, 20);
+        stats.uncorrected.record(1_000_000).unwrap();
+        stats.lag.record_n(400_000, 200).unwrap();
+        stats.generator.waiting_for_connection_us = 40_000_000;
+        stats.generator.waiting_for_generator_us = 60_000_000;
+        stats.generator.busiest_thread_cpu = 0.03;
+        let codes: Vec<Code> = diagnose(&cfg, &result(stats)).iter().map(|d| d.code).collect();
+        assert_eq!(codes, vec![Code::ServerStalled, Code::GeneratorCpu]);
     }
 
     #[test]
