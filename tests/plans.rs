@@ -18,21 +18,22 @@ fn gaps(arrivals: &[f64]) -> Vec<f64> {
     arrivals.windows(2).map(|w| w[1] - w[0]).collect()
 }
 
-/// Median over mean, and the share of gaps under a fifth of the mean.
+/// The shares of gaps over twice the mean and under a fifth of it.
 fn shape(gaps: &[f64]) -> (f64, f64) {
     let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
-    let mut sorted = gaps.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let short = gaps.iter().filter(|&&g| g < mean / 5.0).count() as f64 / gaps.len() as f64;
-    (median / mean, short)
+    let share = |keep: &dyn Fn(f64) -> bool| {
+        gaps.iter().filter(|&&g| keep(g)).count() as f64 / gaps.len() as f64
+    };
+    (share(&|g| g > 2.0 * mean), share(&|g| g < mean / 5.0))
 }
 
-/// Poisson arrivals have exponential gaps: the median gap is ln 2 = 0.69
-/// of the mean and 1 - e^-0.2 = 18% of the gaps are under a fifth of it;
-/// evenly spaced arrivals have neither. About 4000 gaps: the estimates'
-/// spread is a few percent, the bounds allow for the jitter of a busy
-/// machine (tens of microseconds against a 500 us mean).
+/// Poisson arrivals have exponential gaps: e^-2 = 13.5% of them are over
+/// twice the mean and 1 - e^-0.2 = 18% under a fifth of it; evenly spaced
+/// arrivals have neither. About 4000 gaps: the shares' spread is under a
+/// percentage point. A machine busy elsewhere delays some sends, which
+/// bunches them: more short gaps, few long ones (a long gap shortens only
+/// by a delay comparable to the mean gap, 500 us). So the long gaps carry
+/// the check, and the short ones are bounded from below only.
 #[test]
 fn poisson_gaps_look_exponential_on_the_server() {
     let _load = load_lock();
@@ -43,17 +44,26 @@ fn poisson_gaps_look_exponential_on_the_server() {
     let arrivals = server.arrivals();
     // A Poisson count: 4000 on average, standard deviation 63.
     assert!((3_600..=4_400).contains(&arrivals.len()), "{} arrivals\n{run}", arrivals.len());
-    let (median, short) = shape(&gaps(&arrivals));
-    assert!((0.58..=0.80).contains(&median), "median gap / mean {median}\n{run}");
-    assert!((0.12..=0.25).contains(&short), "{short} of the gaps under mean/5\n{run}");
+    let (poisson_long, short) = shape(&gaps(&arrivals));
+    assert!(
+        (0.09..=0.19).contains(&poisson_long),
+        "{poisson_long} of the gaps over twice the mean\n{run}"
+    );
+    assert!(short >= 0.12, "{short} of the gaps under mean/5\n{run}");
     drop(server);
 
     let server = ArrivalServer::start();
     let url = server.url();
     let run = pace(&["-t2", "-c16", "-d2s", "-R2000", &url], LIMIT);
     run.assert_ok();
-    let (median, short) = shape(&gaps(&server.arrivals()));
-    assert!(median > 0.8 && short < 0.05, "even plan: median {median}, short {short}\n{run}");
+    // Long gaps in an even plan come only from stalls of the machine (each
+    // makes one): a few percent on a machine loaded to 3 runnable threads
+    // per core, far from the Poisson run's share on the same machine.
+    let (long, _) = shape(&gaps(&server.arrivals()));
+    assert!(
+        long < 0.07 && long < poisson_long / 2.0,
+        "even plan: {long} of the gaps over twice the mean (Poisson: {poisson_long})\n{run}"
+    );
 }
 
 /// `-R100 --stages 1s:100,1s:500,1s:500`: 100/s for a second, a ramp to
