@@ -1,7 +1,7 @@
 //! The command line: which command to run, with which options.
 //!
-//! `pace serve ...`, `pace demo`, `pace merge ...` and
-//! `pace help [serve|demo|merge]` are
+//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...` and
+//! `pace help [serve|demo|merge|report]` are
 //! subcommands, recognised by the first word only; anything else is a
 //! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
 //! [`Command`] (help and version texts included) or an [`Error::Usage`] with
@@ -38,6 +38,8 @@ pub enum Command {
     Demo,
     /// `pace merge`: report saved runs as one.
     Merge(crate::merge::MergeArgs),
+    /// `pace report`: report one saved run again.
+    Report(crate::merge::MergeArgs),
     /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
@@ -54,6 +56,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "serve" => serve::parse_serve,
         "demo" => serve::parse_demo,
         "merge" => merge::parse_merge,
+        "report" => merge::parse_report,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -66,16 +69,17 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-/// `pace help [serve|demo]`.
+/// `pace help [serve|demo|merge|report]`.
 fn help(topics: Vec<OsString>) -> Result<Command, Error> {
     let text = match topics.first().map(|topic| topic.to_string_lossy()) {
         None => usage::main(),
         Some(topic) if topic == "serve" => usage::serve(),
         Some(topic) if topic == "demo" => usage::demo(),
         Some(topic) if topic == "merge" => usage::merge(),
+        Some(topic) if topic == "report" => usage::report(),
         Some(topic) => {
             return Err(Error::Usage(format!(
-                "unknown command '{topic}' (commands: serve, demo, merge)"
+                "unknown command '{topic}' (commands: serve, demo, merge, report)"
             )))
         }
     };
@@ -113,10 +117,12 @@ mod tests {
         assert_eq!(help_text(&["help", "serve"]), help_text(&["serve", "-h"]));
         assert_eq!(help_text(&["help", "demo"]), help_text(&["demo", "--help"]));
         assert_eq!(help_text(&["help", "merge"]), help_text(&["merge", "-h"]));
+        assert_eq!(help_text(&["help", "report"]), help_text(&["report", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
         assert!(matches!(
             run(&["help", "bogus"]),
-            Err(Error::Usage(m)) if m == "unknown command 'bogus' (commands: serve, demo, merge)"
+            Err(Error::Usage(m))
+                if m == "unknown command 'bogus' (commands: serve, demo, merge, report)"
         ));
     }
 }
