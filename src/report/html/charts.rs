@@ -38,7 +38,9 @@ pub fn spectrum(
             .map(|step| {
                 let decades = reach * f64::from(step) / f64::from(SPECTRUM_POINTS);
                 let percentile = 100.0 - 100.0 / 10f64.powf(decades);
-                (percentile, ms(value_at_percentile(h, percentile)))
+                // The line ends at the maximum, at its reach.
+                let value = if step == SPECTRUM_POINTS { 100.0 } else { percentile };
+                (percentile, ms(value_at_percentile(h, value)))
             })
             .collect();
         series.push(Series {
@@ -133,7 +135,7 @@ pub fn statuses_and_errors(periods: &[PeriodPoint]) -> Option<Chart> {
         ("3xx", "s5", class(3), false),
         ("4xx", "s4", class(4), false),
         ("5xx", "s3", class(5), false),
-        ("other statuses", "s6", Box::new(|p| other_statuses(p)), false),
+        ("other statuses", "s6", Box::new(other_statuses), false),
         ("socket errors", "s2", Box::new(|p| p.errors.socket_total()), true),
         ("unsent", "s6", Box::new(|p| p.errors.unsent), true),
     ];
@@ -258,9 +260,9 @@ mod tests {
         assert_eq!(latency.series.len(), 4);
         assert!(latency.series.iter().all(|s| s.points.len() == 5));
         assert_eq!(latency.series[0].points[0], (0.05, 0.1));
-        let throughput = throughput(&periods).unwrap();
-        assert_eq!(throughput.series[0].points[0], (0.05, 100.0));
-        assert_eq!(throughput.series[1].name, "target");
+        let rates = throughput(&periods).unwrap();
+        assert_eq!(rates.series[0].points[0], (0.05, 100.0));
+        assert_eq!(rates.series[1].name, "target");
         let statuses = statuses_and_errors(&periods).unwrap();
         let names: Vec<&str> = statuses.series.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(names, ["2xx", "5xx", "socket errors"]);
