@@ -191,7 +191,10 @@ fn run_with_errors() {
     pace(&args, LIMIT).assert_ok();
     let dom = check_page(&page, &[&["spectrum"][..], &TIME_CHARTS, &["lag"]].concat(), 5);
     assert_eq!(lines_of(&dom, "statuses"), ["5xx"]);
-    assert!(dom.contains("errors</p>"), "the verdict counts the errors");
+    assert!(
+        dom.contains("errors: connect 0, read 0, write 0, timeout 0, status &gt; 399 "),
+        "the verdict counts the errors:\n{dom}"
+    );
     assert!(dom.contains("503: "), "the status codes are listed");
 }
 

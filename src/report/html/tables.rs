@@ -140,6 +140,13 @@ pub fn verdict(page: &Page) -> String {
     };
     let mut out = format!(r#"<p class="verdict {class}">{}</p>"#, escape(&headline));
     let mut notes = Vec::new();
+    if errors > 0 {
+        notes.push(format!(
+            "{errors} errors: connect {}, read {}, write {}, timeout {}, status > 399 {}, \
+             unsent {}.",
+            e.connect, e.read, e.write, e.timeout, e.status, e.unsent
+        ));
+    }
     if let Some(signal) = result.interrupted {
         notes.push(format!(
             "Stopped early by {}: the report covers what was measured.",
