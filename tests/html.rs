@@ -77,7 +77,7 @@ fn render(page: &Path) -> String {
 }
 
 /// The charts of a rendered page: each `data-chart` with the number of
-/// points of each of its lines (by `data-series`).
+/// points of each of its lines (`<path>`s, by `data-series`).
 fn charts(dom: &str) -> Vec<(String, Vec<(String, usize)>)> {
     let attribute = |text: &str, name: &str| -> Option<String> {
         let start = text.find(&format!("{name}=\""))? + name.len() + 2;
@@ -89,12 +89,13 @@ fn charts(dom: &str) -> Vec<(String, Vec<(String, usize)>)> {
             let svg = &svg[..svg.find("</svg>").expect("a closed svg")];
             let kind = attribute(svg, "data-chart").expect("every chart says what it is");
             let lines = svg
-                .split("<polyline ")
+                .split("<path ")
                 .skip(1)
                 .map(|line| {
                     let name = attribute(line, "data-series").expect("a named line");
-                    let points = attribute(line, "points").expect("points");
-                    (name, points.split_whitespace().count())
+                    let path = attribute(line, "d").expect("a path");
+                    // Points are `Mx,y` or `Lx,y`.
+                    (name, path.split_whitespace().filter(|p| p.contains(',')).count())
                 })
                 .collect();
             (kind, lines)

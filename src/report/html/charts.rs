@@ -81,7 +81,8 @@ pub fn latency_over_time(periods: &[PeriodPoint], uncorrected: bool) -> Option<C
         .map(|(name, class, pick, dashed)| Series {
             name: name.into(),
             class,
-            points: periods.iter().filter_map(|p| Some((p.middle_s(), ms(pick(p)?)))).collect(),
+            // A period without responses breaks the line.
+            points: periods.iter().map(|p| (p.middle_s(), pick(p).map_or(f64::NAN, ms))).collect(),
             dashed,
         })
         .collect();

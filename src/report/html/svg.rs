@@ -228,9 +228,11 @@ impl Chart {
         let bottom = HEIGHT - BOTTOM;
         for value in self.x.scale.ticks() {
             let (x, _) = self.at((value, 0.0));
+            // The label at the right end would stick out of the picture.
+            let anchor = if x > WIDTH - RIGHT - 1.0 { "end" } else { "middle" };
             let _ = write!(
                 out,
-                r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/><text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                r#"<line class="grid" x1="{x:.1}" y1="{TOP}" x2="{x:.1}" y2="{bottom}"/><text x="{x:.1}" y="{:.1}" text-anchor="{anchor}">{}</text>"#,
                 bottom + 16.0,
                 escape(&(self.x.label)(value))
             );
@@ -260,31 +262,39 @@ impl Chart {
         out
     }
 
-    /// One series as a polyline (and a dot when it has a single point,
-    /// which a line cannot show).
+    /// One series as a path: a run of points is a line, a point that is
+    /// not a number (a period with nothing to show) breaks it, and a point
+    /// alone between breaks gets a dot, which a line cannot show.
     fn line(&self, series: &Series) -> String {
-        let points: Vec<String> = series
-            .points
-            .iter()
-            .filter(|(x, y)| x.is_finite() && y.is_finite())
-            .map(|&p| {
-                let (x, y) = self.at(p);
-                format!("{x:.1},{y:.1}")
-            })
-            .collect();
+        let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
+        for &(x, y) in &series.points {
+            if x.is_finite() && y.is_finite() {
+                runs.last_mut().expect("never empty").push(self.at((x, y)));
+            } else if !runs.last().expect("never empty").is_empty() {
+                runs.push(Vec::new());
+            }
+        }
+        let mut d = Vec::new();
+        let mut dots = String::new();
+        for run in runs.iter().filter(|run| !run.is_empty()) {
+            for (i, (x, y)) in run.iter().enumerate() {
+                d.push(format!("{}{x:.1},{y:.1}", if i == 0 { 'M' } else { 'L' }));
+            }
+            if let [(x, y)] = run.as_slice() {
+                let _ = write!(
+                    dots,
+                    r#"<circle class="dot {}" cx="{x:.1}" cy="{y:.1}" r="3"/>"#,
+                    series.class
+                );
+            }
+        }
         let dashed = if series.dashed { " dashed" } else { "" };
         let name = escape(&series.name);
-        let mut out = format!(
-            r#"<polyline class="line {}{dashed}" data-series="{name}" points="{}"><title>{name}</title></polyline>"#,
+        format!(
+            r#"<path class="line {}{dashed}" data-series="{name}" d="{}"><title>{name}</title></path>{dots}"#,
             series.class,
-            points.join(" ")
-        );
-        if let [only] = points.as_slice() {
-            let (x, y) = only.split_once(',').unwrap_or(("0", "0"));
-            let _ =
-                write!(out, r#"<circle class="dot {}" cx="{x}" cy="{y}" r="3"/>"#, series.class);
-        }
-        out
+            d.join(" ")
+        )
     }
 }
 
@@ -373,13 +383,21 @@ mod tests {
                     points: vec![(0.0, 0.0), (5.0, 5.0), (10.0, 10.0), (f64::NAN, 1.0)],
                     dashed: false,
                 },
-                Series { name: "one".into(), class: "s2", points: vec![(5.0, 5.0)], dashed: true },
+                Series {
+                    name: "gaps".into(),
+                    class: "s2",
+                    points: vec![(0.0, 0.0), (1.0, f64::NAN), (5.0, 5.0), (10.0, 10.0)],
+                    dashed: true,
+                },
             ],
         };
         let svg = chart.render();
         assert!(svg.contains(r#"data-chart="test""#), "{svg}");
-        assert!(svg.contains(r#"points="64.0,218.0 384.0,115.0 704.0,12.0""#), "{svg}");
-        assert!(svg.contains(r#"<circle class="dot s2" cx="384.0" cy="115.0""#), "{svg}");
+        assert!(svg.contains(r#"d="M64.0,218.0 L384.0,115.0 L704.0,12.0""#), "{svg}");
+        // A gap breaks the line; a point alone gets a dot.
+        assert!(svg.contains(r#"d="M64.0,218.0 M384.0,115.0 L704.0,12.0""#), "{svg}");
+        assert!(svg.contains(r#"<circle class="dot s2" cx="64.0" cy="218.0""#), "{svg}");
+        assert_eq!(svg.matches("<circle").count(), 1, "{svg}");
         assert!(svg.contains("a&amp;b") && svg.contains("&lt;b&gt;") && !svg.contains("<b>"));
     }
 }
