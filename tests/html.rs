@@ -42,18 +42,27 @@ fn chromium_available() -> bool {
 /// Fails the test on any console message (an error, a warning, a failed
 /// load), on a non-zero exit, or after [`LIMIT`].
 fn render(page: &Path) -> String {
+    let dom_path = page.parent().unwrap().join("dom.html");
+    chromium(page, "--dump-dom", &dom_path);
+    fs::read_to_string(&dom_path).unwrap()
+}
+
+/// Runs headless Chromium on `page` with `action` (`--dump-dom`, or
+/// `--print-to-pdf=...`), its stdout into `stdout`; fails the test as
+/// [`render`] says.
+fn chromium(page: &Path, action: &str, stdout: &Path) {
     let dir = page.parent().unwrap();
-    let (dom_path, log_path) = (dir.join("dom.html"), dir.join("chromium.log"));
+    let log_path = dir.join("chromium.log");
     let mut child = Command::new(CHROMIUM)
         .args(["--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0"])
         // Nothing may be fetched: a name to resolve would fail loudly.
         .arg("--host-resolver-rules=MAP * ~NOTFOUND")
         .arg(format!("--user-data-dir={}", dir.join("profile").display()))
-        .arg("--dump-dom")
+        .arg(action)
         .arg(format!("file://{}", page.display()))
         .stdin(Stdio::null())
         // Files, not pipes: a full pipe would block Chromium.
-        .stdout(File::create(&dom_path).unwrap())
+        .stdout(File::create(stdout).unwrap())
         .stderr(File::create(&log_path).unwrap())
         .spawn()
         .expect("start chromium");
@@ -73,7 +82,6 @@ fn render(page: &Path) -> String {
     assert!(status.success(), "chromium failed on {}: {status}\n{log}", page.display());
     let console: Vec<&str> = log.lines().filter(|l| l.contains(":CONSOLE")).collect();
     assert!(console.is_empty(), "console messages for {}:\n{}", page.display(), console.join("\n"));
-    fs::read_to_string(&dom_path).unwrap()
 }
 
 /// The charts of a rendered page: each `data-chart` with the number of
@@ -126,6 +134,19 @@ fn check_page(path: &Path, expected: &[&str], min_points: usize) -> String {
     dom
 }
 
+/// The check above sees what a page says on the console.
+#[test]
+#[should_panic(expected = "console messages")]
+fn the_console_check_catches_messages() {
+    if !chromium_available() {
+        panic!("console messages (not checked: no chromium)");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("noisy.html");
+    fs::write(&page, "<!DOCTYPE html><p>x</p><script>console.error('noisy')</script>").unwrap();
+    render(&page);
+}
+
 /// The line names of chart `kind`.
 fn lines_of(dom: &str, kind: &str) -> Vec<String> {
     let charts = charts(dom);
@@ -176,6 +197,22 @@ fn paced_run_with_uncorrected_latency() {
     );
     assert_eq!(lines_of(&dom, "throughput"), ["achieved", "target"]);
     assert_eq!(lines_of(&dom, "latency"), ["p50", "p99", "max", "uncorrected p99"]);
+    // Printed, the pages are A4 (595 x 842 points).
+    let pdf = dir.path().join("paced.pdf");
+    chromium(&page, &format!("--print-to-pdf={}", pdf.display()), &dir.path().join("out"));
+    let pdf = String::from_utf8_lossy(&fs::read(&pdf).unwrap()).into_owned();
+    let pages: Vec<&str> = pdf.split("/MediaBox [").skip(1).collect();
+    assert!(!pages.is_empty(), "no page in the PDF");
+    for page in pages {
+        let size: Vec<f64> = page
+            .split(']')
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert!((size[2] - 595.0).abs() < 1.0 && (size[3] - 842.0).abs() < 1.0, "{size:?}");
+    }
 }
 
 #[test]

@@ -292,6 +292,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     }
     check_ranges(&typed)?;
     check_requests(&typed)?;
+    super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
         (None, Some(file)) => Some(body_file(file)?),

@@ -98,6 +98,7 @@ fn parse_args(
             MergeFlag::Help => return Ok(None),
         }
     }
+    super::distinct_files(&merge.outputs)?;
     Ok(Some(merge))
 }
 

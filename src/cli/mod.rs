@@ -16,8 +16,9 @@ mod shard;
 mod usage;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
-use crate::config::BenchConfig;
+use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::serve::ServeOptions;
 
@@ -62,6 +63,29 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
     };
     args.remove(0);
     subcommand(args)
+}
+
+/// Two output options naming one file would write it twice, each copy
+/// replacing the other: refused. Paths are compared as absolute paths
+/// (`run.html` and `./run.html` are one file).
+fn distinct_files(outputs: &OutputOptions) -> Result<(), Error> {
+    let named = [("-o", &outputs.output), ("--hlog", &outputs.hlog), ("--html", &outputs.html)];
+    let named: Vec<(&str, PathBuf)> = named
+        .iter()
+        .filter_map(|(option, path)| {
+            let path = path.as_deref()?;
+            Some((*option, std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())))
+        })
+        .collect();
+    for (i, (first, path)) in named.iter().enumerate() {
+        if let Some((second, _)) = named[i + 1..].iter().find(|(_, other)| other == path) {
+            return Err(Error::Usage(format!(
+                "{first} and {second} name the same file ({})",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The line `-v` prints, in wrk's form `wrk 4.2.0 [epoll] ...`.
@@ -109,6 +133,19 @@ mod tests {
         assert!(
             matches!(run(&["-t1", "serve"]), Err(Error::Usage(m)) if m.contains("invalid URL"))
         );
+    }
+
+    #[test]
+    fn two_outputs_cannot_share_a_file() {
+        for line in [
+            &["--html", "r.html", "-o", "./r.html", "http://h/"][..],
+            &["--hlog", "x", "--html", "x", "http://h/"],
+            &["merge", "-o", "m", "--html", "m", "a.json"],
+        ] {
+            let Err(Error::Usage(message)) = run(line) else { panic!("{line:?} accepted") };
+            assert!(message.contains("name the same file"), "{message}");
+        }
+        assert!(run(&["--html", "r.html", "-o", "r.json", "http://h/"]).is_ok());
     }
 
     #[test]
