@@ -158,9 +158,13 @@ fn over_time(page: &Page, paced: bool) -> String {
     if periods.is_empty() {
         let why = match page.origin {
             Origin::Live => "No per-period data: the run ended before its first period.",
-            _ => {
+            Origin::Saved(_) => {
                 "No per-period data: the run was saved without -p, so only whole-run figures \
-                  are shown (save it with -p to get them)."
+                 are shown (save it with -p to get them)."
+            }
+            Origin::Merged(_) => {
+                "No per-period data: the inputs have no -p periods of one length on one time \
+                 line (see the notes above), so only whole-run figures are shown."
             }
         };
         return format!("<p class=\"none\">{}</p>\n", escape(why));
