@@ -366,5 +366,5 @@ pub fn inputs(page: &Page) -> String {
         head.push("lag p99");
     }
     head.extend(["errors", "file"]);
-    grid(&head, &rows)
+    format!("<h3>Per {}</h3>\n{}", merged.label, grid(&head, &rows))
 }
