@@ -328,7 +328,7 @@ pub fn threads(page: &Page) -> String {
         &[
             "thread",
             "requests",
-            "read",
+            "bytes read",
             "connect",
             "read errors",
             "write",
