@@ -40,6 +40,7 @@ fn run(command: Command) -> Result<i32, Error> {
         }
         Command::Demo => crate::demo::run(),
         Command::Merge(args) => crate::merge::run(&args),
+        Command::Report(args) => crate::merge::report(&args),
         Command::Help(text) | Command::Version(text) => {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))
         }

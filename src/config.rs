@@ -34,6 +34,10 @@ fn spread(total: usize, parts: usize, i: usize) -> usize {
 /// Reporting period for `--hlog` when `-p` is not given.
 const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
 
+/// Points the HTML report's charts over time get, about, when no `-p` or
+/// `--hlog` sets the periods.
+const HTML_POINTS: u32 = 100;
+
 /// How requests are released.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Mode {
@@ -120,6 +124,8 @@ pub struct OutputOptions {
     /// `--percentiles`: the percentiles of the distributions (None = the
     /// wrk/wrk2 defaults).
     pub percentiles: Option<Vec<f64>>,
+    /// `--html FILE`: the self-contained HTML report.
+    pub html: Option<PathBuf>,
 }
 
 impl OutputOptions {
@@ -179,6 +185,22 @@ impl BenchConfig {
         }
     }
 
+    /// The length of the reporting periods, when an output needs them:
+    /// [`OutputOptions::period`], else for `--html` alone one that gives
+    /// its charts over time about [`HTML_POINTS`] points: from 100 ms (a
+    /// short run still gets a line) to 1 s (a long run's timeline stays
+    /// small); 1 s for a run of no set length.
+    pub fn period(&self) -> Option<Duration> {
+        self.outputs.period().or_else(|| {
+            self.outputs.html.as_ref().map(|_| {
+                let lengths = [100, 200, 250, 500].map(Duration::from_millis);
+                let fits =
+                    |length: &Duration| self.duration.is_some_and(|d| *length * HTML_POINTS >= d);
+                lengths.into_iter().find(fits).unwrap_or(DEFAULT_PERIOD)
+            })
+        })
+    }
+
     /// The connections this instance opens: its shard's share of `-c`.
     pub fn connections_of_instance(&self) -> usize {
         spread(self.connections, self.shard.count, self.shard.index)
@@ -221,6 +243,23 @@ mod tests {
         assert_eq!(outputs.period(), Some(Duration::from_secs(1)));
         outputs.report_interval = Some(Duration::from_millis(500));
         assert_eq!(outputs.period(), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn html_periods_give_about_a_hundred_points() {
+        let ms = Duration::from_millis;
+        let mut cfg = test_config();
+        assert_eq!(cfg.period(), None);
+        cfg.outputs.html = Some(PathBuf::from("run.html"));
+        for (duration, period) in [(1000, 100), (10_000, 100), (20_000, 200), (60_000, 1000)] {
+            cfg.duration = Some(ms(duration));
+            assert_eq!(cfg.period(), Some(ms(period)), "{duration}");
+        }
+        cfg.duration = None;
+        assert_eq!(cfg.period(), Some(ms(1000)));
+        // -p decides when it is given.
+        cfg.outputs.report_interval = Some(ms(300));
+        assert_eq!(cfg.period(), Some(ms(300)));
     }
 
     fn test_config() -> BenchConfig {

@@ -7,6 +7,9 @@
 //! [`Outputs::text_header`]), wrx's blocks become fields of the final
 //! JSON object, and the report's warnings go to stderr as well.
 //!
+//! With `--html` each period's figures are kept (a few numbers, see
+//! [`PeriodPoint`]) and the page is written with the final report.
+//!
 //! Files named by options are written completely or not at all (see
 //! [`crate::outfile`]): committed by [`Outputs::finish`], which also runs
 //! after Ctrl-C; on any error, or if `finish` is never reached, nothing is
@@ -19,6 +22,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use crate::config::BenchConfig;
 use crate::error::Error;
 use crate::outfile::OutputFile;
+use crate::report::html::{self, timeline::PeriodPoint};
 use crate::report::{diagnose, hlog, json, periodic, series, text};
 use crate::slo;
 use crate::stats::{Interval, RunResult};
@@ -28,6 +32,7 @@ pub struct Outputs {
     /// Where the header and the reports go.
     reports: Destination,
     hlog: Option<HlogFile>,
+    html: Option<HtmlFile>,
     json: bool,
 }
 
@@ -61,7 +66,14 @@ impl Outputs {
             Some(path) => Some(HlogFile::create(path)?),
             None => None,
         };
-        Ok(Outputs { reports, hlog, json: cfg.outputs.json })
+        let html = match &cfg.outputs.html {
+            Some(path) => Some(HtmlFile {
+                file: OutputFile::create(path).map_err(|e| file_error(path, e))?,
+                timeline: Vec::new(),
+            }),
+            None => None,
+        };
+        Ok(Outputs { reports, hlog, html, json: cfg.outputs.json })
     }
 
     /// The `Running ...` header, but not with `-e`, where the output
@@ -78,7 +90,7 @@ impl Outputs {
 
     /// Takes one reporting period as soon as it is complete: with `-p`,
     /// its report (text ending in `=== REPORT END ===`, or one JSON line);
-    /// with `--hlog`, its two log lines.
+    /// with `--hlog`, its two log lines; with `--html`, its figures.
     /// One output failing does not keep the period from the others.
     pub fn interval(&mut self, cfg: &BenchConfig, interval: &Interval) -> Result<(), Error> {
         let json = self.json;
@@ -98,6 +110,9 @@ impl Outputs {
             Some(hlog) => hlog.write_interval(interval),
             None => Ok(()),
         };
+        if let Some(html) = &mut self.html {
+            html.timeline.push(PeriodPoint::of(cfg, interval));
+        }
         report.and(log)
     }
 
@@ -111,7 +126,11 @@ impl Outputs {
             Some(hlog) => hlog.commit(result.runtime),
             None => Ok(()),
         };
-        report.and(committed).and(log)
+        let page = match self.html {
+            Some(html) => html.commit(cfg, result),
+            None => Ok(()),
+        };
+        report.and(committed).and(log).and(page)
     }
 }
 
@@ -238,6 +257,22 @@ impl HlogFile {
         }
         self.write_header_once(runtime).map_err(|e| file_error(&target, e))?;
         self.file.commit().map_err(|e| file_error(&target, e))
+    }
+}
+
+/// The `--html` file, written when the run is over.
+struct HtmlFile {
+    file: OutputFile,
+    /// The figures of every period so far.
+    timeline: Vec<PeriodPoint>,
+}
+
+impl HtmlFile {
+    fn commit(mut self, cfg: &BenchConfig, result: &RunResult) -> Result<(), Error> {
+        let page = html::Page { cfg, result, timeline: &self.timeline, origin: html::Origin::Live };
+        let path = self.file.path().to_path_buf();
+        html::write(self.file.writer(), &page).map_err(|e| file_error(&path, e))?;
+        self.file.commit().map_err(|e| file_error(&path, e))
     }
 }
 

@@ -10,7 +10,7 @@
 //!
 //! The report options come from the forks: yicwang/wrk2's `-p`, `-D`, `-e`
 //! (`--json_encoding`, also `--json`), wrx's `--timeseries`,
-//! `--thread-timeseries`, `--histogram`, and pace's `--hlog` and
+//! `--thread-timeseries`, `--histogram`, and pace's `--hlog`, `--html` and
 //! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
 //! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
 //! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
@@ -65,6 +65,7 @@ pub(super) enum Flag {
     ReportInterval,
     Json,
     Hlog,
+    Html,
     Output,
     Timeseries,
     ThreadTimeseries,
@@ -102,6 +103,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('e'), long: "json", flag: Flag::Json },
     Spec { short: None, long: "json_encoding", flag: Flag::Json },
     Spec { short: None, long: "hlog", flag: Flag::Hlog },
+    Spec { short: None, long: "html", flag: Flag::Html },
     Spec { short: Some('o'), long: "output", flag: Flag::Output },
     Spec { short: None, long: "timeseries", flag: Flag::Timeseries },
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
@@ -249,6 +251,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             }
             Flag::Json => typed.outputs.json = true,
             Flag::Hlog => typed.outputs.hlog = Some(PathBuf::from(options.value(name)?)),
+            Flag::Html => typed.outputs.html = Some(PathBuf::from(options.value(name)?)),
             Flag::Output => typed.outputs.output = Some(PathBuf::from(options.value(name)?)),
             Flag::Timeseries => {
                 let slot = match options.optional_text(name)? {
@@ -289,6 +292,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     }
     check_ranges(&typed)?;
     check_requests(&typed)?;
+    super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
         (None, Some(file)) => Some(body_file(file)?),
@@ -678,6 +682,16 @@ mod tests {
     }
 
     #[test]
+    fn html() {
+        for line in
+            [&["--html", "r.html", URL][..], &["--ht=r.html", URL], &[URL, "--html", "r.html"]]
+        {
+            assert_eq!(config(line).outputs.html.as_deref(), Some("r.html".as_ref()), "{line:?}");
+        }
+        assert!(error(&["--html"]).contains("--html"), "{}", error(&["--html"]));
+    }
+
+    #[test]
     fn wrx_options() {
         let cfg = config(&["--timeseries", "--thread-timeseries", "--histogram", URL]);
         assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
@@ -697,7 +711,7 @@ mod tests {
         assert!(config(&["--hi", URL]).outputs.histogram);
         assert_eq!(
             error(&["--h", URL]),
-            "option '--h' is ambiguous; possibilities: '--header' '--hlog' '--histogram' '--help'"
+            "option '--h' is ambiguous; possibilities: '--header' '--hlog' '--html' '--histogram' '--help'"
         );
         assert_eq!(
             error(&["--histogram=yes", URL]),

@@ -1,4 +1,6 @@
-//! `pace merge [options] FILE...`: the command line of a merge.
+//! `pace merge [options] FILE...`: the command line of a merge, and of
+//! `pace report [options] FILE`, which takes the report options of a
+//! merge (no `-e`, no `-o`: it prints the text report) for one saved run.
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -17,6 +19,7 @@ pub(super) enum MergeFlag {
     Percentiles,
     Slo,
     Output,
+    Html,
     Help,
 }
 
@@ -27,12 +30,51 @@ pub(super) const MERGE_SPECS: &[Spec<MergeFlag>] = &[
     Spec { short: None, long: "percentiles", flag: MergeFlag::Percentiles },
     Spec { short: None, long: "slo", flag: MergeFlag::Slo },
     Spec { short: Some('o'), long: "output", flag: MergeFlag::Output },
+    Spec { short: None, long: "html", flag: MergeFlag::Html },
+    Spec { short: Some('h'), long: "help", flag: MergeFlag::Help },
+];
+
+pub(super) const REPORT_SPECS: &[Spec<MergeFlag>] = &[
+    Spec { short: Some('L'), long: "latency", flag: MergeFlag::Latency },
+    Spec { short: Some('U'), long: "u_latency", flag: MergeFlag::ULatency },
+    Spec { short: None, long: "percentiles", flag: MergeFlag::Percentiles },
+    Spec { short: None, long: "slo", flag: MergeFlag::Slo },
+    Spec { short: None, long: "html", flag: MergeFlag::Html },
     Spec { short: Some('h'), long: "help", flag: MergeFlag::Help },
 ];
 
 /// Parses the words after `pace merge`.
 pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
-    let mut options = Options::new(args, MERGE_SPECS);
+    let Some(merge) = parse_args(args, MERGE_SPECS)? else {
+        return Ok(Command::Help(usage::merge()));
+    };
+    if merge.files.is_empty() {
+        return Err(Error::Usage(
+            "pace merge needs the files to merge (results of pace -e, or --hlog logs)".into(),
+        ));
+    }
+    Ok(Command::Merge(merge))
+}
+
+/// Parses the words after `pace report`.
+pub(super) fn parse_report(args: Vec<OsString>) -> Result<Command, Error> {
+    let Some(report) = parse_args(args, REPORT_SPECS)? else {
+        return Ok(Command::Help(usage::report()));
+    };
+    if report.files.len() != 1 {
+        return Err(Error::Usage(
+            "pace report needs one file: a run saved with pace -e (pace merge adds several)".into(),
+        ));
+    }
+    Ok(Command::Report(report))
+}
+
+/// The options and files of `specs`; None when help was asked for.
+fn parse_args(
+    args: Vec<OsString>,
+    specs: &'static [Spec<MergeFlag>],
+) -> Result<Option<MergeArgs>, Error> {
+    let mut options = Options::new(args, specs);
     let mut merge = MergeArgs::default();
     while let Some(item) = options.next()? {
         let found = match item {
@@ -52,15 +94,12 @@ pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
             }
             MergeFlag::Slo => merge.slo.extend(objectives(name, &options.text(name)?)?),
             MergeFlag::Output => merge.outputs.output = Some(PathBuf::from(options.value(name)?)),
-            MergeFlag::Help => return Ok(Command::Help(usage::merge())),
+            MergeFlag::Html => merge.outputs.html = Some(PathBuf::from(options.value(name)?)),
+            MergeFlag::Help => return Ok(None),
         }
     }
-    if merge.files.is_empty() {
-        return Err(Error::Usage(
-            "pace merge needs the files to merge (results of pace -e, or --hlog logs)".into(),
-        ));
-    }
-    Ok(Command::Merge(merge))
+    super::distinct_files(&merge.outputs)?;
+    Ok(Some(merge))
 }
 
 #[cfg(test)]
@@ -76,14 +115,41 @@ mod tests {
 
     #[test]
     fn files_and_options() {
-        let args =
-            parse(&["-e", "a.json", "-U", "b.json", "--slo", "p99<10ms", "-o", "m.json"]).unwrap();
+        let args = parse(&[
+            "-e", "a.json", "-U", "b.json", "--slo", "p99<10ms", "-o", "m.json", "--html", "m.html",
+        ])
+        .unwrap();
+        assert_eq!(args.outputs.html, Some(PathBuf::from("m.html")));
         assert_eq!(args.files, [PathBuf::from("a.json"), PathBuf::from("b.json")]);
         assert!(args.outputs.json && args.u_latency && !args.latency);
         assert_eq!(args.slo.len(), 1);
         assert_eq!(args.outputs.output, Some(PathBuf::from("m.json")));
         let args = parse(&["--percentiles", "99,50", "x"]).unwrap();
         assert_eq!(args.outputs.percentiles, Some(vec![50.0, 99.0]));
+    }
+
+    #[test]
+    fn report_takes_one_file_and_the_report_options() {
+        let report = |words: &[&str]| parse_report(words.iter().map(OsString::from).collect());
+        let Ok(Command::Report(args)) = report(&["-U", "run.json", "--html", "r.html"]) else {
+            panic!("not a report")
+        };
+        assert_eq!(args.files, [PathBuf::from("run.json")]);
+        assert_eq!(args.outputs.html, Some(PathBuf::from("r.html")));
+        assert!(args.u_latency);
+        for (words, says) in [
+            (&["a.json", "b.json"][..], "needs one file"),
+            (&[][..], "needs one file"),
+            (&["-e", "a.json"][..], "-e"),
+            (&["-o", "x", "a.json"][..], "-o"),
+        ] {
+            let Err(Error::Usage(message)) = report(words) else { panic!("{words:?}") };
+            assert!(message.contains(says), "{words:?}: {message}");
+        }
+        assert!(matches!(
+            report(&["--help"]).unwrap(),
+            Command::Help(text) if text.starts_with("Usage: pace report")
+        ));
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The command line: which command to run, with which options.
 //!
-//! `pace serve ...`, `pace demo`, `pace merge ...` and
-//! `pace help [serve|demo|merge]` are
+//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...` and
+//! `pace help [serve|demo|merge|report]` are
 //! subcommands, recognised by the first word only; anything else is a
 //! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
 //! [`Command`] (help and version texts included) or an [`Error::Usage`] with
@@ -16,8 +16,9 @@ mod shard;
 mod usage;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 
-use crate::config::BenchConfig;
+use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::serve::ServeOptions;
 
@@ -38,6 +39,8 @@ pub enum Command {
     Demo,
     /// `pace merge`: report saved runs as one.
     Merge(crate::merge::MergeArgs),
+    /// `pace report`: report one saved run again.
+    Report(crate::merge::MergeArgs),
     /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
@@ -54,6 +57,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "serve" => serve::parse_serve,
         "demo" => serve::parse_demo,
         "merge" => merge::parse_merge,
+        "report" => merge::parse_report,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -61,21 +65,45 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
     subcommand(args)
 }
 
+/// Two output options naming one file would write it twice, each copy
+/// replacing the other: refused. Paths are compared as absolute paths
+/// (`run.html` and `./run.html` are one file).
+fn distinct_files(outputs: &OutputOptions) -> Result<(), Error> {
+    let named = [("-o", &outputs.output), ("--hlog", &outputs.hlog), ("--html", &outputs.html)];
+    let named: Vec<(&str, PathBuf)> = named
+        .iter()
+        .filter_map(|(option, path)| {
+            let path = path.as_deref()?;
+            Some((*option, std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())))
+        })
+        .collect();
+    for (i, (first, path)) in named.iter().enumerate() {
+        if let Some((second, _)) = named[i + 1..].iter().find(|(_, other)| other == path) {
+            return Err(Error::Usage(format!(
+                "{first} and {second} name the same file ({})",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The line `-v` prints, in wrk's form `wrk 4.2.0 [epoll] ...`.
 pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-/// `pace help [serve|demo]`.
+/// `pace help [serve|demo|merge|report]`.
 fn help(topics: Vec<OsString>) -> Result<Command, Error> {
     let text = match topics.first().map(|topic| topic.to_string_lossy()) {
         None => usage::main(),
         Some(topic) if topic == "serve" => usage::serve(),
         Some(topic) if topic == "demo" => usage::demo(),
         Some(topic) if topic == "merge" => usage::merge(),
+        Some(topic) if topic == "report" => usage::report(),
         Some(topic) => {
             return Err(Error::Usage(format!(
-                "unknown command '{topic}' (commands: serve, demo, merge)"
+                "unknown command '{topic}' (commands: serve, demo, merge, report)"
             )))
         }
     };
@@ -108,15 +136,30 @@ mod tests {
     }
 
     #[test]
+    fn two_outputs_cannot_share_a_file() {
+        for line in [
+            &["--html", "r.html", "-o", "./r.html", "http://h/"][..],
+            &["--hlog", "x", "--html", "x", "http://h/"],
+            &["merge", "-o", "m", "--html", "m", "a.json"],
+        ] {
+            let Err(Error::Usage(message)) = run(line) else { panic!("{line:?} accepted") };
+            assert!(message.contains("name the same file"), "{message}");
+        }
+        assert!(run(&["--html", "r.html", "-o", "r.json", "http://h/"]).is_ok());
+    }
+
+    #[test]
     fn help_topics() {
         assert_eq!(help_text(&["help"]), help_text(&["--help"]));
         assert_eq!(help_text(&["help", "serve"]), help_text(&["serve", "-h"]));
         assert_eq!(help_text(&["help", "demo"]), help_text(&["demo", "--help"]));
         assert_eq!(help_text(&["help", "merge"]), help_text(&["merge", "-h"]));
+        assert_eq!(help_text(&["help", "report"]), help_text(&["report", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
         assert!(matches!(
             run(&["help", "bogus"]),
-            Err(Error::Usage(m)) if m == "unknown command 'bogus' (commands: serve, demo, merge)"
+            Err(Error::Usage(m))
+                if m == "unknown command 'bogus' (commands: serve, demo, merge, report)"
         ));
     }
 }

@@ -11,6 +11,7 @@ Usage: pace <options> <url> [script args...]
        pace serve <options>
        pace demo
        pace merge <options> <file>...
+       pace report <options> <file>
   Options:
     -c, --connections     <N>  Connections to keep open (default 10)
     -d, --duration        <T>  Duration of test (default 10s)
@@ -59,6 +60,8 @@ Usage: pace <options> <url> [script args...]
         --percentiles     <L>  Latency percentiles to print
                                (e.g. 50,90,99,99.9)
         --hlog            <F>  Write an HdrHistogram interval log to F
+        --html            <F>  Write a self-contained HTML report with
+                               charts to F
     -o, --output          <F>  Write the reports to F instead of stdout
                                (complete, or not at all)
         --timeseries[=T]       Print requests per period of T
@@ -79,6 +82,8 @@ Usage: pace <options> <url> [script args...]
                                corrected vs uncorrected latency, no setup
     merge                      Report saved runs (-e, --hlog) as one, e.g.
                                the shards of a plan (pace merge -h)
+    report                     Report a run saved with -e again, as text
+                               or HTML (pace report -h)
 
   Exit status:
     0                          The run completed
@@ -138,6 +143,27 @@ Usage: pace merge <options> <file>...
     -e, --json                 Print JSON instead of text
         --slo             <S>  Judge the merged result (exit 4 on failure)
     -o, --output          <F>  Write the report to F instead of stdout
+        --html            <F>  Also write an HTML report with charts to F
+                               (results of -e only)
+    -h, --help                 Print this help
+"
+    .to_string()
+}
+
+/// `pace report -h`.
+pub(super) fn report() -> String {
+    "\
+Usage: pace report <options> <file>
+  Reports a run saved with pace -e (JSON, or JSON Lines with -p) again:
+  the text report on stdout and, with --html, the HTML report. The
+  figures are computed from the saved histograms, so any percentile can
+  be asked for afterwards. Charts over time need the periods of -p.
+  Options:
+    -L, --latency              Print latency statistics
+    -U, --u_latency            Also print the uncorrected latency
+        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9)
+        --slo             <S>  Judge the run (exit 4 on failure)
+        --html            <F>  Write the HTML report with charts to F
     -h, --help                 Print this help
 "
     .to_string()

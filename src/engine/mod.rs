@@ -101,7 +101,7 @@ impl<'a> Engine<'a> {
         on_interval: &mut dyn FnMut(&Interval),
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
-        let period = cfg.outputs.period();
+        let period = cfg.period();
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
         let (to_collector, shares) = mpsc::channel();

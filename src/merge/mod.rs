@@ -5,7 +5,11 @@
 //! The merged run is reported by the same code as a live one (text with
 //! `-L`/`-U`, JSON with `-e`, `--slo` verdicts and exit code 4), followed
 //! by a line per input. Everything is written at the end, to stdout or
-//! completely to `-o FILE`.
+//! completely to `-o FILE`, and with `--html` to an HTML page.
+//!
+//! `pace report FILE` ([`report`]) is the same for one saved run, without
+//! the merge: its text report again (with any `-L`, `-U`, `--percentiles`
+//! asked for now), and its HTML page.
 
 mod combine;
 mod hlog;
@@ -15,11 +19,13 @@ pub mod saved;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::config::{Mode, OutputOptions};
+use crate::config::{BenchConfig, Mode, OutputOptions};
 use crate::error::Error;
 use crate::outfile::OutputFile;
+use crate::report::html::{self, timeline::PeriodPoint};
 use crate::report::{json, text};
 use crate::slo::{self, Objective};
+use crate::stats::{Interval, RunResult};
 
 /// What `pace merge` was asked.
 #[derive(Debug, Default)]
@@ -31,6 +37,12 @@ pub struct MergeArgs {
     /// `-e`, `--percentiles`, `-o`.
     pub outputs: OutputOptions,
     pub slo: Vec<Objective>,
+}
+
+/// What a page is made of besides the configuration and the result.
+struct PageParts<'a> {
+    periods: &'a [Interval],
+    origin: html::Origin<'a>,
 }
 
 /// Runs `pace merge`; returns the exit code.
@@ -46,6 +58,9 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         if !args.slo.is_empty() {
             return Err(Error::Usage("--slo needs results of -e, not --hlog logs".into()));
         }
+        if args.outputs.html.is_some() {
+            return Err(Error::Usage("--html needs results of -e, not --hlog logs".into()));
+        }
         let merged = hlog::merge(&args.files).map_err(Error::Setup)?;
         return write_out(args, |out| hlog::write(out, args, &merged)).map(|()| 0);
     }
@@ -56,13 +71,9 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         .collect::<Result<Vec<_>, String>>()
         .map_err(Error::Setup)?;
     let merged = combine::combine(&saved).map_err(Error::Setup)?;
-    let mut cfg = combine::config(&merged.settings).map_err(Error::Setup)?;
-    cfg.latency = args.latency || args.u_latency;
-    cfg.u_latency = args.u_latency;
-    cfg.outputs = OutputOptions { output: None, ..args.outputs.clone() };
-    cfg.slo = args.slo.clone();
-    let expectation = slo::Expectation::of(&cfg);
-    slo::check(&cfg.slo, &expectation).map_err(|why| Error::Usage(format!("--slo: {why}")))?;
+    let cfg = configure(&merged.settings, args)?;
+    // A page that cannot be written stops the merge before any output.
+    let page = open_page(args)?;
     for note in &merged.notes {
         eprintln!("pace merge: {note}");
     }
@@ -83,7 +94,85 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         runs::write_lines(out, merged.kind, &lines, matches!(cfg.mode, Mode::Paced(_)))?;
         slo::write_verdicts(out, &slo::verdicts(&cfg, &merged.result))
     })?;
+    if let Some(page) = page {
+        let inputs = lines
+            .iter()
+            .enumerate()
+            .map(|(i, line)| html::Input {
+                name: runs::name(line, i),
+                source: line.source.clone(),
+                requests: line.requests,
+                requests_per_sec: line.requests_per_sec,
+                latency_p99_us: line.latency_p99_us,
+                lag_p99_us: line.lag_p99_us,
+                errors: line.errors,
+            })
+            .collect();
+        let origin = html::Origin::Merged(html::Merged {
+            what: runs::describe(merged.kind, saved.len()),
+            label: runs::label(merged.kind),
+            inputs,
+            notes: &merged.notes,
+        });
+        let parts = PageParts { periods: &merged.periods, origin };
+        write_page(page, &cfg, &merged.result, parts)?;
+    }
     Ok(slo::gate(&cfg, &merged.result))
+}
+
+/// Runs `pace report`: the one saved run of `args.files`, reported again
+/// as text on stdout and, with `--html`, as a page; returns the exit code.
+pub fn report(args: &MergeArgs) -> Result<i32, Error> {
+    let [path] = args.files.as_slice() else {
+        return Err(Error::Usage("pace report takes one file (pace merge adds several)".into()));
+    };
+    let run = saved::read(path).map_err(Error::Setup)?;
+    let cfg = configure(&run.settings, args)?;
+    let page = open_page(args)?;
+    write_out(args, |out| {
+        text::write_header(out, &cfg)?;
+        text::write_report(out, &cfg, &run.result)?;
+        slo::write_verdicts(out, &slo::verdicts(&cfg, &run.result))
+    })?;
+    if let Some(page) = page {
+        let parts = PageParts { periods: &run.periods, origin: html::Origin::Saved(&run.source) };
+        write_page(page, &cfg, &run.result, parts)?;
+    }
+    Ok(slo::gate(&cfg, &run.result))
+}
+
+/// The configuration the reports of saved runs with `settings` are made
+/// from, with the report options of the command line.
+fn configure(settings: &saved::Settings, args: &MergeArgs) -> Result<BenchConfig, Error> {
+    let mut cfg = combine::config(settings).map_err(Error::Setup)?;
+    cfg.latency = args.latency || args.u_latency;
+    cfg.u_latency = args.u_latency;
+    cfg.outputs = OutputOptions { output: None, html: None, ..args.outputs.clone() };
+    cfg.slo = args.slo.clone();
+    let expectation = slo::Expectation::of(&cfg);
+    slo::check(&cfg.slo, &expectation).map_err(|why| Error::Usage(format!("--slo: {why}")))?;
+    Ok(cfg)
+}
+
+/// The `--html` file, opened (its temporary file created) up front.
+fn open_page(args: &MergeArgs) -> Result<Option<OutputFile>, Error> {
+    let Some(path) = &args.outputs.html else { return Ok(None) };
+    OutputFile::create(path).map(Some).map_err(|e| file_error(path, e))
+}
+
+/// Writes the page of `result` into `file` and puts it in place.
+fn write_page(
+    mut file: OutputFile,
+    cfg: &BenchConfig,
+    result: &RunResult,
+    parts: PageParts,
+) -> Result<(), Error> {
+    let timeline: Vec<PeriodPoint> =
+        parts.periods.iter().map(|p| PeriodPoint::of(cfg, p)).collect();
+    let page = html::Page { cfg, result, timeline: &timeline, origin: parts.origin };
+    let path = file.path().to_path_buf();
+    html::write(file.writer(), &page).map_err(|e| file_error(&path, e))?;
+    file.commit().map_err(|e| file_error(&path, e))
 }
 
 /// Writes the report made by `write` to stdout, or completely to `-o`.
@@ -108,8 +197,12 @@ fn write_out(
 }
 
 fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let failed = |e: io::Error| Error::Setup(format!("cannot write {}: {e}", path.display()));
+    let failed = |e: io::Error| file_error(path, e);
     let mut file = OutputFile::create(path).map_err(failed)?;
     file.writer().write_all(bytes).map_err(failed)?;
     file.commit().map_err(failed)
+}
+
+fn file_error(path: &Path, e: io::Error) -> Error {
+    Error::Setup(format!("cannot write {}: {e}", path.display()))
 }

@@ -47,6 +47,32 @@ pub fn lines(runs: &[SavedRun]) -> Vec<RunLine> {
         .collect()
 }
 
+/// What was merged: `the 3 shards of one plan`, `2 of the 3 shards of one
+/// plan`, `2 runs`.
+pub fn describe(kind: Kind, inputs: usize) -> String {
+    match kind {
+        Kind::Shards { present, count } if present == count => {
+            format!("the {count} shards of one plan")
+        }
+        Kind::Shards { present, count } => format!("{present} of the {count} shards of one plan"),
+        Kind::Runs if inputs == 1 => "1 run".to_string(),
+        Kind::Runs => format!("{inputs} runs"),
+    }
+}
+
+/// What an input is called in the table of inputs.
+pub fn label(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Shards { .. } => "shard",
+        Kind::Runs => "run",
+    }
+}
+
+/// The name of input `i` (from 0) in the table: its shard, or its number.
+pub fn name(line: &RunLine, i: usize) -> String {
+    line.shard.clone().unwrap_or_else(|| (i + 1).to_string())
+}
+
 /// `Merged 3 shards of one plan @ URL` and wrk's second line, then the
 /// plan's lines.
 pub fn write_header(
@@ -55,15 +81,7 @@ pub fn write_header(
     kind: Kind,
     inputs: usize,
 ) -> io::Result<()> {
-    let what = match kind {
-        Kind::Shards { present, count } if present == count => {
-            format!("the {count} shards of one plan")
-        }
-        Kind::Shards { present, count } => format!("{present} of the {count} shards of one plan"),
-        Kind::Runs if inputs == 1 => "1 run".to_string(),
-        Kind::Runs => format!("{inputs} runs"),
-    };
-    writeln!(out, "Merged {what} @ {}", cfg.target.url)?;
+    writeln!(out, "Merged {} @ {}", describe(kind, inputs), cfg.target.url)?;
     writeln!(out, "  {} threads and {} connections in all", cfg.threads, cfg.connections)?;
     crate::report::plan::write_header(out, cfg)
 }
@@ -81,10 +99,7 @@ pub fn write_lines(
     lines: &[RunLine],
     paced: bool,
 ) -> io::Result<()> {
-    let label = match kind {
-        Kind::Shards { .. } => "shard",
-        Kind::Runs => "run",
-    };
+    let label = label(kind);
     writeln!(out, "Per {label}:")?;
     let lag = if paced { "    lag p99" } else { "" };
     writeln!(
@@ -93,7 +108,7 @@ pub fn write_lines(
         "requests", "req/sec", "latency p99", "errors"
     )?;
     for (i, line) in lines.iter().enumerate() {
-        let name = line.shard.clone().unwrap_or_else(|| (i + 1).to_string());
+        let name = name(line, i);
         let time =
             |us: Option<u64>| us.map_or(UNDEFINED.to_string(), |us| format_time_us(us as f64));
         let lag = if paced { format!(" {:>10}", time(line.lag_p99_us)) } else { String::new() };

@@ -4,10 +4,12 @@
 //! [`periodic`] is the text report of one `-p` period, [`json`] the JSON
 //! report, [`hlog`] the HdrHistogram interval log and [`series`] wrx's
 //! time series and raw histogram. [`diagnose`] says what went wrong in a
-//! paced run, for the text and the JSON report alike.
+//! paced run, for the text and the JSON report alike. [`html`] is the
+//! self-contained HTML page with charts.
 
 pub mod diagnose;
 pub mod hlog;
+pub mod html;
 pub mod json;
 pub mod periodic;
 pub mod plan;

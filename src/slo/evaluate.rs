@@ -118,7 +118,7 @@ pub fn write_verdicts(out: &mut dyn Write, verdicts: &[Verdict]) -> io::Result<(
 
 impl Verdict {
     /// `measured 9.12ms`, or `nothing measured` without a value.
-    fn measured(&self) -> String {
+    pub fn measured(&self) -> String {
         match self.value {
             Some(value) => format!("measured {}", format_value(value, self.objective.unit)),
             None => "nothing measured".to_string(),

@@ -1,0 +1,370 @@
+//! The report's words and tables: the settings, the verdict, the summary
+//! figures, the latency percentiles, statuses and error causes, stages,
+//! threads and merged inputs. Figures are formatted as the text report
+//! formats them ([`crate::units`]); every text is escaped.
+
+use std::fmt::Write as _;
+
+use hdrhistogram::Histogram;
+
+use super::escape::escape;
+use super::{Origin, Page};
+use crate::config::Mode;
+use crate::plan::Arrival;
+use crate::report::diagnose;
+use crate::report::plan::stage_rows;
+use crate::report::spectrum::{self, value_at_percentile};
+use crate::report::text::{per_second, WRK2_PERCENTILES};
+use crate::slo;
+use crate::units::{format_binary, format_metric, format_rfc3339, format_time_us, UNDEFINED};
+
+/// A time in microseconds as the text report prints it, or a dash.
+fn time(us: Option<u64>) -> String {
+    us.map_or(UNDEFINED.to_string(), |us| format_time_us(us as f64))
+}
+
+fn seconds(duration: std::time::Duration) -> String {
+    format_time_us(duration.as_micros() as f64)
+}
+
+/// A two-column table of names and (already escaped) values.
+fn facts(rows: &[(&str, String)]) -> String {
+    let mut out = String::from(r#"<table class="facts">"#);
+    for (name, value) in rows {
+        let _ = write!(out, "<tr><th>{}</th><td>{value}</td></tr>", escape(name));
+    }
+    out.push_str("</table>\n");
+    out
+}
+
+/// A table with a header row; cells are already escaped.
+fn grid(head: &[&str], rows: &[Vec<String>]) -> String {
+    let mut out = String::from(r#"<table class="grid"><thead><tr>"#);
+    for name in head {
+        let _ = write!(out, "<th>{}</th>", escape(name));
+    }
+    out.push_str("</tr></thead><tbody>");
+    for row in rows {
+        out.push_str("<tr>");
+        for cell in row {
+            let _ = write!(out, "<td>{cell}</td>");
+        }
+        out.push_str("</tr>");
+    }
+    out.push_str("</tbody></table>\n");
+    out
+}
+
+/// How the run was run.
+pub fn settings(page: &Page) -> String {
+    let cfg = page.cfg;
+    let mut rows = vec![("URL", escape(&cfg.target.url))];
+    let mode = match &cfg.mode {
+        Mode::ClosedLoop => "closed loop (wrk: as fast as responses come)".to_string(),
+        Mode::Paced(spec) => {
+            let arrival = match spec.arrival {
+                Arrival::Constant => "evenly spaced",
+                Arrival::Poisson => "Poisson arrivals",
+            };
+            let rate = cfg.target_rate().map_or(UNDEFINED.to_string(), format_metric);
+            format!("paced (wrk2): {rate} requests/s on average, {arrival}")
+        }
+    };
+    rows.push(("Mode", escape(&mode)));
+    if let Mode::Paced(spec) = &cfg.mode {
+        if spec.arrival == Arrival::Poisson {
+            rows.push(("Seed", cfg.seed.to_string()));
+        }
+    }
+    rows.push((
+        "Threads, connections",
+        format!("{} threads, {} connections", cfg.threads, cfg.connections_of_instance()),
+    ));
+    let planned = match (cfg.duration, cfg.requests) {
+        (Some(d), None) => seconds(d),
+        (Some(d), Some(n)) => format!("{}, at most {n} requests", seconds(d)),
+        (None, n) => format!("{} requests", n.unwrap_or_default()),
+    };
+    rows.push(("Duration", planned));
+    if !cfg.warmup.is_zero() {
+        rows.push(("Warm-up", format!("{} (sent, not counted)", seconds(cfg.warmup))));
+    }
+    rows.push(("Timeout", seconds(cfg.timeout)));
+    if cfg.shard.count > 1 {
+        rows.push((
+            "Shard",
+            format!(
+                "{}/{}: {} of the {} connections",
+                cfg.shard.index,
+                cfg.shard.count,
+                cfg.connections_of_instance(),
+                cfg.connections
+            ),
+        ));
+    }
+    if let Some(at) = cfg.start_at {
+        rows.push(("Plan start", escape(&format_rfc3339(at))));
+    }
+    rows.push(("Measured from", escape(&format_rfc3339(page.result.measured_from))));
+    rows.push(("Run time", seconds(page.result.runtime)));
+    rows.push(("Histograms", format!("HdrHistogram, {} significant digits", cfg.digits)));
+    match &page.origin {
+        Origin::Live => {}
+        Origin::Saved(source) => rows.push(("Saved in", escape(source))),
+        Origin::Merged(merged) => rows.push(("Merged", escape(&merged.what))),
+    }
+    facts(&rows)
+}
+
+/// The verdict: one line saying whether the run is to be trusted, then
+/// the warnings, the SLO verdicts and what cut the run short.
+pub fn verdict(page: &Page) -> String {
+    let (cfg, result) = (page.cfg, page.result);
+    let warnings = diagnose::diagnose(cfg, result);
+    let verdicts = slo::verdicts(cfg, result);
+    let failed = verdicts.iter().filter(|v| !v.ok).count();
+    let e = &result.total.errors;
+    let errors = e.socket_total() + e.status + e.unsent;
+    let (class, headline) = if failed > 0 {
+        ("bad", format!("SLO failed: {failed} of {} objectives not met", verdicts.len()))
+    } else if !warnings.is_empty() {
+        ("warn", format!("{} warning(s): the run did not keep its plan", warnings.len()))
+    } else if errors > 0 {
+        ("warn", format!("{errors} errors"))
+    } else if result.total.requests == 0 {
+        ("bad", "no response was measured".to_string())
+    } else if !verdicts.is_empty() {
+        ("ok", "every objective met".to_string())
+    } else {
+        ("ok", "no warnings".to_string())
+    };
+    let mut out = format!(r#"<p class="verdict {class}">{}</p>"#, escape(&headline));
+    let mut notes = Vec::new();
+    if errors > 0 {
+        notes.push(format!(
+            "{errors} errors: connect {}, read {}, write {}, timeout {}, status > 399 {}, \
+             unsent {}.",
+            e.connect, e.read, e.write, e.timeout, e.status, e.unsent
+        ));
+    }
+    if let Some(signal) = result.interrupted {
+        notes.push(format!(
+            "Stopped early by {}: the report covers what was measured.",
+            signal.name()
+        ));
+    }
+    if result.script_stopped {
+        notes.push("The script stopped every thread (thread:stop()) before the end.".to_string());
+    }
+    if let Origin::Merged(merged) = &page.origin {
+        notes.extend(merged.notes.iter().cloned());
+    }
+    for d in &warnings {
+        notes.push(format!("Warning: {} [{}]", d.message, d.code.name()));
+    }
+    if !notes.is_empty() {
+        out.push_str(r#"<ul class="notes">"#);
+        for note in notes {
+            let _ = write!(out, "<li>{}</li>", escape(&note));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !verdicts.is_empty() {
+        let rows: Vec<Vec<String>> = verdicts
+            .iter()
+            .map(|v| {
+                let (class, word) = if v.ok { ("ok", "ok") } else { ("bad", "FAIL") };
+                vec![
+                    format!(r#"<span class="{class}">{word}</span>"#),
+                    escape(&v.objective.spaced()),
+                    escape(&v.measured()),
+                ]
+            })
+            .collect();
+        out.push_str(&grid(&["SLO", "objective", "measured"], &rows));
+    }
+    out
+}
+
+/// Requests, rates, bytes and errors of the whole run.
+pub fn summary(page: &Page) -> String {
+    let (cfg, result) = (page.cfg, page.result);
+    let stats = &result.total;
+    let runtime = result.runtime.as_secs_f64();
+    let mut rows = vec![
+        ("Requests", stats.requests.to_string()),
+        ("Requests/sec", format_metric(per_second(stats.requests, runtime))),
+    ];
+    if let Some(target) = cfg.target_rate() {
+        rows.push(("Target requests/sec", format_metric(target)));
+    }
+    rows.push(("Read", format!("{}B", format_binary(stats.bytes as f64))));
+    rows.push(("Transfer/sec", format!("{}B", format_binary(per_second(stats.bytes, runtime)))));
+    let e = &stats.errors;
+    rows.push((
+        "Socket errors",
+        format!(
+            "connect {}, read {}, write {}, timeout {}{}",
+            e.connect,
+            e.read,
+            e.write,
+            e.timeout,
+            if e.unsent > 0 { format!(", unsent {}", e.unsent) } else { String::new() }
+        ),
+    ));
+    rows.push(("Status > 399", e.status.to_string()));
+    let statuses: Vec<String> = stats.statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    rows.push(("Status codes", escape(&statuses.join(", "))));
+    if stats.nil_requests > 0 {
+        rows.push(("request() returned nil", stats.nil_requests.to_string()));
+    }
+    if stats.warmup.requests + stats.warmup.errors > 0 {
+        rows.push((
+            "Warm-up",
+            format!(
+                "{} requests, {} errors (not counted)",
+                stats.warmup.requests, stats.warmup.errors
+            ),
+        ));
+    }
+    let mut out = facts(&rows);
+    if !stats.error_causes.is_empty() {
+        let rows: Vec<Vec<String>> = stats
+            .error_causes
+            .iter()
+            .map(|(cause, n)| vec![escape(cause), n.to_string()])
+            .collect();
+        out.push_str(&grid(&["error cause", "count"], &rows));
+    }
+    out
+}
+
+/// The latency percentiles (the report's list, or `--percentiles`), with
+/// the mean, stdev and maximum, for each histogram the run has.
+pub fn latency(page: &Page) -> String {
+    let (cfg, stats) = (page.cfg, &page.result.total);
+    let paced = matches!(cfg.mode, Mode::Paced(_));
+    let mut columns: Vec<(&str, &Histogram<u64>)> = vec![("corrected", &stats.corrected)];
+    if paced {
+        columns.push(("uncorrected", &stats.uncorrected));
+        columns.push(("schedule lag", &stats.lag));
+    }
+    let percentiles = cfg.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
+    let value =
+        |h: &Histogram<u64>, p: f64| time((!h.is_empty()).then(|| value_at_percentile(h, p)));
+    let mut rows: Vec<Vec<String>> = percentiles
+        .iter()
+        .map(|&p| {
+            let mut row = vec![format!("{p}%")];
+            row.extend(columns.iter().map(|(_, h)| value(h, p)));
+            row
+        })
+        .collect();
+    let stat = |name: &str, f: fn(&Histogram<u64>) -> f64| {
+        let mut row = vec![name.to_string()];
+        row.extend(columns.iter().map(|(_, h)| {
+            let v = f(h);
+            if v.is_finite() {
+                format_time_us(v)
+            } else {
+                UNDEFINED.to_string()
+            }
+        }));
+        row
+    };
+    rows.push(stat("mean", spectrum::mean));
+    rows.push(stat("stdev", spectrum::stddev));
+    let mut head = vec!["percentile"];
+    head.extend(columns.iter().map(|(name, _)| *name));
+    grid(&head, &rows)
+}
+
+/// One row per stage of `--stages`; nothing without stages.
+pub fn stages(page: &Page) -> String {
+    let Mode::Paced(spec) = &page.cfg.mode else { return String::new() };
+    if spec.stages.is_empty() {
+        return String::new();
+    }
+    let rows: Vec<Vec<String>> = stage_rows(page.cfg, spec, page.result)
+        .iter()
+        .map(|row| {
+            vec![
+                (row.index + 1).to_string(),
+                format!("{} to {}", seconds(row.start), seconds(row.start + row.duration)),
+                format!("{} to {}", format_metric(row.from_rate), format_metric(row.to_rate)),
+                format_metric(row.target_rate),
+                format_metric(row.achieved_rate),
+                row.requests.to_string(),
+                time(row.p50_us),
+                time(row.p99_us),
+            ]
+        })
+        .collect();
+    grid(&["stage", "time", "rate/s", "target/s", "achieved/s", "requests", "p50", "p99"], &rows)
+}
+
+/// One row per engine thread (of every input, when merged).
+pub fn threads(page: &Page) -> String {
+    let rows: Vec<Vec<String>> = page
+        .result
+        .threads
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let e = &t.errors;
+            vec![
+                i.to_string(),
+                t.requests.to_string(),
+                format!("{}B", format_binary(t.bytes as f64)),
+                e.connect.to_string(),
+                e.read.to_string(),
+                e.write.to_string(),
+                e.timeout.to_string(),
+                e.status.to_string(),
+            ]
+        })
+        .collect();
+    grid(
+        &[
+            "thread",
+            "requests",
+            "bytes read",
+            "connect",
+            "read errors",
+            "write",
+            "timeout",
+            "status > 399",
+        ],
+        &rows,
+    )
+}
+
+/// One row per merged input; nothing for a single run.
+pub fn inputs(page: &Page) -> String {
+    let Origin::Merged(merged) = &page.origin else { return String::new() };
+    let paced = matches!(page.cfg.mode, Mode::Paced(_));
+    let rows: Vec<Vec<String>> = merged
+        .inputs
+        .iter()
+        .map(|input| {
+            let mut row = vec![
+                escape(&input.name),
+                input.requests.to_string(),
+                format_metric(input.requests_per_sec),
+                time(input.latency_p99_us),
+            ];
+            if paced {
+                row.push(time(input.lag_p99_us));
+            }
+            row.push(input.errors.to_string());
+            row.push(escape(&input.source));
+            row
+        })
+        .collect();
+    let mut head = vec![merged.label, "requests", "req/sec", "latency p99"];
+    if paced {
+        head.push("lag p99");
+    }
+    head.extend(["errors", "file"]);
+    format!("<h3>Per {}</h3>\n{}", merged.label, grid(&head, &rows))
+}

@@ -1,0 +1,115 @@
+use std::time::{Duration, UNIX_EPOCH};
+
+use super::*;
+use crate::plan::PlanSpec;
+use crate::stats::{Interval, Stats, ThreadTotals};
+use crate::target::Target;
+
+fn config(paced: bool) -> BenchConfig {
+    BenchConfig {
+        duration: Some(Duration::from_secs(1)),
+        mode: if paced { Mode::Paced(PlanSpec::constant(100.0)) } else { Mode::ClosedLoop },
+        ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/a?b=<c>&d='e'").unwrap())
+    }
+}
+
+fn stats(requests: u64) -> Stats {
+    let mut stats = Stats::new(3);
+    for i in 0..requests {
+        stats.response(if i % 10 == 0 { 503 } else { 200 });
+        stats.corrected.record(1000 + i * 10).unwrap();
+        stats.uncorrected.record(500 + i).unwrap();
+        stats.lag.record(20).unwrap();
+    }
+    stats.error_causes.insert("read: <injected> & \"quoted\"".into(), 2);
+    stats.errors.read = 2;
+    stats
+}
+
+fn result(total: Stats) -> RunResult {
+    RunResult {
+        threads: vec![ThreadTotals::from(&total)],
+        total,
+        runtime: Duration::from_secs(1),
+        interrupted: None,
+        script_stopped: false,
+        series: Vec::new(),
+        series_interval: Duration::from_millis(250),
+        measured_from: UNIX_EPOCH,
+    }
+}
+
+fn render(page: &Page) -> String {
+    let mut out = Vec::new();
+    write(&mut out, page).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[test]
+fn a_paced_run_has_every_chart_and_only_escaped_text() {
+    let cfg = config(true);
+    let timeline: Vec<PeriodPoint> = (0..10)
+        .map(|i| {
+            let interval = Interval {
+                index: i,
+                start: Duration::from_millis(100 * i),
+                length: Duration::from_millis(100),
+                stats: stats(10),
+            };
+            PeriodPoint::of(&cfg, &interval)
+        })
+        .collect();
+    let result = result(stats(100));
+    let html =
+        render(&Page { cfg: &cfg, result: &result, timeline: &timeline, origin: Origin::Live });
+    for chart in ["spectrum", "latency", "throughput", "statuses", "lag"] {
+        assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart} missing");
+    }
+    assert!(html.contains("http://127.0.0.1:8080/a?b=&lt;c&gt;&amp;d=&#39;e&#39;"));
+    assert!(html.contains("read: &lt;injected&gt; &amp; &quot;quoted&quot;"));
+    assert!(!html.contains("<injected>") && !html.contains("<script"));
+    assert!(html.contains("@page { size: A4"));
+    assert!(html.contains("prefers-color-scheme: dark"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
+
+#[test]
+fn a_closed_loop_run_without_periods_says_so() {
+    let cfg = config(false);
+    let result = result(stats(50));
+    let html = render(&Page {
+        cfg: &cfg,
+        result: &result,
+        timeline: &[],
+        origin: Origin::Saved("x.json"),
+    });
+    assert!(html.contains("data-chart=\"spectrum\""));
+    assert!(!html.contains("data-chart=\"lag\"") && !html.contains("uncorrected"));
+    assert!(html.contains("No per-period data: the run was saved without -p"));
+    assert!(html.contains("x.json"));
+}
+
+#[test]
+fn a_merge_lists_its_inputs_and_notes() {
+    let cfg = config(true);
+    let result = result(stats(20));
+    let notes = vec!["periods left out: <why>".to_string()];
+    let merged = Merged {
+        what: "the 2 shards of one plan".into(),
+        label: "shard",
+        inputs: vec![Input {
+            name: "0/2".into(),
+            source: "a<b>.json".into(),
+            requests: 20,
+            requests_per_sec: 20.0,
+            latency_p99_us: Some(1500),
+            lag_p99_us: None,
+            errors: 2,
+        }],
+        notes: &notes,
+    };
+    let html =
+        render(&Page { cfg: &cfg, result: &result, timeline: &[], origin: Origin::Merged(merged) });
+    assert!(html.contains("a&lt;b&gt;.json") && html.contains("periods left out: &lt;why&gt;"));
+    assert!(html.contains("<th>shard</th>") && html.contains("<td>1.50ms</td>"));
+}
