@@ -120,6 +120,9 @@ pub struct OutputOptions {
     /// `--percentiles`: the percentiles of the distributions (None = the
     /// wrk/wrk2 defaults).
     pub percentiles: Option<Vec<f64>>,
+    /// The live progress on stderr, when it is a terminal (off with
+    /// `--no-progress`).
+    pub progress: bool,
 }
 
 impl OutputOptions {
