@@ -37,13 +37,13 @@ pub struct Progress {
     planned: Option<Duration>,
     planned_requests: Option<u64>,
     /// `-R` and friends: the plan, to give the target rate of a period.
-    paced: Option<Target>,
+    paced: Option<PlanRate>,
     /// Lines now on the screen (the cursor is at the end of the last).
     drawn: usize,
 }
 
 /// The plan's rate, for this instance.
-struct Target {
+struct PlanRate {
     spec: crate::plan::PlanSpec,
     warmup: Duration,
     shards: f64,
@@ -62,7 +62,7 @@ impl Progress {
         };
         let paced = match &cfg.mode {
             Mode::ClosedLoop => None,
-            Mode::Paced(spec) => Some(Target {
+            Mode::Paced(spec) => Some(PlanRate {
                 spec: spec.clone(),
                 warmup: cfg.warmup,
                 shards: cfg.shard.count as f64,
@@ -165,7 +165,7 @@ mod tests {
     fn figures_of_a_paced_period() {
         let mut p = progress(0);
         p.planned = Some(Duration::from_secs(10));
-        p.paced = Some(Target {
+        p.paced = Some(PlanRate {
             spec: crate::plan::PlanSpec::constant(1000.0),
             warmup: Duration::ZERO,
             shards: 2.0,
