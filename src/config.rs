@@ -126,6 +126,9 @@ pub struct OutputOptions {
     pub percentiles: Option<Vec<f64>>,
     /// `--html FILE`: the self-contained HTML report.
     pub html: Option<PathBuf>,
+    /// The live progress on stderr, when it is a terminal (off with
+    /// `--no-progress`).
+    pub progress: bool,
 }
 
 impl OutputOptions {

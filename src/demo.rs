@@ -8,7 +8,7 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::config::{BenchConfig, Mode};
+use crate::config::{BenchConfig, Mode, OutputOptions};
 use crate::error::Error;
 use crate::plan::PlanSpec;
 use crate::report::spectrum::value_at_percentile;
@@ -40,6 +40,7 @@ pub fn run() -> Result<i32, Error> {
         mode: Mode::Paced(PlanSpec::constant(RATE)),
         latency: true,
         u_latency: true,
+        outputs: OutputOptions { progress: true, ..OutputOptions::default() },
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
     };
     eprintln!(

@@ -26,6 +26,7 @@ mod merge;
 mod outfile;
 mod output;
 mod plan;
+mod progress;
 mod report;
 mod requests;
 mod resolve;

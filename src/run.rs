@@ -11,18 +11,19 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Engine, Finished, Overrun, RequestSource, Workload};
+use crate::engine::{Engine, Finished, Observer, Overrun, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
 use crate::output::Outputs;
+use crate::progress::{self, Progress};
 use crate::report;
 use crate::requests;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
 use crate::slo;
-use crate::stats::RunResult;
+use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 
 /// Upper bound of the test connection made to each resolved address: a
@@ -104,15 +105,50 @@ fn measure_with(
     // what done() prints).
     sys::flush_c_stdout();
     outputs.header(cfg)?;
-    let mut interval_error = None;
-    let mut finished = engine.run(workload, signals, &mut |interval| {
-        sys::flush_c_stdout();
-        if let Err(error) = outputs.interval(cfg, interval) {
-            interval_error.get_or_insert(error);
-        }
-    })?;
+    let mut watcher = Watcher { cfg, outputs, progress: Progress::start(cfg), error: None };
+    let run = engine.run(workload, signals, &mut watcher);
+    // Gone before anything else is printed, also when the run failed.
+    let Watcher { progress, error: interval_error, .. } = watcher;
+    drop(progress);
+    let mut finished = run?;
     finished.result.interrupted = signals.received();
     Ok((finished, interval_error))
+}
+
+/// What the run shows while it goes on: the reporting periods, as soon as
+/// each is complete, and the live progress.
+struct Watcher<'a> {
+    cfg: &'a BenchConfig,
+    outputs: &'a mut Outputs,
+    progress: Option<Progress>,
+    /// The first error writing a period (the run goes on regardless).
+    error: Option<Error>,
+}
+
+impl Observer for Watcher<'_> {
+    fn interval(&mut self, interval: &Interval) {
+        // A period report (-p) may go to the terminal the progress is on;
+        // the periods of --hlog and --html alone print nothing.
+        if let Some(progress) =
+            self.progress.as_mut().filter(|_| self.cfg.outputs.report_interval.is_some())
+        {
+            progress.clear();
+        }
+        sys::flush_c_stdout();
+        if let Err(error) = self.outputs.interval(self.cfg, interval) {
+            self.error.get_or_insert(error);
+        }
+    }
+
+    fn progress_every(&self) -> Option<Duration> {
+        self.progress.is_some().then_some(progress::EVERY)
+    }
+
+    fn progress(&mut self, latest: &Interval, total: &Stats) {
+        if let Some(progress) = &mut self.progress {
+            progress.show(latest, total);
+        }
+    }
 }
 
 /// Script calls that did not return when the run was over: said on

@@ -68,6 +68,12 @@ fn bad_urls() {
 }
 
 #[test]
+fn a_timeseries_slot_written_apart_says_how_to_write_it() {
+    let url = closed_url();
+    assert_fails(&["--timeseries", "500ms", &url], 1, "write --timeseries=500ms");
+}
+
+#[test]
 fn missing_url() {
     assert_fails(&[], 1, "missing URL (try 'pace --help')");
     assert_fails(&["-t2", "-c", "4"], 1, "missing URL");

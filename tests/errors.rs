@@ -22,6 +22,9 @@ fn error_statuses_are_counted_not_socket_errors() {
     assert!(requests >= 2 * 2, "{run}");
     assert_eq!(report.non_2xx_3xx(), Some(requests), "every response was a 503\n{run}");
     assert!(report.socket_errors().is_none(), "a 503 is not a socket error\n{run}");
+    let statuses =
+        format!("  Non-2xx or 3xx responses: {requests}\n  Status codes: 503: {requests}\n");
+    assert!(run.stdout.contains(&statuses), "{run}");
 }
 
 #[test]
@@ -36,6 +39,10 @@ fn success_and_redirect_statuses_are_not_errors() {
         assert!(report.requests() >= 2 * 2, "{run}");
         assert_eq!(report.non_2xx_3xx(), None, "{run}");
         assert!(report.socket_errors().is_none(), "{run}");
+        // All 201 is one success: wrk's report; all 302 gets the line.
+        let line = format!("  Status codes: 302: {}\n", report.requests());
+        assert_eq!(run.stdout.contains(&line), path == "/status/302", "{run}");
+        assert_eq!(run.stdout.contains("Status codes"), path == "/status/302", "{run}");
     }
 }
 

@@ -340,7 +340,10 @@ fn periodic_text_reports_then_the_whole_run() {
     let max_us = Report::new(parts[3]).latency_us(common::Block::Recorded, 100.0);
     let room = period_room(200.0, max_us);
     let mut sum = 0;
-    for part in &parts[..3] {
+    for (i, part) in parts[..3].iter().enumerate() {
+        // Each period report starts with its time window.
+        let window = format!("[{i}.00s - {}.00s]\n  Thread Stats", i + 1);
+        assert!(part.starts_with(&window) || i == 0 && part.contains(&window), "{run}");
         let report = Report::new(part);
         let requests = report.requests();
         assert!(requests.abs_diff(200) <= room, "{requests} in a period\n{run}");
@@ -389,11 +392,19 @@ fn time_series_and_histogram_add_up() {
     assert_eq!(rows.iter().map(|r| r.2).sum::<u64>(), requests, "{run}");
     // 2 s in 250 ms slots, and more if the last responses came later:
     // up to the run time (printed to 10 ms), which ends at the last one.
-    let series: Vec<u64> = lines
+    // `   0.250s  123`: each slot's start, then its count.
+    let slots: Vec<(String, u64)> = lines
         .by_ref()
         .take_while(|l| *l != "Latency histogram (bin width = 1us)")
-        .map(|l| l.parse().unwrap())
+        .map(|l| {
+            let (start, count) = l.trim_start().split_once("  ").unwrap();
+            (start.to_string(), count.parse().unwrap())
+        })
         .collect();
+    let starts: Vec<String> =
+        (0..slots.len()).map(|i| format!("{:.3}s", i as f64 * 0.25)).collect();
+    assert_eq!(slots.iter().map(|s| s.0.clone()).collect::<Vec<_>>(), starts, "{run}");
+    let series: Vec<u64> = slots.iter().map(|s| s.1).collect();
     let slots = ((run.report().runtime_s() + 0.005) / 0.25).ceil() as usize;
     assert!((8..=slots.max(8)).contains(&series.len()), "{series:?} for {slots} slots\n{run}");
     assert_eq!(series.iter().sum::<u64>(), requests, "{run}");
@@ -421,4 +432,27 @@ fn time_series_and_histogram_add_up() {
     assert_eq!(series.iter().sum::<u64>(), total, "{v}");
     let bins = v["latency_histogram"]["bins"].as_array().unwrap();
     assert_eq!(bins.iter().map(|b| b[1].as_u64().unwrap()).sum::<u64>(), total);
+}
+
+/// A run in which nothing was answered: every figure that does not exist
+/// prints as a dash (wrk prints `-nan`), in the text as in the JSON's nulls.
+#[test]
+fn figures_of_nothing_are_dashes() {
+    let _load = load_lock();
+    let server = common::serve(pace::serve::ServeOptions {
+        latency: Duration::from_secs(5),
+        ..common::serve_options()
+    });
+    let target = url(server.addr(), "/");
+    let run = pace(
+        &["-t1", "-c1", "-d1s", "-R10", "-U", "-p", "500ms", "-T", "300ms", &target],
+        Duration::from_secs(20),
+    );
+    run.assert_ok();
+    assert!(!run.stdout.to_lowercase().contains("nan"), "{run}");
+    // The uncorrected latency of no response (the corrected one holds the
+    // waits of the requests never sent).
+    assert!(run.stdout.contains(" 50.000%       -  \n"), "{run}");
+    assert!(run.stdout.contains("#[Mean    =            -, StdDeviation   =            -]"));
+    assert!(run.stdout.contains("Schedule lag: p50 "), "{run}");
 }

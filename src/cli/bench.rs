@@ -71,6 +71,7 @@ pub(super) enum Flag {
     ThreadTimeseries,
     Histogram,
     Percentiles,
+    NoProgress,
     Arrival,
     Stages,
     Warmup,
@@ -109,6 +110,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "thread-timeseries", flag: Flag::ThreadTimeseries },
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
+    Spec { short: None, long: "no-progress", flag: Flag::NoProgress },
     Spec { short: None, long: "arrival", flag: Flag::Arrival },
     Spec { short: None, long: "stages", flag: Flag::Stages },
     Spec { short: None, long: "warmup", flag: Flag::Warmup },
@@ -195,7 +197,8 @@ impl Default for BenchArgs {
             start_at: None,
             digits: 3,
             insecure: false,
-            outputs: OutputOptions::default(),
+            // Shown only when stderr is a terminal (see crate::progress).
+            outputs: OutputOptions { progress: true, ..OutputOptions::default() },
             slo: Vec::new(),
             print_version: false,
             words: Vec::new(),
@@ -207,14 +210,21 @@ impl Default for BenchArgs {
 pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
     let mut options = Options::new(args, SPECS);
     let mut typed = BenchArgs::default();
+    // `--timeseries` was the previous argument, without a value.
+    let mut bare_timeseries = false;
     while let Some(item) = options.next()? {
         let found = match item {
             Item::Word(word) => {
-                typed.words.push(word_text(word)?);
+                let word = word_text(word)?;
+                if std::mem::take(&mut bare_timeseries) {
+                    check_detached_slot(&word)?;
+                }
+                typed.words.push(word);
                 continue;
             }
             Item::Option(found) => found,
         };
+        bare_timeseries = false;
         let name = found.name.as_str();
         match found.flag {
             Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
@@ -256,7 +266,10 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Timeseries => {
                 let slot = match options.optional_text(name)? {
                     Some(text) => period(name, &text)?,
-                    None => DEFAULT_SERIES_SLOT,
+                    None => {
+                        bare_timeseries = true;
+                        DEFAULT_SERIES_SLOT
+                    }
                 };
                 typed.outputs.timeseries = Some(slot);
             }
@@ -265,6 +278,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Percentiles => {
                 typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
+            Flag::NoProgress => typed.outputs.progress = false,
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
@@ -279,6 +293,21 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
     let print_version = typed.print_version;
     let config = validate(typed)?;
     Ok(Command::Bench { config: Box::new(config), print_version })
+}
+
+/// `--timeseries 500ms`: getopt takes an optional value only attached, so
+/// the time would become the URL (or a script argument). A word right
+/// after a bare `--timeseries` that reads as a time is taken as a slot
+/// written apart, and refused with the spelling that works; any other
+/// word is the URL or an argument, as before.
+fn check_detached_slot(word: &str) -> Result<(), Error> {
+    match crate::units::parse_time(word) {
+        Ok(_) => Err(Error::Usage(format!(
+            "--timeseries takes its slot attached: write --timeseries={word} (a separate \
+             word is not the option's value)"
+        ))),
+        Err(_) => Ok(()),
+    }
 }
 
 /// The checks that need the whole command line, done once it is all read
@@ -583,7 +612,8 @@ mod tests {
         assert_eq!(cfg.digits, 3);
         assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.insecure);
         assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
-        assert_eq!(cfg.outputs, OutputOptions::default());
+        // The progress is on, for when stderr is a terminal.
+        assert_eq!(cfg.outputs, OutputOptions { progress: true, ..OutputOptions::default() });
         assert_eq!(cfg.target.port, 8080);
     }
 
@@ -706,6 +736,16 @@ mod tests {
         let cfg = config(&["--timeseries", URL, "500ms"]);
         assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
         assert_eq!(cfg.script_args, ["500ms"]);
+        // A slot written apart is refused with the spelling that works.
+        for args in [&["--timeseries", "500ms", URL][..], &["--times", "2s", URL, "-t1"]] {
+            let message = error(args);
+            assert!(message.contains("write --timeseries="), "{message}");
+        }
+        // Only the word right after it: here 500ms is the (bad) URL.
+        assert!(error(&["--timeseries", "-t1", "500ms"]).contains("invalid URL"));
+        assert!(config(&[URL]).outputs.progress);
+        assert!(!config(&["--no-progress", URL]).outputs.progress);
+        assert!(!config(&["--no", URL]).outputs.progress);
         assert!(error(&["--timeseries=1ms", URL]).contains("shorter than 10ms"));
         assert!(config(&["--thread-", URL]).outputs.thread_timeseries);
         assert!(config(&["--hi", URL]).outputs.histogram);

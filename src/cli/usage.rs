@@ -68,6 +68,8 @@ Usage: pace <options> <url> [script args...]
                                (default 250ms)
         --thread-timeseries    Print requests per period and thread
         --histogram            Print requests per 1us of latency
+        --no-progress          No live progress on stderr (shown only
+                               when stderr is a terminal)
         --slo             <L>  Objectives to judge the run by, e.g.
                                'p99<10ms,errors<0.1%,rate>99%'
                                (exit status 4 if one fails)

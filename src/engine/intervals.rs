@@ -3,11 +3,12 @@
 //! Every engine thread hands over its measurements at each period boundary
 //! (and once more when it finishes). Period `k` is complete when every
 //! thread has sent its share of `k` or has already finished; complete
-//! periods are merged, passed on in order (to periodic reports and logs),
-//! and added to the run totals. Nothing on the threads' hot path waits for
-//! this. A period's first share and the first period become the period's
-//! and the run's measurements (moved, not copied); the others, once added,
-//! go back to their thread emptied, so the histograms of a run are
+//! periods are merged, added to the run totals, and passed on in order
+//! with the totals so far (to the periodic reports and logs, and to the
+//! live progress). Nothing on the threads' hot path waits for this. A
+//! period's first share becomes the period's measurements (moved, not
+//! copied); the others, once added, go back to their thread emptied, as
+//! do the periods once passed on, so the histograms of a run are
 //! allocated once.
 
 use std::collections::btree_map::Entry;
@@ -30,7 +31,6 @@ struct Pending {
 }
 
 pub struct IntervalCollector {
-    digits: u8,
     /// The length of a period (`Duration::MAX` without periods: one share
     /// per thread, at its end).
     length: Duration,
@@ -40,8 +40,8 @@ pub struct IntervalCollector {
     last_of_thread: Vec<Option<u64>>,
     /// Each thread's counts over all its periods.
     per_thread: Vec<ThreadTotals>,
-    /// The run's measurements, once a period was emitted.
-    total: Option<Stats>,
+    /// The run's measurements: every period passed on so far.
+    total: Stats,
     /// Where each thread's measurements go back emptied.
     recycle: Vec<Sender<Stats>>,
     /// Emptied period measurements, for the next period.
@@ -56,20 +56,20 @@ impl IntervalCollector {
         recycle: Vec<Sender<Stats>>,
     ) -> IntervalCollector {
         IntervalCollector {
-            digits,
             length: length.unwrap_or(Duration::MAX),
             pending: BTreeMap::new(),
             last_of_thread: vec![None; recycle.len()],
             per_thread: vec![ThreadTotals::default(); recycle.len()],
-            total: None,
+            total: Stats::new(digits),
             recycle,
             spare: Vec::new(),
         }
     }
 
     /// Takes one thread's share of a period; passes every period that
-    /// became complete to `emit`.
-    pub fn add(&mut self, share: ThreadInterval, emit: &mut dyn FnMut(&Interval)) {
+    /// became complete to `emit`, with the run's measurements up to and
+    /// including it.
+    pub fn add(&mut self, share: ThreadInterval, emit: &mut dyn FnMut(&Interval, &Stats)) {
         let threads = self.per_thread.len();
         self.per_thread[share.thread].add(&share.stats);
         let continues = share.ended.is_none();
@@ -113,7 +113,7 @@ impl IntervalCollector {
             .all(|(&seen, last)| seen || last.is_some_and(|last| last < index))
     }
 
-    fn emit_complete(&mut self, emit: &mut dyn FnMut(&Interval)) {
+    fn emit_complete(&mut self, emit: &mut dyn FnMut(&Interval, &Stats)) {
         while let Some((&index, pending)) = self.pending.first_key_value() {
             if !self.is_complete(index, &pending.seen) {
                 return;
@@ -125,7 +125,7 @@ impl IntervalCollector {
 
     /// Passes on period `index`: full length, unless every thread in it
     /// finished during it (the last period of the run).
-    fn emit(&mut self, index: u64, pending: Pending, emit: &mut dyn FnMut(&Interval)) {
+    fn emit(&mut self, index: u64, pending: Pending, emit: &mut dyn FnMut(&Interval, &Stats)) {
         let start = self.length.checked_mul(index as u32).unwrap_or(Duration::MAX);
         let length = if pending.continued {
             self.length
@@ -133,26 +133,20 @@ impl IntervalCollector {
             pending.ended.saturating_sub(start).min(self.length)
         };
         let interval = Interval { index, start, length, stats: pending.stats };
-        emit(&interval);
-        match &mut self.total {
-            None => self.total = Some(interval.stats),
-            Some(total) => {
-                total.merge(&interval.stats);
-                let mut stats = interval.stats;
-                stats.clear();
-                self.spare.push(stats);
-            }
-        }
+        self.total.merge(&interval.stats);
+        emit(&interval, &self.total);
+        let mut stats = interval.stats;
+        stats.clear();
+        self.spare.push(stats);
     }
 
     /// After all threads finished: passes on anything left and returns the
     /// run totals and each thread's counts.
-    pub fn finish(mut self, emit: &mut dyn FnMut(&Interval)) -> (Stats, Vec<ThreadTotals>) {
+    pub fn finish(mut self, emit: &mut dyn FnMut(&Interval, &Stats)) -> (Stats, Vec<ThreadTotals>) {
         while let Some((index, pending)) = self.pending.pop_first() {
             self.emit(index, pending, emit);
         }
-        let total = self.total.unwrap_or_else(|| Stats::new(self.digits));
-        (total, self.per_thread)
+        (self.total, self.per_thread)
     }
 }
 
@@ -177,14 +171,16 @@ mod tests {
     fn emits_periods_in_order_when_all_threads_reported() {
         let (mut c, recycled) = collector(2);
         let mut seen = Vec::new();
-        let mut emit = |i: &Interval| seen.push((i.index, i.stats.requests));
+        let mut emit =
+            |i: &Interval, total: &Stats| seen.push((i.index, i.stats.requests, total.requests));
         c.add(share(0, 0, 5, None), &mut emit);
         c.add(share(0, 1, 6, None), &mut emit);
         c.add(share(1, 0, 7, None), &mut emit);
         c.add(share(1, 1, 1, Some(1200)), &mut emit);
         c.add(share(0, 2, 3, Some(2500)), &mut emit);
         let (total, threads) = c.finish(&mut emit);
-        assert_eq!(seen, vec![(0, 12), (1, 7), (2, 3)]);
+        // Each period comes with the run's measurements up to its end.
+        assert_eq!(seen, vec![(0, 12, 12), (1, 7, 19), (2, 3, 22)]);
         assert_eq!(total.requests, 22);
         assert_eq!(threads[0].requests, 14);
         assert_eq!(threads[1].requests, 8);
@@ -203,7 +199,7 @@ mod tests {
     fn last_partial_period_is_cut_at_the_runtime() {
         let (mut c, _recycled) = collector(2);
         let mut lengths = Vec::new();
-        let mut emit = |i: &Interval| lengths.push(i.length);
+        let mut emit = |i: &Interval, _: &Stats| lengths.push(i.length);
         c.add(share(0, 0, 1, None), &mut emit);
         c.add(share(1, 0, 1, None), &mut emit);
         c.add(share(0, 1, 1, Some(1300)), &mut emit);

@@ -5,6 +5,7 @@
 mod conn;
 mod connections;
 mod intervals;
+mod periods;
 mod recorder;
 mod schedule;
 mod source;
@@ -24,12 +25,13 @@ use crate::config::{BenchConfig, Mode, Shard};
 use crate::error::Error;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
-use crate::stats::{Interval, RunResult};
+use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Scheme;
 use crate::tls::TlsClient;
 use connections::{ConnectionSetup, Connections};
 use intervals::IntervalCollector;
+use periods::Periods;
 use recorder::{PeriodChannel, Recorder, RecorderSetup};
 use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
@@ -69,6 +71,22 @@ pub struct Overrun {
     pub given_up: bool,
 }
 
+/// What the caller of [`Engine::run`] hears while the run goes on, on the
+/// thread that called it (never an engine thread).
+pub trait Observer {
+    /// A reporting period (`-p`, `--hlog`) is complete.
+    fn interval(&mut self, interval: &Interval);
+
+    /// How often [`Observer::progress`] wants news, if at all.
+    fn progress_every(&self) -> Option<Duration> {
+        None
+    }
+
+    /// A period of at most [`Observer::progress_every`] is complete:
+    /// its measurements, and the run's so far.
+    fn progress(&mut self, _latest: &Interval, _total: &Stats) {}
+}
+
 /// A benchmark that passed its checks and is ready to start.
 pub struct Engine<'a> {
     cfg: &'a BenchConfig,
@@ -92,16 +110,17 @@ impl<'a> Engine<'a> {
     }
 
     /// Runs the benchmark, until the duration is over or `stop` is set.
-    /// Every reporting period is passed to `on_interval` as soon as all
-    /// threads finished it.
+    /// Every reporting period, and with progress every shorter period, is
+    /// passed to `observer` as soon as all threads finished it.
     pub fn run(
         self,
         workload: Workload,
         signals: &Signals,
-        on_interval: &mut dyn FnMut(&Interval),
+        observer: &mut dyn Observer,
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
-        let period = cfg.period();
+        let (mut periods, period) =
+            Periods::new(cfg.digits, cfg.period(), observer.progress_every());
         let series =
             cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
         let (to_collector, shares) = mpsc::channel();
@@ -168,6 +187,8 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
+        let on_interval =
+            &mut |interval: &Interval, total: &Stats| periods.add(interval, total, observer);
         let lasts = cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d + cfg.timeout));
         let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
@@ -221,6 +242,7 @@ impl<'a> Engine<'a> {
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
         let (total, threads) = collector.finish(on_interval);
+        periods.finish(observer);
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,

@@ -5,7 +5,8 @@
 //!
 //! Recording is a few counter increments per response: no locks, no
 //! allocation. Measurements go to the collector at period boundaries only
-//! when periods are wanted (`-p`, `--hlog`); otherwise once, at the end.
+//! when periods are wanted (`-p`, `--hlog`, the live progress); otherwise
+//! once, at the end.
 //! Handed-over measurements come back emptied, so a run allocates its
 //! histograms once, however many periods it has.
 

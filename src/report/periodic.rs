@@ -3,7 +3,11 @@
 //! latency blocks `-L`/`-U` ask for, and the summary lines, all for that
 //! period only, then `=== REPORT END ===`. No `Running ...` header.
 //!
-//! pace adds the schedule lag line in paced mode, as in the final report.
+//! pace starts each report with its time window (`[1.00s - 2.00s]`, from
+//! the start of the measured run; the fork prints none, so a reader had to
+//! count the reports), and adds the schedule lag line in paced mode, as
+//! in the final report. Both are lines of their own, so that the lines
+//! the fork prints read as before.
 //! It leaves out the final report's warnings: one short period at a
 //! low rate may complete one request less than planned without anything
 //! being wrong, and the final report judges the whole run.
@@ -22,6 +26,7 @@ pub const REPORT_END: &str = "=== REPORT END ===";
 /// The report of one period.
 pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval) -> io::Result<()> {
     let stats = &interval.stats;
+    writeln!(out, "{}", window(interval))?;
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, cfg, stats)?;
     write_summary(out, stats, interval.length)?;
@@ -29,6 +34,13 @@ pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval)
         write_schedule_lag(out, &stats.lag)?;
     }
     writeln!(out, "{REPORT_END}")
+}
+
+/// `[10.00s - 20.00s]`: where the period starts and ends, in seconds
+/// from the start of the measured run (the last period ends with the run).
+pub fn window(interval: &Interval) -> String {
+    let start = interval.start.as_secs_f64();
+    format!("[{start:.2}s - {:.2}s]", start + interval.length.as_secs_f64())
 }
 
 #[cfg(test)]
@@ -77,7 +89,8 @@ mod tests {
         let text = render(&config(Mode::Paced(PlanSpec::constant(200.0)), false), &period());
         assert_eq!(
             text,
-            "  Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
+            "[2.00s - 3.00s]\n\
+             \x20 Thread Stats   Avg      Stdev     Max   +/- Stdev\n\
              \x20   Latency     1.00ms    0.00us   1.00ms  100.00%\n\
              \x20   Req/Sec   200.00      0.00   200.00    100.00%\n\
              \x20 200 requests in 1.00s, 19.53KB read\n\
@@ -93,6 +106,7 @@ mod tests {
         let mut last = period();
         last.length = Duration::from_millis(500);
         let text = render(&config(Mode::ClosedLoop, true), &last);
+        assert!(text.starts_with("[2.00s - 2.50s]\n  Thread Stats"), "{text}");
         assert!(text.contains("  Latency Distribution\n     50%    1.00ms\n"), "{text}");
         assert!(
             text.contains("  200 requests in 500.00ms, 19.53KB read\nRequests/sec:    400.00\n")

@@ -48,11 +48,15 @@ pub fn interval_label(interval: Duration) -> String {
 }
 
 /// `--timeseries`: wrx's title line (trailing space included), then one
-/// count per line.
+/// slot per line: wrx prints its count alone; pace puts the slot's start
+/// before it (seconds from the start of the measured run, `   0.250s  12`)
+/// so that the series can be read, or plotted, without counting lines.
+/// The count stays the line's last word.
 pub fn write_timeseries(out: &mut dyn Write, interval: Duration, totals: &[u64]) -> io::Result<()> {
     writeln!(out, "Request counts time series (interval = {}) ", interval_label(interval))?;
-    for count in totals {
-        writeln!(out, "{count}")?;
+    for (slot, count) in totals.iter().enumerate() {
+        let start = interval.as_secs_f64() * slot as f64;
+        writeln!(out, "{:>9}  {count}", format!("{start:.3}s"))?;
     }
     Ok(())
 }
@@ -143,7 +147,10 @@ mod tests {
         assert_eq!(sums, vec![12, 6, 1]);
         assert_eq!(
             render(|out| write_timeseries(out, r.series_interval, &sums)),
-            "Request counts time series (interval = 250ms) \n12\n6\n1\n"
+            "Request counts time series (interval = 250ms) \n\
+             \x20  0.000s  12\n\
+             \x20  0.250s  6\n\
+             \x20  0.500s  1\n"
         );
         assert_eq!(
             render(|out| write_thread_timeseries(out, &threads)),

@@ -261,8 +261,9 @@ fn write_hdr_distribution(
 }
 
 /// `print_units(hdr_value_at_percentile(h, p), format_time_us, 10)`.
+/// A dash for a histogram with no latency in it.
 fn latency_cell(h: &Histogram<u64>, percentile: f64) -> String {
-    pad_units(&format_time_us(value_at_percentile(h, percentile) as f64), 10)
+    pad_units(&recorded_time(h, value_at_percentile(h, percentile)), 10)
 }
 
 /// From `N requests in T, B read` to `Transfer/sec`, for `stats`
@@ -328,18 +329,48 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     if stats.nil_requests > 0 {
         writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
     }
-    Ok(())
+    write_statuses(out, &stats.statuses)
 }
 
-/// How late the generator sent requests compared with the plan.
+/// `  Status codes: 200: 9980, 503: 20`, in status order, when the
+/// responses were not all of one 2xx status. wrk has no such line and
+/// scripts that parse its report read the lines around it by their first
+/// words, so a run that got nothing but `200 OK` (the common case) keeps
+/// wrk's report exactly; a mix, or any other status, is worth the line.
+fn write_statuses(
+    out: &mut dyn Write,
+    statuses: &std::collections::BTreeMap<u16, u64>,
+) -> io::Result<()> {
+    let all_one_success =
+        statuses.len() <= 1 && statuses.keys().all(|status| (200..300).contains(status));
+    if all_one_success {
+        return Ok(());
+    }
+    let list: Vec<String> = statuses.iter().map(|(status, n)| format!("{status}: {n}")).collect();
+    writeln!(out, "  Status codes: {}", list.join(", "))
+}
+
+/// How late the generator sent requests compared with the plan (`-`
+/// for each figure when nothing was sent).
 pub fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Result<()> {
+    let figure = |value: u64| recorded_time(lag, value);
     writeln!(
         out,
         "Schedule lag: p50 {}, p99 {}, max {} (actual send - intended send; measures the load generator)",
-        format_time_us(value_at_percentile(lag, 50.0) as f64),
-        format_time_us(value_at_percentile(lag, 99.0) as f64),
-        format_time_us(lag.max() as f64)
+        figure(value_at_percentile(lag, 50.0)),
+        figure(value_at_percentile(lag, 99.0)),
+        figure(lag.max())
     )
+}
+
+/// A latency of `h` in wrk's format, or [`UNDEFINED`] when `h` is empty
+/// (a percentile of nothing; the JSON has `null`).
+fn recorded_time(h: &Histogram<u64>, us: u64) -> String {
+    if h.is_empty() {
+        UNDEFINED.to_string()
+    } else {
+        format_time_us(us as f64)
+    }
 }
 
 #[cfg(test)]
@@ -565,7 +596,8 @@ mod tests {
              \x20   connect: Connection refused (os error 111): 12\n\
              \x20   read: Connection reset by peer (os error 104): 1\n\
              \x20   timeout: no response within 2s: 1\n\
-             \x20 Non-2xx or 3xx responses: 1\n"
+             \x20 Non-2xx or 3xx responses: 1\n\
+             \x20 Status codes: 500: 1\n"
         );
     }
 
@@ -574,8 +606,55 @@ mod tests {
         let mut stats = Stats::new(3);
         stats.response(404);
         stats.response(503);
-        assert_eq!(render(|out| write_errors(out, &stats)), "  Non-2xx or 3xx responses: 2\n");
+        assert_eq!(
+            render(|out| write_errors(out, &stats)),
+            "  Non-2xx or 3xx responses: 2\n  Status codes: 404: 1, 503: 1\n"
+        );
         assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
+    }
+
+    #[test]
+    fn status_codes_only_when_not_all_one_success() {
+        let statuses = |list: &[(u16, u64)]| {
+            let mut stats = Stats::new(3);
+            for &(status, n) in list {
+                (0..n).for_each(|_| stats.response(status));
+            }
+            render(|out| write_errors(out, &stats))
+        };
+        // wrk's report, unchanged, for the common case.
+        assert_eq!(statuses(&[(200, 9980)]), "");
+        assert_eq!(statuses(&[(204, 3)]), "");
+        assert_eq!(statuses(&[(200, 9980), (201, 20)]), "  Status codes: 200: 9980, 201: 20\n");
+        assert_eq!(statuses(&[(302, 4)]), "  Status codes: 302: 4\n");
+        assert_eq!(
+            statuses(&[(503, 20), (200, 9980)]),
+            "  Non-2xx or 3xx responses: 20\n  Status codes: 200: 9980, 503: 20\n"
+        );
+    }
+
+    #[test]
+    fn undefined_figures_are_dashes() {
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(10.0)));
+        cfg.latency = true;
+        let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
+        assert!(!text.to_lowercase().contains("nan"), "{text}");
+        assert!(text.contains(" 50.000%       -  \n"), "{text}");
+        assert!(
+            text.contains("#[Mean    =            -, StdDeviation   =            -]"),
+            "{text}"
+        );
+        assert!(text.contains("    Latency        -         -        -         - \n"), "{text}");
+        assert!(text.contains("Schedule lag: p50 -, p99 -, max - ("), "{text}");
+        // One sample: a stdev of 0, not an undefined one.
+        let mut one = Stats::new(3);
+        one.response(200);
+        one.corrected.record(1000).unwrap();
+        one.lag.record(10).unwrap();
+        one.rate_samples.push(1.0);
+        let text = report(&cfg, &result(one, Duration::from_secs(1)));
+        assert!(!text.to_lowercase().contains("nan") && !text.contains("  - "), "{text}");
+        assert!(!text.contains("= -") && !text.contains("p50 -"), "{text}");
     }
 
     #[test]
@@ -593,7 +672,7 @@ mod tests {
         let mut cfg = config(Mode::Paced(PlanSpec::constant(100.0)));
         cfg.u_latency = true;
         let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
-        assert!(text.contains("Schedule lag: p50 0.00us, p99 0.00us, max 0.00us"));
+        assert!(text.contains("Schedule lag: p50 -, p99 -, max -"), "{text}");
         // Nothing answered, nothing failed, nothing due: nothing to blame.
         assert!(!text.contains("Warning"), "{text}");
     }
