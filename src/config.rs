@@ -216,6 +216,14 @@ impl BenchConfig {
         spread(self.connections_of_instance(), self.threads, i)
     }
 
+    /// The requests of the plan thread `i` of this instance sends: the
+    /// first and the stride. Shard s of N, thread t of T: s + N·t, stride
+    /// N·T, so the threads of all shards together send each request once.
+    pub fn requests_of_plan(&self, i: usize) -> (u64, u64) {
+        let Shard { index, count } = self.shard;
+        ((index + count * i) as u64, (count * self.threads) as u64)
+    }
+
     /// The requests thread `i` of this instance may send in the closed
     /// loop under `-n`: `-n` spread over every thread of every shard.
     pub fn requests_of_thread(&self, i: usize) -> Option<u64> {
@@ -263,6 +271,55 @@ mod tests {
         // -p decides when it is given.
         cfg.outputs.report_interval = Some(ms(300));
         assert_eq!(cfg.period(), Some(ms(300)));
+    }
+
+    /// Every thread of every shard, each sending its requests of the plan
+    /// in turn: together they send the global plan, each request once.
+    #[test]
+    fn shards_and_threads_send_the_plan_once() {
+        use crate::plan::{Arrival, PlanSpec, Stage};
+        let stages = vec![
+            Stage { duration: Duration::from_millis(300), rate: 4000.0 },
+            Stage { duration: Duration::from_millis(700), rate: 500.0 },
+        ];
+        let specs = [
+            PlanSpec::constant(1000.0),
+            PlanSpec { arrival: Arrival::Poisson, ..PlanSpec::constant(1000.0) },
+            PlanSpec { rate: 100.0, stages, arrival: Arrival::Poisson },
+        ];
+        let n = 1200;
+        for spec in specs {
+            let plan = spec.plan(Duration::ZERO, 7);
+            let global: Vec<u64> = (0..n).map(|k| plan.offset_ns(k)).collect();
+            let mut sent = Vec::new();
+            for index in 0..3 {
+                let cfg =
+                    BenchConfig { threads: 2, shard: Shard { index, count: 3 }, ..test_config() };
+                for thread in 0..cfg.threads {
+                    let (first, stride) = cfg.requests_of_plan(thread);
+                    let mut share = plan.share(first, stride, 0);
+                    for _ in 0..n / 6 {
+                        sent.push(share.next_due_ns());
+                        share.advance();
+                    }
+                }
+            }
+            sent.sort_unstable();
+            assert_eq!(sent, global, "{spec:?}");
+        }
+        // Shard s sends requests s, s + 3, s + 6, ... (its threads take
+        // turns within them).
+        for index in 0..3 {
+            let cfg = BenchConfig { threads: 2, shard: Shard { index, count: 3 }, ..test_config() };
+            let mut ks: Vec<u64> = (0..2)
+                .flat_map(|thread| {
+                    let (first, stride) = cfg.requests_of_plan(thread);
+                    (0..4).map(move |j| first + j * stride)
+                })
+                .collect();
+            ks.sort_unstable();
+            assert_eq!(ks, (0..8).map(|j| index as u64 + 3 * j).collect::<Vec<_>>());
+        }
     }
 
     fn test_config() -> BenchConfig {

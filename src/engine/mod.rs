@@ -21,7 +21,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
-use crate::config::{BenchConfig, Mode, Shard};
+use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
@@ -149,11 +149,10 @@ impl<'a> Engine<'a> {
                 timeout_ns: duration_ns(cfg.timeout),
             })
             .map_err(|e| Error::Setup(format!("unable to create thread {thread}: {e}")))?;
-            // Shard s of N, thread t of T: requests s + N·t, stride N·T.
-            let Shard { index: shard, count: shards } = cfg.shard;
+            let (first_k, stride) = cfg.requests_of_plan(thread);
             let run = RunSetup {
-                first_k: (shard + shards * thread) as u64,
-                stride: (shards * cfg.threads) as u64,
+                first_k,
+                stride,
                 plan: match &cfg.mode {
                     Mode::ClosedLoop => None,
                     Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
