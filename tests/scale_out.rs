@@ -248,6 +248,13 @@ fn three_shards_send_one_plan_and_merge_exactly() {
         assert!((990..=1_000).contains(&u64_at(part, "/requests")), "shard {i}\n{runs_text}");
     }
 
+    // The plan started at --start-at: its first request arrived then (the
+    // shards connected before it). Same machine, same clock; the bound is
+    // a busy machine's wake-up, far from the 2 s the shards waited.
+    let first = server.first_arrival_unix_ns().unwrap() as f64 / 1e9;
+    let start: f64 = start_at.parse().unwrap();
+    assert!((-0.001..0.05).contains(&(first - start)), "first arrival {first}, start {start}");
+
     // One grid: the k-th arrival is near k/R from the first. Shards that
     // each started on their own would sit at unrelated phases, and at most
     // one shard's arrivals, a third, would be on the grid. Medians, as a

@@ -59,6 +59,12 @@ impl ArrivalServer {
         self.arrivals_from().into_iter().map(|(t, _)| t).collect()
     }
 
+    /// When the first request arrived, by the wall clock (ns since the
+    /// Unix epoch).
+    pub fn first_arrival_unix_ns(&self) -> Option<u64> {
+        self.arrivals.lock().unwrap().iter().map(|&(t, _)| t).min()
+    }
+
     /// [`ArrivalServer::arrivals`] with the address each came from.
     pub fn arrivals_from(&self) -> Vec<(f64, IpAddr)> {
         let mut arrivals = self.arrivals.lock().unwrap().clone();

@@ -128,7 +128,9 @@ pub fn verdict(page: &Page) -> String {
     let (class, headline) = if failed > 0 {
         ("bad", format!("SLO failed: {failed} of {} objectives not met", verdicts.len()))
     } else if !warnings.is_empty() {
-        ("warn", format!("{} warning(s): the run did not keep its plan", warnings.len()))
+        let n = warnings.len();
+        let noun = if n == 1 { "warning" } else { "warnings" };
+        ("warn", format!("{n} {noun}: the run did not keep its plan"))
     } else if errors > 0 {
         ("warn", format!("{errors} errors"))
     } else if result.total.requests == 0 {
