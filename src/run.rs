@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Engine, Finished, Observer, Overrun, RequestSource, Workload};
+use crate::engine::{Before, Engine, Finished, Observer, Overrun, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
@@ -147,6 +147,12 @@ impl Observer for Watcher<'_> {
     fn progress(&mut self, latest: &Interval, total: &Stats) {
         if let Some(progress) = &mut self.progress {
             progress.show(latest, total);
+        }
+    }
+
+    fn before_measuring(&mut self, now: Before) {
+        if let Some(progress) = &mut self.progress {
+            progress.before(now);
         }
     }
 }

@@ -145,6 +145,27 @@ fn the_progress_shows_on_a_terminal_and_leaves_the_report_intact() {
     assert!(screen.iter().any(|line| line.starts_with("Schedule lag: ")), "{screen:#?}");
 }
 
+/// Before the measured part there are no periods to show: the warm-up
+/// says how much of it is left, then the progress takes over, and both
+/// are gone before the report.
+#[test]
+fn the_warm_up_shows_before_the_progress() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let args = ["-t1", "-c2", "-d1s", "--warmup", "1s", "-R200", &target];
+    let run = on_terminal(&args, None, false);
+    assert_eq!(run.code, Some(0), "{}", run.bytes);
+    let warming = run.bytes.find("warming up: ").unwrap_or_else(|| panic!("{}", run.bytes));
+    assert!(run.bytes.contains(" of 1.0s left (not counted)"), "{}", run.bytes);
+    let progress = run.bytes.find("latency p50 ").unwrap_or_else(|| panic!("{}", run.bytes));
+    assert!(warming < progress, "{}", run.bytes);
+    let screen = screen(&run.bytes);
+    assert!(!screen.iter().any(|line| line.contains("warming up")), "{screen:#?}");
+    assert!(!screen.iter().any(|line| is_progress(line)), "{screen:#?}");
+    assert_eq!(screen[1], "  1 threads and 2 connections", "{screen:#?}");
+}
+
 #[test]
 fn period_reports_on_the_terminal_are_not_mixed_with_the_progress() {
     let _load = load_lock();

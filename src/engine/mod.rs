@@ -85,6 +85,37 @@ pub trait Observer {
     /// A period of at most [`Observer::progress_every`] is complete:
     /// its measurements, and the run's so far.
     fn progress(&mut self, _latest: &Interval, _total: &Stats) {}
+
+    /// Before the measured run, a few times a second: what the threads
+    /// are doing (there are no periods yet to show).
+    fn before_measuring(&mut self, _now: Before) {}
+}
+
+/// What a run does before its measured part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Before {
+    /// Opening the connections (handshakes included).
+    Connecting,
+    /// Connected, waiting for `--start-at`: this long to go.
+    Starting { left: Duration },
+    /// Sending the warm-up, which is not counted: this long to go of it.
+    WarmingUp { left: Duration, of: Duration },
+}
+
+impl Before {
+    /// Where a run is at `now_ns`, given its start (None: the threads
+    /// have not all connected yet); None once the measured part began.
+    fn at(now_ns: u64, start_ns: Option<u64>, warmup: Duration) -> Option<Before> {
+        let Some(start) = start_ns else { return Some(Before::Connecting) };
+        let measured = start.saturating_add(duration_ns(warmup));
+        if now_ns < start {
+            Some(Before::Starting { left: Duration::from_nanos(start - now_ns) })
+        } else if now_ns < measured {
+            Some(Before::WarmingUp { left: Duration::from_nanos(measured - now_ns), of: warmup })
+        } else {
+            None
+        }
+    }
 }
 
 /// A benchmark that passed its checks and is ready to start.
@@ -186,20 +217,25 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
-        let on_interval =
-            &mut |interval: &Interval, total: &Stats| periods.add(interval, total, observer);
+        let mut on_interval = |interval: &Interval, total: &Stats, observer: &mut dyn Observer| {
+            periods.add(interval, total, observer)
+        };
         let lasts = cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d + cfg.timeout));
         let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
         loop {
             match shares.recv_timeout(WATCH_EVERY) {
-                Ok(share) => collector.add(share, on_interval),
+                Ok(share) => collector.add(share, &mut |i, t| on_interval(i, t, observer)),
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {
+                    let (now, started) = (sys::now_ns(), start_line.started());
+                    // No period comes before the measured part: say why.
+                    if let Some(before) = Before::at(now, started, cfg.warmup) {
+                        observer.before_measuring(before);
+                    }
                     let running: Vec<usize> =
                         (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
-                    let started = start_line.started();
-                    match watchdog.verdict(sys::now_ns(), started, !running.is_empty()) {
+                    match watchdog.verdict(now, started, !running.is_empty()) {
                         Verdict::Wait => {}
                         Verdict::Interrupt => {
                             for &thread in &running {
@@ -223,7 +259,7 @@ impl<'a> Engine<'a> {
         }
         // What the threads given up on sent before they got stuck.
         for share in shares.try_iter() {
-            collector.add(share, on_interval);
+            collector.add(share, &mut |i, t| on_interval(i, t, observer));
         }
         let given_up: Vec<usize> =
             overran.iter().filter(|o| o.given_up).map(|o| o.thread).collect();
@@ -240,7 +276,7 @@ impl<'a> Engine<'a> {
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
-        let (total, threads) = collector.finish(on_interval);
+        let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
         periods.finish(observer);
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
@@ -322,4 +358,28 @@ fn stage_starts(mode: &Mode) -> Vec<u64> {
 
 fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn before_the_measured_part() {
+        let (s, ms) = (1_000_000_000, 1_000_000);
+        let warmup = Duration::from_secs(2);
+        assert_eq!(Before::at(5 * s, None, warmup), Some(Before::Connecting));
+        // --start-at ahead.
+        assert_eq!(
+            Before::at(5 * s, Some(8 * s), warmup),
+            Some(Before::Starting { left: Duration::from_secs(3) })
+        );
+        assert_eq!(
+            Before::at(8 * s + 500 * ms, Some(8 * s), warmup),
+            Some(Before::WarmingUp { left: Duration::from_millis(1500), of: warmup })
+        );
+        assert_eq!(Before::at(10 * s, Some(8 * s), warmup), None);
+        // No warm-up: measured from the start.
+        assert_eq!(Before::at(8 * s, Some(8 * s), Duration::ZERO), None);
+    }
 }

@@ -10,6 +10,7 @@
 
 use std::time::Duration;
 
+use crate::engine::Before;
 use crate::stats::Errors;
 use crate::units::format_time_us;
 
@@ -78,6 +79,33 @@ fn second_line(f: &Figures) -> String {
         line += &format!("  lag p99 {} (sends late)", format_time_us(lag as f64));
     }
     line
+}
+
+/// The one line shown before the measured run, cut to `width - 1`:
+///
+/// ```text
+/// opening connections
+/// connected; starting in 4.2s (--start-at)
+/// [====>               ]  warming up: 2.6s of 10.0s left (not counted)
+/// ```
+pub fn before_line(before: Before, width: usize) -> String {
+    let seconds = |d: Duration| format!("{:.1}s", d.as_secs_f64());
+    let line = match before {
+        Before::Connecting => "opening connections".to_string(),
+        Before::Starting { left } => {
+            format!("connected; starting in {} (--start-at)", seconds(left))
+        }
+        Before::WarmingUp { left, of } => {
+            let done = ratio(of.saturating_sub(left).as_secs_f64(), of.as_secs_f64());
+            format!(
+                "{}  warming up: {} of {} left (not counted)",
+                bar(done, (width / 4).min(BAR_CELLS)),
+                seconds(left),
+                seconds(of)
+            )
+        }
+    };
+    fit(&line, width)
 }
 
 /// `errors: connect 2, timeout 3`, the kinds that occurred, in wrk's
@@ -183,6 +211,21 @@ mod tests {
         let [first, second] = lines(&figures, 80);
         assert_eq!(first, "[>                   ]  0.3s  0 / 1000 requests  0/s");
         assert_eq!(second, "latency p50 -  p99 -  no errors");
+    }
+
+    #[test]
+    fn before_the_measured_run() {
+        let s = Duration::from_secs_f64;
+        assert_eq!(before_line(Before::Connecting, 80), "opening connections");
+        assert_eq!(
+            before_line(Before::Starting { left: s(4.21) }, 80),
+            "connected; starting in 4.2s (--start-at)"
+        );
+        assert_eq!(
+            before_line(Before::WarmingUp { left: s(7.5), of: s(10.0) }, 80),
+            "[=====>              ]  warming up: 7.5s of 10.0s left (not counted)"
+        );
+        assert_eq!(before_line(Before::Connecting, 8), "opening");
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode};
+use crate::engine::Before;
 use crate::report::diagnose::lag_weight;
 use crate::report::spectrum::value_at_percentile;
 use crate::stats::{Interval, Stats};
@@ -84,6 +85,15 @@ impl Progress {
         // (stderr gone) only costs the progress.
         if io::stderr().lock().write_all(text.as_bytes()).is_ok() {
             self.drawn = 2;
+        }
+    }
+
+    /// Shows what the run does before its measured part (one line, until
+    /// the first period replaces it).
+    pub fn before(&mut self, before: Before) {
+        let text = self.erase_sequence() + &line::before_line(before, terminal_width());
+        if io::stderr().lock().write_all(text.as_bytes()).is_ok() {
+            self.drawn = 1;
         }
     }
 
