@@ -74,7 +74,7 @@ pub struct Overrun {
 /// What the caller of [`Engine::run`] hears while the run goes on, on the
 /// thread that called it (never an engine thread).
 pub trait Observer {
-    /// A reporting period (`-p`, `--hlog`) is complete.
+    /// A reporting period (`-p`, `--hlog`, `--html`) is complete.
     fn interval(&mut self, interval: &Interval);
 
     /// How often [`Observer::progress`] wants news, if at all.
