@@ -333,20 +333,6 @@ mod tests {
         Interval { index, start: Duration::from_secs(index), length: Duration::from_secs(1), stats }
     }
 
-    /// A one-thread run that measured `total` in `runtime`.
-    fn measured(total: Stats, runtime: Duration) -> RunResult {
-        RunResult {
-            threads: vec![ThreadTotals::from(&total)],
-            total,
-            runtime,
-            interrupted: None,
-            script_stopped: false,
-            series: vec![],
-            series_interval: Duration::from_millis(250),
-            measured_from: std::time::UNIX_EPOCH,
-        }
-    }
-
     /// Outputs whose reports go to a buffer the test reads.
     fn outputs(cfg: &BenchConfig, reports: &Shared) -> Outputs {
         Outputs::to(cfg, Destination::Stream(Box::new(reports.clone()))).unwrap()
@@ -358,7 +344,7 @@ mod tests {
         let reports = Shared::default();
         let mut outputs = outputs(cfg, &reports);
         let periods = [period(0, 100), period(1, 50)];
-        let mut result = measured(Stats::new(3), Duration::from_secs(2));
+        let mut result = RunResult::measured(Stats::new(3), Duration::from_secs(2));
         result.series = vec![vec![100, 50]];
         result.series_interval = Duration::from_secs(1);
         for p in &periods {
@@ -407,7 +393,7 @@ mod tests {
         outputs.header(&cfg).unwrap();
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
-        let result = measured(period(0, 10).stats, Duration::from_secs(1));
+        let result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
         outputs.finish(&cfg, &result).unwrap();
         let written = fs::read_to_string(&path).unwrap();
         let kinds: Vec<String> = written
@@ -485,7 +471,7 @@ mod tests {
         assert!(temp.exists());
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
-        let mut result = measured(period(0, 10).stats, Duration::from_secs(1));
+        let mut result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
         result.interrupted = Some(Interruption::Interrupt);
         outputs.finish(&cfg, &result).unwrap();
         assert!(!temp.exists());
@@ -503,7 +489,7 @@ mod tests {
         let path = dir.path().join("empty.hlog");
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let outputs = outputs(&cfg, &Shared::default());
-        let result = measured(Stats::new(3), Duration::ZERO);
+        let result = RunResult::measured(Stats::new(3), Duration::ZERO);
         outputs.finish(&cfg, &result).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }
@@ -532,7 +518,7 @@ mod tests {
         let mut outputs = outputs(&cfg, &reports);
         outputs.interval(&cfg, &period(0, 10)).unwrap();
         outputs.hlog.as_mut().unwrap().failed = true;
-        let result = measured(period(0, 10).stats, Duration::from_secs(1));
+        let result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
         match outputs.finish(&cfg, &result) {
             Err(Error::Setup(message)) => assert!(message.contains("was not written"), "{message}"),
             _ => panic!("committed an incomplete log"),

@@ -397,6 +397,24 @@ pub struct RunResult {
     pub measured_from: SystemTime,
 }
 
+#[cfg(test)]
+impl RunResult {
+    /// A run of one thread that measured `total` in `runtime`: not
+    /// interrupted, no time series. What the reports' tests start from.
+    pub fn measured(total: Stats, runtime: Duration) -> RunResult {
+        RunResult {
+            threads: vec![ThreadTotals::from(&total)],
+            total,
+            runtime,
+            interrupted: None,
+            script_stopped: false,
+            series: Vec::new(),
+            series_interval: Duration::from_millis(250),
+            measured_from: std::time::UNIX_EPOCH,
+        }
+    }
+}
+
 /// The measurements of one reporting period (`-p`, `--hlog`), all threads
 /// merged.
 #[derive(Clone, Debug)]

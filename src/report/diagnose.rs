@@ -384,16 +384,7 @@ mod tests {
     }
 
     fn result(stats: Stats) -> RunResult {
-        RunResult {
-            total: stats,
-            threads: vec![],
-            runtime: Duration::from_secs(1),
-            interrupted: None,
-            script_stopped: false,
-            series: vec![],
-            series_interval: Duration::from_millis(250),
-            measured_from: std::time::UNIX_EPOCH,
-        }
+        RunResult::measured(stats, Duration::from_secs(1))
     }
 
     /// 1000 requests answered in `latency_us`, sent `lag_us` late.

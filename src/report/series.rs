@@ -111,16 +111,7 @@ mod tests {
     }
 
     fn result(series: Vec<Vec<u64>>, runtime: Duration) -> RunResult {
-        RunResult {
-            total: Stats::new(3),
-            threads: vec![],
-            runtime,
-            interrupted: None,
-            script_stopped: false,
-            series,
-            series_interval: Duration::from_millis(250),
-            measured_from: std::time::UNIX_EPOCH,
-        }
+        RunResult { series, ..RunResult::measured(Stats::new(3), runtime) }
     }
 
     #[test]

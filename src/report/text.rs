@@ -389,16 +389,7 @@ mod tests {
     }
 
     fn result(stats: Stats, runtime: Duration) -> RunResult {
-        RunResult {
-            total: stats,
-            threads: vec![],
-            runtime,
-            interrupted: None,
-            script_stopped: false,
-            series: vec![],
-            series_interval: Duration::from_millis(250),
-            measured_from: std::time::UNIX_EPOCH,
-        }
+        RunResult::measured(stats, runtime)
     }
 
     fn render(write: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> String {

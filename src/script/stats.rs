@@ -235,16 +235,7 @@ mod tests {
         total.errors.write = 3;
         total.errors.status = 4;
         total.errors.timeout = 5;
-        let result = RunResult {
-            total,
-            threads: vec![],
-            runtime: Duration::from_millis(1500),
-            interrupted: None,
-            script_stopped: false,
-            series: vec![],
-            series_interval: Duration::from_secs(1),
-            measured_from: std::time::UNIX_EPOCH,
-        };
+        let result = RunResult::measured(total, Duration::from_millis(1500));
         lua.globals().set("summary", summary(&lua, &result).unwrap()).unwrap();
         let e = "summary.errors";
         let got = eval(

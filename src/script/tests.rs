@@ -494,16 +494,7 @@ fn run_result() -> RunResult {
         total.corrected.record(v).unwrap();
     }
     total.rate_samples = vec![100.0, 300.0];
-    RunResult {
-        total,
-        threads: vec![],
-        runtime: Duration::from_secs(2),
-        interrupted: None,
-        script_stopped: false,
-        series: vec![],
-        series_interval: Duration::from_secs(1),
-        measured_from: std::time::UNIX_EPOCH,
-    }
+    RunResult::measured(total, Duration::from_secs(2))
 }
 
 #[test]

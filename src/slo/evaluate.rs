@@ -236,7 +236,7 @@ mod tests {
     use crate::report::json::{final_report, write_line};
     use crate::report::text::write_report;
     use crate::slo::parse;
-    use crate::stats::{ErrorKind, Stats, ThreadTotals};
+    use crate::stats::{ErrorKind, Stats};
     use crate::target::Target;
 
     /// 1000 responses over 2 s: corrected 1..=1000 us, uncorrected half of
@@ -254,20 +254,7 @@ mod tests {
         total.error(ErrorKind::Read, "Connection reset by peer");
         total.error(ErrorKind::Connect, "Connection refused");
         total.errors.unsent = 3;
-        measured(total, Duration::from_secs(2))
-    }
-
-    fn measured(total: Stats, runtime: Duration) -> RunResult {
-        RunResult {
-            threads: vec![ThreadTotals::from(&total)],
-            total,
-            runtime,
-            interrupted: None,
-            script_stopped: false,
-            series: vec![],
-            series_interval: Duration::from_millis(250),
-            measured_from: std::time::UNIX_EPOCH,
-        }
+        RunResult::measured(total, Duration::from_secs(2))
     }
 
     fn paced(rate: f64) -> Expectation {
@@ -376,7 +363,7 @@ mod tests {
     #[test]
     fn undefined_values_fail() {
         // Closed loop: no lag, no target; nothing issued at all.
-        let empty = measured(Stats::new(3), Duration::ZERO);
+        let empty = RunResult::measured(Stats::new(3), Duration::ZERO);
         let closed = Expectation { target_rate: None };
         let got = judge("p99<1s,u.mean<1s,lag.max<1s,errors<=100%,rate>=0%", &empty, &closed);
         assert_eq!(got, vec![(None, false); 5]);
@@ -409,7 +396,7 @@ mod tests {
             failures(&verdicts).unwrap(),
             "SLO failed: errors<0.1% (measured 1.59%), errors<0.001% (measured 1.59%)"
         );
-        let empty = measured(Stats::new(3), Duration::ZERO);
+        let empty = RunResult::measured(Stats::new(3), Duration::ZERO);
         let verdicts = evaluate(&parse("p99<1s").unwrap(), &empty, &paced(1.0));
         let mut out = Vec::new();
         write_verdicts(&mut out, &verdicts).unwrap();
@@ -460,7 +447,7 @@ mod tests {
         assert_eq!(v[4]["metric"], "lag.max");
         let empty = evaluate(
             &parse("p99<1s").unwrap(),
-            &measured(Stats::new(3), Duration::ZERO),
+            &RunResult::measured(Stats::new(3), Duration::ZERO),
             &paced(1.0),
         );
         let v = serde_json::to_value(&empty).unwrap();

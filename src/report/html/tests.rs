@@ -1,8 +1,8 @@
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::Duration;
 
 use super::*;
 use crate::plan::PlanSpec;
-use crate::stats::{Interval, Stats, ThreadTotals};
+use crate::stats::{Interval, Stats};
 use crate::target::Target;
 
 fn config(paced: bool) -> BenchConfig {
@@ -27,16 +27,7 @@ fn stats(requests: u64) -> Stats {
 }
 
 fn result(total: Stats) -> RunResult {
-    RunResult {
-        threads: vec![ThreadTotals::from(&total)],
-        total,
-        runtime: Duration::from_secs(1),
-        interrupted: None,
-        script_stopped: false,
-        series: Vec::new(),
-        series_interval: Duration::from_millis(250),
-        measured_from: UNIX_EPOCH,
-    }
+    RunResult::measured(total, Duration::from_secs(1))
 }
 
 fn render(page: &Page) -> String {
