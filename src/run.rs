@@ -155,6 +155,17 @@ impl Observer for Watcher<'_> {
             progress.before(now);
         }
     }
+
+    fn stopping(&mut self, timeout: Duration) {
+        if let Some(progress) = &mut self.progress {
+            progress.clear();
+        }
+        eprintln!(
+            "pace: stopping: the requests in flight get up to {} (--timeout) to answer; \
+             Ctrl-C again to stop at once",
+            crate::units::format_time_us(timeout.as_micros() as f64)
+        );
+    }
 }
 
 /// Script calls that did not return when the run was over: said on

@@ -60,8 +60,12 @@ pub struct Errors {
     pub timeout: u64,
     /// Requests of the plan that were due before the end of the run and
     /// never sent (no connection was free: the server or the generator fell
-    /// behind).
+    /// behind). How long they had waited is [`Stats::unsent_wait`].
     pub unsent: u64,
+    /// Requests in flight when the run was stopped at once (a second
+    /// Ctrl-C, a script error): cut off, neither answered nor timed out.
+    /// Not a failure of the server, so no share or diagnosis counts them.
+    pub stopped: u64,
 }
 
 impl Errors {
@@ -77,6 +81,7 @@ impl Errors {
         self.status += other.status;
         self.timeout += other.timeout;
         self.unsent += other.unsent;
+        self.stopped += other.stopped;
     }
 }
 
@@ -100,6 +105,10 @@ pub struct Stats {
     /// Schedule lag: actual send time minus intended send time, us. Only
     /// recorded in paced mode; it measures the generator, not the server.
     pub lag: Histogram<u64>,
+    /// How long each unsent request of the plan had waited when it was
+    /// given up, us. Never part of a latency histogram: a wait is not a
+    /// latency, only a lower bound of one that never came.
+    pub unsent_wait: Histogram<u64>,
     /// Completed responses.
     pub requests: u64,
     /// Bytes read from the sockets (after TLS decryption), as wrk counts.
@@ -120,6 +129,12 @@ pub struct Stats {
     pub stages: Vec<StageStats>,
     /// Where the schedule lag came from and what the threads cost.
     pub generator: Generator,
+    /// At the end of the period, how long the request that had waited
+    /// longest without a response (in flight, or due and not sent) had
+    /// waited since its intended time, us; 0 when none was waiting. A
+    /// snapshot for the live progress (a stall shows as it happens), not a
+    /// sum: shares combine by the largest.
+    pub oldest_waiting_us: u64,
 }
 
 /// Why paced sends were late, and how busy the engine threads were: the
@@ -187,6 +202,7 @@ impl Stats {
             corrected: latency_histogram(digits),
             uncorrected: latency_histogram(digits),
             lag: latency_histogram(digits),
+            unsent_wait: latency_histogram(digits),
             requests: 0,
             bytes: 0,
             errors: Errors::default(),
@@ -197,6 +213,7 @@ impl Stats {
             warmup: Warmup::default(),
             stages: Vec::new(),
             generator: Generator::default(),
+            oldest_waiting_us: 0,
         }
     }
 
@@ -236,6 +253,7 @@ impl Stats {
         self.corrected.reset();
         self.uncorrected.reset();
         self.lag.reset();
+        self.unsent_wait.reset();
         self.requests = 0;
         self.bytes = 0;
         self.errors = Errors::default();
@@ -245,6 +263,7 @@ impl Stats {
         self.nil_requests = 0;
         self.warmup = Warmup::default();
         self.generator = Generator::default();
+        self.oldest_waiting_us = 0;
         for stage in &mut self.stages {
             stage.requests = 0;
             stage.corrected.reset();
@@ -257,6 +276,7 @@ impl Stats {
         self.corrected.add(&other.corrected).expect("auto-resizing histogram");
         self.uncorrected.add(&other.uncorrected).expect("auto-resizing histogram");
         self.lag.add(&other.lag).expect("auto-resizing histogram");
+        self.unsent_wait.add(&other.unsent_wait).expect("auto-resizing histogram");
         self.requests += other.requests;
         self.bytes += other.bytes;
         self.errors.add(&other.errors);
@@ -271,6 +291,7 @@ impl Stats {
         self.warmup.requests += other.warmup.requests;
         self.warmup.errors += other.warmup.errors;
         self.generator.add(&other.generator);
+        self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {
                 Some(mine) => mine.merge(stage),
@@ -380,7 +401,11 @@ pub struct RunResult {
     pub total: Stats,
     /// Each thread's counts, in thread order.
     pub threads: Vec<ThreadTotals>,
-    /// From the start of the plan until the last response was collected.
+    /// The sending window the rates are over: from the start of the
+    /// measured plan to its end (or the stop), as wrk2 divides by the
+    /// run's duration. Responses that came after it still count. A closed
+    /// loop that ended because its `-n` requests were done lasts until the
+    /// last of them was answered.
     pub runtime: Duration,
     /// Set when SIGINT/SIGTERM ended the run early.
     pub interrupted: Option<Interruption>,

@@ -108,9 +108,19 @@ impl Connections {
         self.conns.iter().any(Conn::in_flight)
     }
 
-    /// Batches still unanswered.
-    pub fn in_flight(&self) -> usize {
-        self.conns.iter().filter(|c| c.in_flight()).count()
+    /// Requests sent (at least in part) and still unanswered.
+    pub fn requests_in_flight(&self) -> u64 {
+        self.conns.iter().filter(|c| c.in_flight()).map(|c| c.pending as u64).sum()
+    }
+
+    /// The intended time of the oldest request in flight, if any.
+    pub fn oldest_in_flight(&self) -> Option<u64> {
+        self.conns
+            .iter()
+            .filter(|c| c.in_flight())
+            .filter_map(|c| c.intended.first())
+            .min()
+            .copied()
     }
 
     /// Since when connection `i` has been ready (ns).

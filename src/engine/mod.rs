@@ -89,6 +89,10 @@ pub trait Observer {
     /// Before the measured run, a few times a second: what the threads
     /// are doing (there are no periods yet to show).
     fn before_measuring(&mut self, _now: Before) {}
+
+    /// A signal stopped the sends, and the threads wait up to `timeout`
+    /// for the responses in flight (a second signal stops them at once).
+    fn stopping(&mut self, _timeout: Duration) {}
 }
 
 /// What a run does before its measured part.
@@ -196,7 +200,8 @@ impl<'a> Engine<'a> {
                 },
                 timeout_ns: duration_ns(cfg.timeout),
             };
-            workers.push(Worker::new(run, connections, source, recorder, signals.stop.clone()));
+            let (stop, hurry) = (signals.stop.clone(), signals.hurry.clone());
+            workers.push(Worker::new(run, connections, source, recorder, stop, hurry));
         }
         let not_before = start_time(cfg)?;
         let start_line = Arc::new(StartLine::new(workers.len(), not_before));
@@ -220,9 +225,14 @@ impl<'a> Engine<'a> {
         let mut on_interval = |interval: &Interval, total: &Stats, observer: &mut dyn Observer| {
             periods.add(interval, total, observer)
         };
-        let lasts = cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d + cfg.timeout));
-        let mut watchdog = Watchdog::new(lasts, signals.stop.clone(), signals.hurry.clone());
+        let timeout = duration_ns(cfg.timeout);
+        // The plan, then the last responses (at most the timeout).
+        let lasts =
+            cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d).saturating_add(timeout));
+        let mut watchdog =
+            Watchdog::new(lasts, timeout, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
+        let mut said_stopping = false;
         loop {
             match shares.recv_timeout(WATCH_EVERY) {
                 Ok(share) => collector.add(share, &mut |i, t| on_interval(i, t, observer)),
@@ -235,6 +245,12 @@ impl<'a> Engine<'a> {
                     }
                     let running: Vec<usize> =
                         (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
+                    // A signal stopped the sends; the threads still wait for
+                    // the responses in flight: say so, once.
+                    if signals.received().is_some() && !running.is_empty() && !said_stopping {
+                        said_stopping = true;
+                        observer.stopping(cfg.timeout);
+                    }
                     match watchdog.verdict(now, started, !running.is_empty()) {
                         Verdict::Wait => {}
                         Verdict::Interrupt => {
@@ -275,14 +291,14 @@ impl<'a> Engine<'a> {
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
-        let finished = results.iter().map(|r| r.finished_ns).max().unwrap_or(start);
+        let window_end = results.iter().map(|r| r.window_end_ns).max().unwrap_or(start);
         let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
         periods.finish(observer);
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,
             threads,
-            runtime: Duration::from_nanos(finished.saturating_sub(start)),
+            runtime: Duration::from_nanos(window_end.saturating_sub(start)),
             interrupted: None,
             script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),

@@ -177,44 +177,61 @@ impl Recorder {
             true => last_of_batch.then_some(exchange.batch_intended),
         };
         if let Some(intended) = intended {
+            // A request of a pipelined batch may go out before its
+            // intended time: its latency then counts from the send, so
+            // that the corrected latency is never below the uncorrected.
+            let from = intended.min(exchange.sent);
             let stats = &mut self.stats;
-            record_us(&mut stats.corrected, arrived.saturating_sub(intended));
+            record_us(&mut stats.corrected, arrived.saturating_sub(from));
             record_us(&mut stats.uncorrected, arrived.saturating_sub(exchange.sent));
         }
         if !self.stage_starts.is_empty() {
             let stage = self.stage_starts.partition_point(|&at| at <= exchange.intended);
             if let Some(stage) = self.stats.stages.get_mut(stage.saturating_sub(1)) {
                 stage.requests += 1;
-                record_us(&mut stage.corrected, arrived.saturating_sub(exchange.intended));
+                let from = exchange.intended.min(exchange.sent);
+                record_us(&mut stage.corrected, arrived.saturating_sub(from));
             }
         }
     }
 
-    /// The requests of `plan` due before `end_ns` that were never sent
-    /// are errors of their own; each also counts in the corrected latency
-    /// with the time it had waited by `end_ns`, a lower bound of a latency
-    /// that never came, so that a dead server cannot look fast. Recorded a
-    /// histogram bucket at a time: any number of them takes as long as the
-    /// buckets their waits span.
-    pub fn unsent(&mut self, plan: &ThreadPlan, end_ns: u64) {
-        let unsent = plan.unsent_before(end_ns);
-        // Those of the warm-up are its errors, and out of the latency.
-        let mut recorded = plan.unsent_before(self.start_ns.min(end_ns));
+    /// Gives up, at `at_ns`, every request of `plan` due before
+    /// `due_before_ns` that was not sent: each is an error of its own
+    /// (`unsent`), and how long it had waited goes to its own histogram,
+    /// never to a latency one (a wait is only a lower bound of a latency
+    /// that never came). The plan moves past them. Recorded a histogram
+    /// bucket at a time: any number of them takes as long as the buckets
+    /// their waits span.
+    pub fn give_up(&mut self, plan: &mut ThreadPlan, due_before_ns: u64, at_ns: u64) {
+        let unsent = plan.unsent_before(due_before_ns);
+        // Those of the warm-up are its errors, and nowhere else.
+        let mut recorded = plan.unsent_before(self.start_ns.min(due_before_ns));
         self.stats.warmup.errors += recorded;
         self.stats.errors.unsent += unsent - recorded;
-        let corrected = &mut self.stats.corrected;
+        let waits = &mut self.stats.unsent_wait;
         while recorded < unsent {
             // Waits shrink from the first unsent request to the last.
-            let wait_us = end_ns.saturating_sub(plan.due_ns_after(recorded)) / 1000;
+            let wait_us = at_ns.saturating_sub(plan.due_ns_after(recorded)) / 1000;
             let wait_us = wait_us.min(crate::stats::MAX_LATENCY_US);
-            let floor_us = corrected.lowest_equivalent(wait_us);
-            // Those due at or before end - floor waited at least the floor.
-            let latest_due = end_ns.saturating_sub(floor_us * 1000);
+            let floor_us = waits.lowest_equivalent(wait_us);
+            // Those due at or before at - floor waited at least the floor.
+            let latest_due = at_ns.saturating_sub(floor_us.saturating_mul(1000));
             let in_bucket = plan.unsent_before(latest_due.saturating_add(1)).min(unsent);
             let count = in_bucket.saturating_sub(recorded).max(1);
             // Cannot fail: the value is in range and the histogram resizes.
-            let _ = corrected.record_n(wait_us, count);
+            let _ = waits.record_n(wait_us, count);
             recorded += count;
+        }
+        plan.skip(unsent);
+    }
+
+    /// `n` requests were in flight when the run was stopped at once: cut
+    /// off, neither answered nor timed out.
+    pub fn stopped_in_flight(&mut self, n: u64) {
+        if self.in_warmup {
+            self.stats.warmup.errors += n;
+        } else {
+            self.stats.errors.stopped += n;
         }
     }
 
@@ -239,8 +256,10 @@ impl Recorder {
     }
 
     /// Takes the rate samples and hands over the periods due at `now`;
-    /// returns when it next needs to be called.
-    pub fn tick(&mut self, now: u64) -> u64 {
+    /// returns when it next needs to be called. `oldest_waiting` gives the
+    /// intended time of the oldest request still waiting (asked only when
+    /// a period is handed over).
+    pub fn tick(&mut self, now: u64, oldest_waiting: impl Fn() -> Option<u64>) -> u64 {
         self.in_warmup &= now < self.start_ns;
         while now >= self.next_sample_ns {
             let done = self.completed - self.sampled;
@@ -251,6 +270,8 @@ impl Recorder {
         // Every period is handed over, even one the thread slept through:
         // the collector completes a period when every thread sent it.
         while now >= self.next_period_ns {
+            let waited = oldest_waiting().map_or(0, |intended| now.saturating_sub(intended));
+            self.stats.oldest_waiting_us = waited / 1000;
             self.hand_over();
             self.next_period_ns += self.setup.period_ns.unwrap_or(u64::MAX);
         }
@@ -375,8 +396,10 @@ mod tests {
     }
 
     #[test]
-    fn each_response_of_a_paced_batch_counts_from_its_own_intended_time() {
-        for (batch_latency, expected) in [(false, vec![5_000, 5_000]), (true, vec![6_000])] {
+    fn each_response_of_a_paced_batch_counts_from_its_intended_time_or_earlier_send() {
+        // The second request went out 1 ms before its time, with the first:
+        // its latency counts from the send (6 ms), not from 11 ms (5 ms).
+        for (batch_latency, expected) in [(false, vec![5_000, 6_000]), (true, vec![6_000])] {
             let (mut r, shares) = recorder(true, batch_latency, None);
             r.start(0);
             // Requests intended at 10 and 11 ms, sent together at 10 ms;
@@ -422,55 +445,120 @@ mod tests {
     fn periods_are_handed_over_on_time_even_when_empty() {
         let (mut r, shares) = recorder(false, false, Some(1_000 * MS));
         r.start(0);
-        assert_eq!(r.tick(50 * MS), 100 * MS);
-        assert_eq!(r.tick(999 * MS), 1_000 * MS);
+        assert_eq!(r.tick(50 * MS, || None), 100 * MS);
+        assert_eq!(r.tick(999 * MS, || None), 1_000 * MS);
         assert!(shares.try_recv().is_err());
-        r.tick(1_000 * MS);
+        r.tick(1_000 * MS, || None);
         assert_eq!(shares.try_recv().unwrap().index, 0);
         // Asleep through periods 1 and 2: both are handed over.
-        r.tick(3_500 * MS);
+        r.tick(3_500 * MS, || None);
         r.finish(3_600 * MS);
         let indices: Vec<u64> = shares.try_iter().map(|share| share.index).collect();
         assert_eq!(indices, vec![1, 2, 3]);
     }
 
     #[test]
-    fn unsent_requests_count_with_the_time_they_waited() {
+    fn unsent_requests_are_errors_with_their_waits_apart() {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
         // Thread 0 of 2 at 1000/s owns k = 0, 2, 4, 6, 8 of the first 10 ms.
-        let plan = crate::plan::Plan::constant(1000.0).for_thread(0, 2, 0);
-        r.unsent(&plan, 10 * MS);
+        let mut plan = crate::plan::Plan::constant(1000.0).for_thread(0, 2, 0);
+        r.give_up(&mut plan, 10 * MS, 10 * MS);
+        // The plan moved past them: the next one is k = 10, at 10 ms.
+        assert_eq!(plan.next_due_ns(), 10 * MS);
         r.finish(10 * MS);
         let stats = shares.recv().unwrap().stats;
         assert_eq!(stats.errors.unsent, 5);
         let waits: Vec<u64> =
-            stats.corrected.iter_recorded().map(|v| v.value_iterated_to()).collect();
+            stats.unsent_wait.iter_recorded().map(|v| v.value_iterated_to()).collect();
         let expected: Vec<u64> = [2_000, 4_000, 6_000, 8_000, 10_000]
             .iter()
-            .map(|&us| stats.corrected.highest_equivalent(us))
+            .map(|&us| stats.unsent_wait.highest_equivalent(us))
             .collect();
         assert_eq!(waits, expected);
+        // No latency was measured, so none is recorded.
         assert_eq!(stats.requests, 0);
-        assert!(stats.uncorrected.is_empty());
+        assert!(stats.corrected.is_empty() && stats.uncorrected.is_empty());
+    }
+
+    #[test]
+    fn only_requests_due_before_the_limit_are_given_up() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        let mut plan = crate::plan::Plan::constant(1000.0).for_thread(0, 1, 0);
+        // Due at 0, 1, 2 ms: given up at 5 ms, after waiting 5, 4, 3 ms.
+        r.give_up(&mut plan, 3 * MS, 5 * MS);
+        assert_eq!(plan.next_due_ns(), 3 * MS);
+        r.finish(5 * MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!(stats.errors.unsent, 3);
+        let h = &stats.unsent_wait;
+        assert_eq!((h.min(), h.max()), (h.lowest_equivalent(3_000), h.highest_equivalent(5_000)));
     }
 
     #[test]
     fn any_number_of_unsent_requests_is_recorded_at_once() {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
-        let plan = crate::plan::Plan::constant(1e12).for_thread(1, 2, 0);
+        let mut plan = crate::plan::Plan::constant(1e12).for_thread(1, 2, 0);
         // Half a trillion requests: counted and recorded per histogram
         // bucket, never one by one.
-        r.unsent(&plan, 1_000 * MS);
+        r.give_up(&mut plan, 1_000 * MS, 1_000 * MS);
         r.finish(1_000 * MS);
         let stats = shares.recv().unwrap().stats;
         assert_eq!(stats.errors.unsent, 500_000_000_000);
-        assert_eq!(stats.corrected.len(), 500_000_000_000);
-        assert_eq!(stats.corrected.max(), stats.corrected.highest_equivalent(1_000_000));
+        assert_eq!(stats.unsent_wait.len(), 500_000_000_000);
+        assert_eq!(stats.unsent_wait.max(), stats.unsent_wait.highest_equivalent(1_000_000));
         // Evenly spread waits: the median is half the run.
-        let median = stats.corrected.value_at_quantile(0.5);
+        let median = stats.unsent_wait.value_at_quantile(0.5);
         assert!((499_000..=501_000).contains(&median), "{median}");
+        assert!(stats.corrected.is_empty());
+    }
+
+    #[test]
+    fn requests_cut_off_by_a_stop_are_their_own_count() {
+        let (mut r, shares) = recorder(true, false, None);
+        r.start(0);
+        r.stopped_in_flight(4);
+        r.finish(MS);
+        let stats = shares.recv().unwrap().stats;
+        assert_eq!((stats.errors.stopped, stats.errors.timeout), (4, 0));
+        assert_eq!(stats.errors.socket_total(), 0);
+    }
+
+    /// Whatever the plan, the sends and the arrivals, each request's
+    /// corrected latency is at least its uncorrected one, so the corrected
+    /// distribution is at or above the uncorrected at every percentile and
+    /// at the minimum.
+    #[test]
+    fn corrected_is_never_below_uncorrected() {
+        let mut draws = crate::plan::random::Draws::at(42, 0, 0);
+        for batch_latency in [false, true] {
+            let (mut r, shares) = recorder(true, batch_latency, None);
+            r.start(0);
+            for _ in 0..20_000 {
+                let ms = |draws: &mut crate::plan::random::Draws| {
+                    (draws.uniform() * 50.0 * MS as f64) as u64
+                };
+                let intended = ms(&mut draws);
+                // Late or, as a pipelined batch's later requests, early.
+                let sent = (intended + ms(&mut draws)).saturating_sub(ms(&mut draws) / 4);
+                let arrived = sent + ms(&mut draws) / 10;
+                let batch_intended = intended.saturating_sub(ms(&mut draws) / 20);
+                let exchange = Exchange { intended, batch_intended, sent };
+                r.sent(&[intended], sent, 0);
+                r.response(exchange, arrived, 200, draws.uniform() < 0.5);
+            }
+            r.finish(100 * MS);
+            let stats = shares.recv().unwrap().stats;
+            let (c, u) = (&stats.corrected, &stats.uncorrected);
+            assert_eq!(c.len(), u.len());
+            assert!(c.min() >= u.min(), "-B {batch_latency}: min {} < {}", c.min(), u.min());
+            for p in [0.0, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
+                let (cp, up) = (c.value_at_percentile(p), u.value_at_percentile(p));
+                assert!(cp >= up, "-B {batch_latency}: p{p} corrected {cp} < uncorrected {up}");
+            }
+        }
     }
 
     #[test]
@@ -490,13 +578,13 @@ mod tests {
         });
         r.start(0);
         assert_eq!(r.measured_start_ns(), 100 * MS);
-        r.tick(10 * MS);
+        r.tick(10 * MS, || None);
         r.error(ErrorKind::Connect, "refused");
         r.bytes_read(100);
         let warm = Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS };
         r.sent(&[20 * MS], 20 * MS, 0);
         r.response(warm, 25 * MS, 503, true);
-        r.tick(100 * MS);
+        r.tick(100 * MS, || None);
         let first = Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS };
         r.sent(&[120 * MS], 121 * MS, 0);
         r.response(first, 122 * MS, 200, true);
@@ -505,8 +593,8 @@ mod tests {
         r.bytes_read(50);
         // At 100/s, 20 requests were due before 200 ms; the plan was not
         // advanced here, so all are unsent, 10 of them in the warm-up.
-        let plan = crate::plan::Plan::constant(100.0).for_thread(0, 1, 0);
-        r.unsent(&plan, 200 * MS);
+        let mut plan = crate::plan::Plan::constant(100.0).for_thread(0, 1, 0);
+        r.give_up(&mut plan, 200 * MS, 200 * MS);
         r.finish(200 * MS);
         let stats = shares.recv().unwrap().stats;
         assert_eq!(stats.warmup, crate::stats::Warmup { requests: 1, errors: 1 + 1 + 10 });
@@ -522,6 +610,17 @@ mod tests {
     }
 
     #[test]
+    fn each_period_says_how_long_the_oldest_request_has_waited() {
+        let (mut r, shares) = recorder(true, false, Some(200 * MS));
+        r.start(0);
+        r.tick(200 * MS, || Some(50 * MS));
+        r.tick(400 * MS, || None);
+        let waits: Vec<u64> =
+            shares.try_iter().map(|share| share.stats.oldest_waiting_us).collect();
+        assert_eq!(waits, vec![150_000, 0]);
+    }
+
+    #[test]
     fn rate_samples_every_100_ms() {
         let (mut r, shares) = recorder(false, false, None);
         r.start(0);
@@ -529,7 +628,7 @@ mod tests {
         for _ in 0..5 {
             r.response(exchange, MS, 200, true);
         }
-        r.tick(250 * MS);
+        r.tick(250 * MS, || None);
         r.finish(250 * MS);
         assert_eq!(shares.recv().unwrap().stats.rate_samples, vec![50.0, 0.0]);
     }

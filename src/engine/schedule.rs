@@ -77,6 +77,12 @@ impl Schedule {
         }
     }
 
+    /// The intended time of the plan's oldest request due at `now` and
+    /// not sent yet (waiting for a connection), if one is.
+    pub fn oldest_due(&self, now: u64) -> Option<u64> {
+        self.next_send_at().filter(|&due| due <= now && self.is_paced())
+    }
+
     /// Some connection is waiting for the plan (paced mode).
     pub fn has_ready_connection(&self) -> bool {
         match self {
@@ -90,11 +96,12 @@ impl Schedule {
         matches!(self, Schedule::Paced(_))
     }
 
-    /// The part of the plan not sent yet (None in the closed loop).
-    pub fn rest_of_plan(&self) -> Option<&ThreadPlan> {
+    /// The part of the plan not sent yet (None in the closed loop), for
+    /// giving up requests that can no longer be sent.
+    pub fn rest_of_plan(&mut self) -> Option<&mut ThreadPlan> {
         match self {
             Schedule::ClosedLoop(_) => None,
-            Schedule::Paced(paced) => Some(&paced.plan),
+            Schedule::Paced(paced) => Some(&mut paced.plan),
         }
     }
 }

@@ -4,11 +4,14 @@
 //! calls, so a script stuck in a loop in `response()` or `delay()` would
 //! keep the run going forever. The watchdog, on the collecting thread,
 //! knows when every thread should be done: a grace period after the end of
-//! the run plus the collection of late responses, or after a stop (a
-//! signal, a script error elsewhere). A thread still running then has its
-//! Lua call interrupted; one that still does not finish (LuaJIT cannot
+//! the run and the collection of late responses; after a stop (a signal, a
+//! script error elsewhere), once the responses in flight had their
+//! timeout; at once after a second signal.
+//! A thread still running then has its Lua call interrupted (and every
+//! thread stops waiting); one that still does not finish (LuaJIT cannot
 //! interrupt a loop it compiled) is given up, and the report covers what
-//! the other threads measured.
+//! the other threads measured. Deadlines saturate: a run bounded only by
+//! `-n` has none.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,19 +34,39 @@ pub enum Verdict {
 
 pub struct Watchdog {
     /// How long the run lasts after its start: the duration, then the
-    /// collection of responses in flight (the timeout).
+    /// collection of the responses in flight.
     lasts_ns: u64,
+    /// How long threads wait for the responses in flight after a stop.
+    timeout_ns: u64,
     stop: Arc<AtomicBool>,
     hurry: Arc<AtomicBool>,
     /// When the stop flag was first seen set.
     stop_seen_ns: Option<u64>,
-    interrupted_ns: Option<u64>,
+    /// When the hurry flag was first seen set.
+    hurry_seen_ns: Option<u64>,
+    /// When the threads were interrupted, and the grace they got then.
+    interrupted: Option<(u64, u64)>,
 }
 
 impl Watchdog {
-    /// `hurry` is set by a second signal.
-    pub fn new(lasts_ns: u64, stop: Arc<AtomicBool>, hurry: Arc<AtomicBool>) -> Watchdog {
-        Watchdog { lasts_ns, stop, hurry, stop_seen_ns: None, interrupted_ns: None }
+    /// `stop` is set by a signal or a script error (threads stop sending
+    /// and wait up to `timeout_ns` for the responses in flight), `hurry`
+    /// by a second signal (they stop at once).
+    pub fn new(
+        lasts_ns: u64,
+        timeout_ns: u64,
+        stop: Arc<AtomicBool>,
+        hurry: Arc<AtomicBool>,
+    ) -> Watchdog {
+        Watchdog {
+            lasts_ns,
+            timeout_ns,
+            stop,
+            hurry,
+            stop_seen_ns: None,
+            hurry_seen_ns: None,
+            interrupted: None,
+        }
     }
 
     /// The verdict at `now` for a run that started at `start_ns` (None:
@@ -52,22 +75,37 @@ impl Watchdog {
         if self.stop.load(Ordering::Relaxed) {
             self.stop_seen_ns.get_or_insert(now);
         }
+        let hurried = self.hurry.load(Ordering::Relaxed);
+        if hurried {
+            self.hurry_seen_ns.get_or_insert(now);
+        }
         if !running {
             return Verdict::Wait;
         }
-        let grace = if self.hurry.load(Ordering::Relaxed) { HURRIED_GRACE_NS } else { GRACE_NS };
-        if let Some(interrupted) = self.interrupted_ns {
-            return if now >= interrupted + grace { Verdict::GiveUp } else { Verdict::Wait };
+        if let Some((interrupted, grace)) = self.interrupted {
+            return if now >= interrupted.saturating_add(grace) {
+                Verdict::GiveUp
+            } else {
+                Verdict::Wait
+            };
         }
-        let ended = start_ns.map(|start| start + self.lasts_ns);
-        let over = match (self.stop_seen_ns, ended) {
-            (Some(stop), Some(ended)) => stop.min(ended),
-            (stop, ended) => stop.or(ended).unwrap_or(u64::MAX),
-        };
+        // When the threads should be done: the end of the run, or after a
+        // stop the wait for the responses in flight, or at once in a hurry.
+        let over = [
+            start_ns.map(|start| start.saturating_add(self.lasts_ns)),
+            self.stop_seen_ns.map(|stop| stop.saturating_add(self.timeout_ns)),
+            self.hurry_seen_ns,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .unwrap_or(u64::MAX);
+        let grace = if hurried { HURRIED_GRACE_NS } else { GRACE_NS };
         if now >= over.saturating_add(grace) {
-            self.interrupted_ns = Some(now);
-            // The other threads stop too.
+            self.interrupted = Some((now, grace));
+            // The other threads stop too, without waiting.
             self.stop.store(true, Ordering::Relaxed);
+            self.hurry.store(true, Ordering::Relaxed);
             Verdict::Interrupt
         } else {
             Verdict::Wait
@@ -83,17 +121,17 @@ mod tests {
 
     fn watchdog() -> (Watchdog, Arc<AtomicBool>, Arc<AtomicBool>) {
         let (stop, hurry) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicBool::new(false)));
-        (Watchdog::new(12 * S, stop.clone(), hurry.clone()), stop, hurry)
+        (Watchdog::new(12 * S, 2 * S, stop.clone(), hurry.clone()), stop, hurry)
     }
 
     #[test]
     fn a_thread_running_past_the_end_is_interrupted_then_given_up() {
-        let (mut w, stop, _) = watchdog();
+        let (mut w, stop, hurry) = watchdog();
         assert_eq!(w.verdict(5 * S, None, true), Verdict::Wait);
         assert_eq!(w.verdict(12 * S, Some(S), true), Verdict::Wait);
         // The run (1 s + 12 s) and its grace are over.
         assert_eq!(w.verdict(14 * S, Some(S), true), Verdict::Interrupt);
-        assert!(stop.load(Ordering::Relaxed));
+        assert!(stop.load(Ordering::Relaxed) && hurry.load(Ordering::Relaxed));
         assert_eq!(w.verdict(14 * S + S / 2, Some(S), true), Verdict::Wait);
         assert_eq!(w.verdict(15 * S, Some(S), true), Verdict::GiveUp);
     }
@@ -105,12 +143,14 @@ mod tests {
     }
 
     #[test]
-    fn a_stop_ends_the_run_early() {
+    fn a_stop_leaves_the_timeout_for_the_responses_in_flight() {
         let (mut w, stop, _) = watchdog();
         assert_eq!(w.verdict(2 * S, Some(S), true), Verdict::Wait);
         stop.store(true, Ordering::Relaxed);
         assert_eq!(w.verdict(3 * S, Some(S), true), Verdict::Wait);
-        assert_eq!(w.verdict(4 * S, Some(S), true), Verdict::Interrupt);
+        // 3 s + the 2 s timeout + the grace.
+        assert_eq!(w.verdict(5 * S + S / 2, Some(S), true), Verdict::Wait);
+        assert_eq!(w.verdict(6 * S, Some(S), true), Verdict::Interrupt);
     }
 
     #[test]
@@ -118,7 +158,7 @@ mod tests {
         let (mut w, stop, _) = watchdog();
         stop.store(true, Ordering::Relaxed);
         assert_eq!(w.verdict(S, None, true), Verdict::Wait);
-        assert_eq!(w.verdict(2 * S, None, true), Verdict::Interrupt);
+        assert_eq!(w.verdict(4 * S, None, true), Verdict::Interrupt);
     }
 
     #[test]
@@ -129,5 +169,18 @@ mod tests {
         assert_eq!(w.verdict(S, Some(0), true), Verdict::Wait);
         assert_eq!(w.verdict(S + S / 10, Some(0), true), Verdict::Interrupt);
         assert_eq!(w.verdict(S + S / 5, Some(0), true), Verdict::GiveUp);
+    }
+
+    /// A run bounded only by -n lasts without end: no deadline overflows
+    /// into the past.
+    #[test]
+    fn an_unbounded_run_is_never_over() {
+        let stop = Arc::new(AtomicBool::new(false));
+        let hurry = Arc::new(AtomicBool::new(false));
+        let mut w = Watchdog::new(u64::MAX, u64::MAX, stop.clone(), hurry);
+        assert_eq!(w.verdict(u64::MAX - 1, Some(u64::MAX / 2), true), Verdict::Wait);
+        // A stop with an endless timeout: still no overflow.
+        stop.store(true, Ordering::Relaxed);
+        assert_eq!(w.verdict(u64::MAX - 1, Some(u64::MAX / 2), true), Verdict::Wait);
     }
 }

@@ -20,7 +20,6 @@ use crate::engine::start_line::StartLine;
 use crate::engine::wake::{self, Lateness, Outlook};
 use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
-use crate::stats::ErrorKind;
 use crate::sys;
 
 /// How long a closed-loop connection whose `request()` returned nil waits
@@ -46,8 +45,12 @@ pub struct RunSetup {
 /// What a thread hands back when it is done (its measurements went to the
 /// collector, period by period).
 pub struct WorkerResult {
+    /// When the measured part began (after the warm-up).
     pub start_ns: u64,
-    pub finished_ns: u64,
+    /// When the sending window ended: the end of the plan or `-d`, the
+    /// stop, or (a closed loop whose `-n` requests were done) the last
+    /// response. The rates are over the window.
+    pub window_end_ns: u64,
     /// Completed requests per time-series slot.
     pub series: Vec<u64>,
     /// The thread's Lua state, handed back for `done()`.
@@ -65,9 +68,12 @@ pub struct Worker {
     source: RequestSource,
     recorder: Recorder,
     script_error: Option<String>,
-    /// Set by a signal or by another thread's script error: every thread
-    /// stops.
+    /// Set by a signal or by a script error in any thread: every thread
+    /// stops sending, and lets the requests in flight answer.
     stop: Arc<AtomicBool>,
+    /// Set by a second signal (or the watchdog): every thread stops at
+    /// once; what is still in flight is cut off.
+    hurry: Arc<AtomicBool>,
     /// The intended times of the batch being sent (reused).
     intended: Vec<u64>,
     /// How late this thread's sleeps end: it wakes that much early.
@@ -81,6 +87,7 @@ impl Worker {
         source: RequestSource,
         recorder: Recorder,
         stop: Arc<AtomicBool>,
+        hurry: Arc<AtomicBool>,
     ) -> Worker {
         Worker {
             run,
@@ -90,21 +97,24 @@ impl Worker {
             recorder,
             script_error: None,
             stop,
+            hurry,
             intended: Vec::new(),
             lateness: Lateness::default(),
         }
     }
 
     /// Opens the connections, waits for the common start, runs the
-    /// benchmark until the end (or a stop), then collects the responses
-    /// still in flight for up to the timeout.
+    /// benchmark until the end (or a stop), then collects the responses in
+    /// flight, each for up to the timeout. What fell due and found no
+    /// connection before the end is not sent after it (see
+    /// [`Recorder::give_up`]): the sending window is the plan's.
     pub fn run(mut self, start_line: &StartLine) -> WorkerResult {
         sys::set_minimal_timer_slack();
         self.connections.open_all(self.source.addr(), &mut self.recorder);
         self.open_connections();
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
-            return self.result(now, now);
+            return self.result(now, now, now);
         };
         // A start set by --start-at may lie ahead.
         self.wait_until(start_ns);
@@ -126,27 +136,33 @@ impl Worker {
         if sending > 0 {
             self.recorder.cpu_share((cpu as f64 / sending as f64).min(1.0));
         }
-        self.count_unsent(sending_ended);
-        if !self.stopped() {
-            self.collect_in_flight(sending_ended + self.run.timeout_ns);
+        if self.done_sending() {
+            self.pass_over_due_at_stop(sending_ended);
         }
-        // The run lasts until the end of the plan (or the stop), or until
-        // the last response that came after it; waiting for responses that
-        // never came does not count.
-        let finished_ns = if self.stopped() {
+        // What fell due in the window and is still waiting was never sent.
+        if let Some(plan) = self.schedule.rest_of_plan() {
+            self.recorder.give_up(plan, sending_ended, sending_ended);
+        }
+        self.collect_in_flight();
+        let finished_ns = if self.hurried() {
             sys::now_ns()
         } else {
             sending_ended.max(self.recorder.last_response_ns())
         };
-        self.count_abandoned();
+        self.count_cut_off();
+        // The rates are over the sending window; a closed loop that ended
+        // because its -n requests were done lasts until they were answered.
+        let window_end = if self.run.budget == Some(0) { finished_ns } else { sending_ended };
         let measured_from = self.recorder.measured_start_ns();
-        self.result(measured_from, finished_ns)
+        self.result(measured_from, window_end, finished_ns)
     }
 
-    fn result(self, start_ns: u64, finished_ns: u64) -> WorkerResult {
+    /// What the thread hands back; `finished_ns` (its last response, or
+    /// the stop) ends its last period.
+    fn result(self, start_ns: u64, window_end_ns: u64, finished_ns: u64) -> WorkerResult {
         WorkerResult {
             start_ns,
-            finished_ns,
+            window_end_ns,
             series: self.recorder.finish(finished_ns),
             script_stopped: self.source.stopped(),
             script: self.source.into_script(),
@@ -154,9 +170,14 @@ impl Worker {
         }
     }
 
-    /// A signal, or a script error in any thread.
+    /// A signal, or a script error in any thread: no more sends.
     fn stopped(&self) -> bool {
         self.stop.load(Ordering::Relaxed)
+    }
+
+    /// A second signal, or the watchdog: no more waiting either.
+    fn hurried(&self) -> bool {
+        self.hurry.load(Ordering::Relaxed)
     }
 
     /// This thread sends nothing more: stopped, its script said so, or its
@@ -217,7 +238,13 @@ impl Worker {
                 self.connections.expire_timeouts(now, &mut self.recorder);
                 next_scan = now + scan_every;
             }
-            let mut deadline = end_ns.min(next_scan).min(self.recorder.tick(now));
+            let (connections, schedule) = (&self.connections, &self.schedule);
+            let oldest_waiting = || {
+                let in_flight = connections.oldest_in_flight();
+                in_flight.into_iter().chain(schedule.oldest_due(now)).min()
+            };
+            let next_tick = self.recorder.tick(now, oldest_waiting);
+            let mut deadline = end_ns.min(next_scan).min(next_tick);
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
@@ -318,35 +345,26 @@ impl Worker {
         (self.run.timeout_ns / 4).clamp(1_000_000, 100_000_000)
     }
 
-    /// Sending is over at `sending_ended`: the requests of the plan due
-    /// before it that no connection could carry are unsent, errors of their
-    /// own. When the run was stopped (a signal, the script), a request due
-    /// at that moment with a connection ready for it was not sent because
-    /// of the stop, not for want of a connection: it is not counted.
-    fn count_unsent(&mut self, sending_ended: u64) {
-        if self.done_sending() {
-            let connections = &self.connections;
-            let (depth, intended) = (self.source.depth(), &mut self.intended);
-            let is_ready = |ticket| connections.is_ready(ticket);
-            while self.schedule.pop_due(sending_ended, depth, is_ready, intended).is_some() {}
-        }
-        if let Some(rest) = self.schedule.rest_of_plan() {
-            self.recorder.unsent(rest, sending_ended);
-        }
+    /// The run was stopped (a signal, the script, or its `-n` requests
+    /// are done) at `stopped_at`: a request due then with a connection
+    /// ready for it was not sent because of the stop, not for want of a
+    /// connection, so it is no part of the run.
+    fn pass_over_due_at_stop(&mut self, stopped_at: u64) {
+        let connections = &self.connections;
+        let (depth, intended) = (self.source.depth(), &mut self.intended);
+        let is_ready = |ticket| connections.is_ready(ticket);
+        while self.schedule.pop_due(stopped_at, depth, is_ready, intended).is_some() {}
     }
 
-    /// After the end: no new requests, but the ones in flight may still
-    /// answer, each until its own timeout (at most `deadline`); their
-    /// latencies count.
-    fn collect_in_flight(&mut self, deadline: u64) {
+    /// After the sends: the requests in flight may still answer, each
+    /// until its own timeout; their latencies count. A second signal ends
+    /// the wait at once.
+    fn collect_in_flight(&mut self) {
         let scan_every = self.timeout_scan_interval();
-        while self.connections.any_in_flight() && !self.stopped() {
+        while self.connections.any_in_flight() && !self.hurried() {
             let now = sys::now_ns();
             self.connections.expire_timeouts(now, &mut self.recorder);
-            if now >= deadline {
-                return;
-            }
-            let until = deadline.min(now + scan_every);
+            let until = now + scan_every;
             self.connections.poll(wake::events_until(now, until), &mut self.recorder);
             // Responses still reach the script; nothing more is sent.
             self.deliver_responses();
@@ -366,16 +384,13 @@ impl Worker {
         }
     }
 
-    /// Requests still unanswered when the thread stops got no response:
-    /// count them as timeouts rather than lose them.
-    fn count_abandoned(&mut self) {
-        let cause = if self.stopped() {
-            "no response before the run was stopped"
-        } else {
-            "no response before the end of the run"
-        };
-        for _ in 0..self.connections.in_flight() {
-            self.recorder.error(ErrorKind::Timeout, cause);
+    /// Requests still in flight when the thread stops at once were cut
+    /// off by the stop: their own count, not timeouts (they did not have
+    /// their timeout), and no diagnosis rests on them.
+    fn count_cut_off(&mut self) {
+        let cut_off = self.connections.requests_in_flight();
+        if cut_off > 0 {
+            self.recorder.stopped_in_flight(cut_off);
         }
     }
 }

@@ -116,6 +116,10 @@ struct Measured {
     hist: String,
     uncorrected_hist: String,
     lag_hist: String,
+    /// Absent from reports of pace before unsent waits had their own
+    /// histogram (their waits were then in `hist`).
+    #[serde(default)]
+    unsent_wait_hist: Option<String>,
     rate_samples: Vec<f64>,
 }
 
@@ -134,6 +138,8 @@ struct ErrorRecord {
     timeout: u64,
     http_error: u64,
     unsent: u64,
+    #[serde(default)]
+    stopped: u64,
 }
 
 /// The fields of the final report only.
@@ -292,6 +298,9 @@ impl Measured {
         stats.corrected = decode(&self.hist, digits)?;
         stats.uncorrected = decode(&self.uncorrected_hist, digits)?;
         stats.lag = decode(&self.lag_hist, digits)?;
+        if let Some(waits) = &self.unsent_wait_hist {
+            stats.unsent_wait = decode(waits, digits)?;
+        }
         stats.requests = self.requests;
         stats.bytes = self.bytes;
         stats.errors = self.errors.errors();
@@ -315,6 +324,7 @@ impl ErrorRecord {
             status: self.http_error,
             timeout: self.timeout,
             unsent: self.unsent,
+            stopped: self.stopped,
         }
     }
 }

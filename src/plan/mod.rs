@@ -224,6 +224,15 @@ impl ThreadPlan {
         self.next_due_ns = self.due_ns_of(self.next_k);
     }
 
+    /// Passes over the next `n` requests (given up, never sent) at once,
+    /// however many they are.
+    pub fn skip(&mut self, n: u64) {
+        if n > 0 {
+            self.next_k = self.next_k.saturating_add(n.saturating_mul(self.stride));
+            self.next_due_ns = self.due_ns_of(self.next_k);
+        }
+    }
+
     /// Requests of this thread due before `end_ns` that have not been sent.
     pub fn unsent_before(&self, end_ns: u64) -> u64 {
         let due = self.plan.count_before(end_ns.saturating_sub(self.start_ns));
@@ -376,6 +385,13 @@ mod tests {
         assert_eq!(p.due_ns_after(0), 3_000_000);
         assert_eq!(p.due_ns_after(2), 7_000_000);
         assert_eq!(p.unsent_before(0), 0);
+        // Skipping passes over requests as advancing one by one does.
+        let mut skipped = plan.for_thread(1, 2, 0);
+        let mut advanced = plan.for_thread(1, 2, 0);
+        skipped.skip(3);
+        (0..3).for_each(|_| advanced.advance());
+        assert_eq!(skipped.next_due_ns(), advanced.next_due_ns());
+        assert_eq!(skipped.unsent_before(10_000_000), advanced.unsent_before(10_000_000));
     }
 
     #[test]

@@ -35,6 +35,19 @@ pub struct Figures {
     pub errors: Errors,
     /// The schedule lag's p99, when it weighs on the latency.
     pub lag_p99_us: Option<u64>,
+    /// Nothing was answered in the latest period while requests waited.
+    pub stall: Option<Stall>,
+}
+
+/// A stall as it happens: the latency figures so far do not show it (they
+/// hold only what was answered), so these do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stall {
+    /// Since the last response (to within a period).
+    pub quiet_for: Duration,
+    /// How long the oldest request still waiting has waited, from its
+    /// intended time.
+    pub oldest_waiting: Duration,
 }
 
 /// The widest bar, in cells between its brackets.
@@ -73,7 +86,16 @@ fn first_line(f: &Figures, width: usize) -> String {
 
 fn second_line(f: &Figures) -> String {
     let time = |us: Option<u64>| us.map_or("-".to_string(), |us| format_time_us(us as f64));
-    let mut line = format!("latency p50 {}  p99 {}", time(f.p50_us), time(f.p99_us));
+    let mut line = match f.stall {
+        Some(stall) => format!(
+            "STALLED: nothing answered for {}, oldest waiting {}  (so far p50 {}  p99 {})",
+            format_time_us(stall.quiet_for.as_micros() as f64),
+            format_time_us(stall.oldest_waiting.as_micros() as f64),
+            time(f.p50_us),
+            time(f.p99_us)
+        ),
+        None => format!("latency p50 {}  p99 {}", time(f.p50_us), time(f.p99_us)),
+    };
     line += &format!("  {}", errors(&f.errors));
     if let Some(lag) = f.lag_p99_us {
         line += &format!("  lag p99 {} (sends late)", format_time_us(lag as f64));
@@ -211,6 +233,21 @@ mod tests {
         let [first, second] = lines(&figures, 80);
         assert_eq!(first, "[>                   ]  0.3s  0 / 1000 requests  0/s");
         assert_eq!(second, "latency p50 -  p99 -  no errors");
+    }
+
+    #[test]
+    fn a_stall_shows_as_it_happens() {
+        let stall = Stall {
+            quiet_for: Duration::from_millis(1_400),
+            oldest_waiting: Duration::from_millis(1_650),
+        };
+        let figures = Figures { stall: Some(stall), lag_p99_us: None, ..paced() };
+        let [_, second] = lines(&figures, 200);
+        assert_eq!(
+            second,
+            "STALLED: nothing answered for 1.40s, oldest waiting 1.65s  (so far p50 1.21ms  \
+             p99 8.40ms)  errors: timeout 3, 4xx/5xx 20"
+        );
     }
 
     #[test]

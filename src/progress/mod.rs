@@ -23,7 +23,7 @@ use crate::engine::Before;
 use crate::report::diagnose::lag_weight;
 use crate::report::spectrum::value_at_percentile;
 use crate::stats::{Interval, Stats};
-use line::Figures;
+use line::{Figures, Stall};
 
 /// How often the lines are redrawn: a multiple of the engine threads'
 /// 100 ms Req/Sec sample, so the hand-overs need no extra wake-up.
@@ -41,6 +41,8 @@ pub struct Progress {
     paced: Option<PlanRate>,
     /// Lines now on the screen (the cursor is at the end of the last).
     drawn: usize,
+    /// The end of the latest period in which responses came.
+    last_answered: Duration,
 }
 
 /// The plan's rate, for this instance.
@@ -69,13 +71,20 @@ impl Progress {
                 shards: cfg.shard.count as f64,
             }),
         };
-        Some(Progress { planned: cfg.duration, planned_requests, paced, drawn: 0 })
+        Some(Progress {
+            planned: cfg.duration,
+            planned_requests,
+            paced,
+            drawn: 0,
+            last_answered: Duration::ZERO,
+        })
     }
 
     /// Redraws the lines for the run so far: `latest` is the period just
     /// ended, `total` everything measured up to its end.
     pub fn show(&mut self, latest: &Interval, total: &Stats) {
         let figures = self.figures(latest, total);
+        self.note_answers(latest);
         let [first, second] = line::lines(&figures, terminal_width());
         let mut text = self.erase_sequence();
         text.push_str(&first);
@@ -137,7 +146,25 @@ impl Progress {
                 let lag = lag_weight(total);
                 lag.matters.then_some(lag.lag_p99_us)
             }),
+            stall: self.stall(latest),
         }
+    }
+
+    /// Keeps when responses last came.
+    fn note_answers(&mut self, latest: &Interval) {
+        if latest.stats.requests > 0 {
+            self.last_answered = latest.start + latest.length;
+        }
+    }
+
+    /// A stall: nothing answered in the latest period while requests
+    /// waited.
+    fn stall(&self, latest: &Interval) -> Option<Stall> {
+        let waiting = latest.stats.oldest_waiting_us;
+        (latest.stats.requests == 0 && waiting > 0).then(|| Stall {
+            quiet_for: (latest.start + latest.length).saturating_sub(self.last_answered),
+            oldest_waiting: Duration::from_micros(waiting),
+        })
     }
 }
 
@@ -161,7 +188,13 @@ mod tests {
     use super::*;
 
     fn progress(drawn: usize) -> Progress {
-        Progress { planned: None, planned_requests: None, paced: None, drawn }
+        Progress {
+            planned: None,
+            planned_requests: None,
+            paced: None,
+            drawn,
+            last_answered: Duration::ZERO,
+        }
     }
 
     #[test]
@@ -201,5 +234,28 @@ mod tests {
         assert_eq!(figures.p99_us, Some(2_000));
         // 10 us of lag does not weigh on 2 ms latencies.
         assert_eq!(figures.lag_p99_us, None);
+        assert_eq!(figures.stall, None);
+    }
+
+    #[test]
+    fn a_period_with_no_response_while_requests_wait_is_a_stall() {
+        let mut p = progress(0);
+        let period = |index: u32, requests: u64, waiting_us: u64| {
+            let mut stats = Stats::new(3);
+            stats.requests = requests;
+            stats.oldest_waiting_us = waiting_us;
+            let length = Duration::from_millis(200);
+            Interval { index: u64::from(index), start: length * index, length, stats }
+        };
+        let total = Stats::new(3);
+        // Answered up to 1 s, then nothing for three periods.
+        p.note_answers(&period(4, 100, 300));
+        for index in 5..8 {
+            assert!(p.figures(&period(index, 0, 0), &total).stall.is_none(), "nothing waits");
+            let stall = p.figures(&period(index, 0, 750_000), &total).stall.unwrap();
+            assert_eq!(stall.quiet_for, Duration::from_millis(200) * (index - 4));
+            assert_eq!(stall.oldest_waiting, Duration::from_millis(750));
+            p.note_answers(&period(index, 0, 750_000));
+        }
     }
 }

@@ -166,7 +166,7 @@ pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
         found.push(generator_cpu(stats, lag, generator_share));
     }
     if e.unsent > 0 {
-        found.push(unsent(e.unsent));
+        found.push(unsent(stats));
     }
     found
 }
@@ -336,14 +336,32 @@ fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
     }
 }
 
-fn unsent(unsent: u64) -> Diagnostic {
+fn unsent(stats: &Stats) -> Diagnostic {
+    let unsent = stats.errors.unsent;
+    let wait = &stats.unsent_wait;
+    // Empty only in results saved by an older pace, which kept no waits.
+    let known = !wait.is_empty();
+    let median_us = known.then(|| value_at_percentile(wait, 50.0));
+    let max_us = known.then(|| wait.max());
+    let waited = match (median_us, max_us) {
+        (Some(median), Some(max)) => format!(
+            " (they had waited median {}, max {})",
+            format_time_us(median as f64),
+            format_time_us(max as f64)
+        ),
+        _ => String::new(),
+    };
     Diagnostic {
         code: Code::Unsent,
         message: format!(
-            "{unsent} requests of the plan fell due and were never sent; each counts in the \
-             corrected latency with the time it had waited when sending ended (a lower bound)"
+            "{unsent} requests of the plan fell due and were never sent: no connection was free \
+             before the end{waited}; they are errors, and no latency percentile includes them"
         ),
-        figures: vec![("unsent", json!(unsent))],
+        figures: vec![
+            ("unsent", json!(unsent)),
+            ("wait_p50_us", json!(median_us)),
+            ("wait_max_us", json!(max_us)),
+        ],
     }
 }
 
@@ -470,6 +488,8 @@ mod tests {
         stats.generator.waiting_for_connection_us = 9_000_000;
         stats.generator.waiting_for_generator_us = 50_000;
         stats.errors.unsent = 1500;
+        stats.unsent_wait.record_n(1_000, 750).unwrap();
+        stats.unsent_wait.record_n(250_000, 750).unwrap();
         let found = diagnose(&cfg, &result(stats));
         let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::TooFewConnections, Code::Unsent]);
@@ -483,8 +503,9 @@ mod tests {
         assert_eq!(suggested, Some(&("suggested_connections", json!(13))));
         assert_eq!(
             found[1].message,
-            "1500 requests of the plan fell due and were never sent; each counts in the \
-             corrected latency with the time it had waited when sending ended (a lower bound)"
+            "1500 requests of the plan fell due and were never sent: no connection was free \
+             before the end (they had waited median 1.00ms, max 250.11ms); they are errors, and \
+             no latency percentile includes them"
         );
     }
 
@@ -603,21 +624,29 @@ mod tests {
         let cfg = config(1000.0, 4);
         let mut stats = Stats::new(3);
         stats.errors.unsent = 3;
-        let found = diagnose(&cfg, &result(stats));
+        for wait_us in [100, 200, 300] {
+            stats.unsent_wait.record(wait_us).unwrap();
+        }
+        let found = diagnose(&cfg, &result(stats.clone()));
         assert_eq!(
             serde_json::to_value(&found).unwrap(),
             json!([{
                 "code": "unsent",
-                "message": "3 requests of the plan fell due and were never sent; each counts in \
-                            the corrected latency with the time it had waited when sending \
-                            ended (a lower bound)",
-                "figures": {"unsent": 3}
+                "message": "3 requests of the plan fell due and were never sent: no connection \
+                            was free before the end (they had waited median 200.00us, max \
+                            300.00us); they are errors, and no latency percentile includes them",
+                "figures": {"unsent": 3, "wait_p50_us": 200, "wait_max_us": 300}
             }])
         );
         let mut out = Vec::new();
         write_warnings(&mut out, &found).unwrap();
         let text = String::from_utf8(out).unwrap();
         assert!(text.starts_with("Warning: 3 requests of the plan fell due"));
-        assert!(text.ends_with(" (a lower bound) [unsent]\n"));
+        assert!(text.ends_with(" no latency percentile includes them [unsent]\n"));
+        // A result saved before the waits were kept says nothing of them.
+        stats.unsent_wait.reset();
+        let found = diagnose(&cfg, &result(stats));
+        assert!(found[0].message.contains("before the end; they are errors"));
+        assert_eq!(found[0].figures[1], ("wait_p50_us", Value::Null));
     }
 }

@@ -74,6 +74,10 @@ pub struct Report {
     pub uncorrected_hist: String,
     /// The schedule lag histogram, encoded as `hist`.
     pub lag_hist: String,
+    /// How long the unsent requests had waited when they were given up.
+    pub unsent_wait: Summary,
+    /// Their histogram, encoded as `hist`.
+    pub unsent_wait_hist: String,
     /// Each thread's requests per second over each 100 ms, the samples of
     /// the `Req/Sec` row.
     pub rate_samples: Vec<f64>,
@@ -102,6 +106,8 @@ pub struct ErrorCounts {
     pub http_error: u64,
     /// Requests of the plan due before the end that were never sent.
     pub unsent: u64,
+    /// Requests in flight when the run was stopped at once.
+    pub stopped: u64,
 }
 
 impl From<&Errors> for ErrorCounts {
@@ -113,6 +119,7 @@ impl From<&Errors> for ErrorCounts {
             timeout: e.timeout,
             http_error: e.status,
             unsent: e.unsent,
+            stopped: e.stopped,
         }
     }
 }
@@ -478,6 +485,8 @@ fn common_fields(
         schedule_lag: summary(&stats.lag, percentiles),
         uncorrected_hist: encode_compressed(&stats.uncorrected)?,
         lag_hist: encode_compressed(&stats.lag)?,
+        unsent_wait: summary(&stats.unsent_wait, percentiles),
+        unsent_wait_hist: encode_compressed(&stats.unsent_wait)?,
         rate_samples: stats.rate_samples.clone(),
         run: None,
     })
@@ -579,7 +588,8 @@ mod tests {
         assert_eq!(v["report"], "final");
         assert_eq!(
             v["errors"],
-            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10, "unsent": 3})
+            json!({"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10, "unsent": 3,
+                   "stopped": 0})
         );
         assert_eq!(v["total_req"], 400);
         assert_eq!(v["rps"], 200.0);
@@ -606,10 +616,10 @@ mod tests {
             json!([
                 {"thread": 0, "requests": 300, "bytes": 30000,
                  "errors": {"connect": 0, "read": 0, "write": 0, "timeout": 0, "http_error": 0,
-                            "unsent": 0}},
+                            "unsent": 0, "stopped": 0}},
                 {"thread": 1, "requests": 100, "bytes": 10000,
                  "errors": {"connect": 2, "read": 0, "write": 0, "timeout": 0, "http_error": 10,
-                            "unsent": 3}}
+                            "unsent": 3, "stopped": 0}}
             ])
         );
         // Only what was asked for.
@@ -662,7 +672,10 @@ mod tests {
         let warnings = v["warnings"].as_array().unwrap();
         assert_eq!(warnings.len(), 1, "{v}");
         assert_eq!(warnings[0]["code"], "unsent");
-        assert_eq!(warnings[0]["figures"], json!({"unsent": 3}));
+        assert_eq!(
+            warnings[0]["figures"],
+            json!({"unsent": 3, "wait_p50_us": null, "wait_max_us": null})
+        );
         let mut text = Vec::new();
         super::super::text::write_report(&mut text, &cfg, &result).unwrap();
         let text = String::from_utf8(text).unwrap();

@@ -296,7 +296,8 @@ pub fn per_second(n: u64, seconds: f64) -> f64 {
 /// wrk's error lines, each only when non-zero, with pace's breakdown of the
 /// socket errors by cause, most frequent first. Requests of the plan that
 /// were never sent end wrk's line (`, unsent N`, only when there are any)
-/// and get a line saying how the latency counts them.
+/// and get a line with how long they had waited (never in a latency);
+/// requests a stop cut off get a line of their own.
 fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     let e = &stats.errors;
     if e.socket_total() > 0 || e.unsent > 0 {
@@ -316,12 +317,23 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
             writeln!(out, "    {cause}: {n}")?;
         }
         if e.unsent > 0 {
+            let wait = &stats.unsent_wait;
             writeln!(
                 out,
-                "    unsent: never sent; in the latency with the time waited (a lower bound): {}",
+                "    unsent: due, but no connection was free before the end (waited median {}, \
+                 max {}): {}",
+                recorded_time(wait, value_at_percentile(wait, 50.0)),
+                recorded_time(wait, wait.max()),
                 e.unsent
             )?;
         }
+    }
+    if e.stopped > 0 {
+        writeln!(
+            out,
+            "  In flight when stopped: {} (cut off by the stop: neither answered nor timed out)",
+            e.stopped
+        )?;
     }
     if e.status > 0 {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;

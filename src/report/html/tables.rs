@@ -214,6 +214,28 @@ pub fn summary(page: &Page) -> String {
             if e.unsent > 0 { format!(", unsent {}", e.unsent) } else { String::new() }
         ),
     ));
+    if e.unsent > 0 {
+        let wait = &stats.unsent_wait;
+        let waited = if wait.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; they had waited median {}, max {}",
+                format_time_us(value_at_percentile(wait, 50.0) as f64),
+                format_time_us(wait.max() as f64)
+            )
+        };
+        rows.push((
+            "Unsent",
+            format!("{}: due, but no connection was free before the end{waited}", e.unsent),
+        ));
+    }
+    if e.stopped > 0 {
+        rows.push((
+            "In flight when stopped",
+            format!("{}: cut off by the stop, neither answered nor timed out", e.stopped),
+        ));
+    }
     rows.push(("Status > 399", e.status.to_string()));
     let statuses: Vec<String> = stats.statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
     rows.push(("Status codes", escape(&statuses.join(", "))));
