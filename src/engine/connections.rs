@@ -325,7 +325,7 @@ impl Connections {
         conn.received = 0;
         conn.phase = Phase::Closed;
         self.set_receiving_large(i, false);
-        self.reopen.push(Reverse((sys::now_ns() + after, i)));
+        self.reopen.push(Reverse((sys::now_ns().saturating_add(after), i)));
     }
 
     /// Counts an error on connection `i`, closes it, and reopens it after

@@ -103,12 +103,14 @@ impl Recorder {
     /// The run starts at `started_ns`; after the warm-up, the measured run:
     /// periods, samples and slots count from there.
     pub fn start(&mut self, started_ns: u64) {
-        let start_ns = started_ns + self.setup.warmup_ns;
+        let start_ns = started_ns.saturating_add(self.setup.warmup_ns);
         self.start_ns = start_ns;
         self.in_warmup = self.setup.warmup_ns > 0;
-        self.stage_starts = self.setup.stage_starts_ns.iter().map(|at| start_ns + at).collect();
-        self.next_sample_ns = start_ns + RATE_SAMPLE_NS;
-        self.next_period_ns = self.setup.period_ns.map_or(u64::MAX, |length| start_ns + length);
+        self.stage_starts =
+            self.setup.stage_starts_ns.iter().map(|at| start_ns.saturating_add(*at)).collect();
+        self.next_sample_ns = start_ns.saturating_add(RATE_SAMPLE_NS);
+        self.next_period_ns =
+            self.setup.period_ns.map_or(u64::MAX, |length| start_ns.saturating_add(length));
     }
 
     /// When the measured run starts (after the warm-up).
@@ -265,7 +267,7 @@ impl Recorder {
             let done = self.completed - self.sampled;
             self.stats.rate_samples.push(done as f64 * 1e9 / RATE_SAMPLE_NS as f64);
             self.sampled = self.completed;
-            self.next_sample_ns += RATE_SAMPLE_NS;
+            self.next_sample_ns = self.next_sample_ns.saturating_add(RATE_SAMPLE_NS);
         }
         // Every period is handed over, even one the thread slept through:
         // the collector completes a period when every thread sent it.
@@ -273,7 +275,8 @@ impl Recorder {
             let waited = oldest_waiting().map_or(0, |intended| now.saturating_sub(intended));
             self.stats.oldest_waiting_us = waited / 1000;
             self.hand_over();
-            self.next_period_ns += self.setup.period_ns.unwrap_or(u64::MAX);
+            self.next_period_ns =
+                self.next_period_ns.saturating_add(self.setup.period_ns.unwrap_or(u64::MAX));
         }
         self.next_sample_ns.min(self.next_period_ns)
     }

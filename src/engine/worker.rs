@@ -194,7 +194,7 @@ impl Worker {
         while !self.stopped() {
             let now = sys::now_ns();
             let early = self.lateness.early_ns();
-            if now + early >= at {
+            if now.saturating_add(early) >= at {
                 break;
             }
             let nap = (at - early - now).min(50_000_000);
@@ -210,7 +210,7 @@ impl Worker {
     /// connection still opening after the timeout goes on opening during
     /// the run (and fails there when it times out).
     fn open_connections(&mut self) {
-        let deadline = sys::now_ns() + self.run.timeout_ns;
+        let deadline = sys::now_ns().saturating_add(self.run.timeout_ns);
         while self.connections.any_opening() && !self.stopped() {
             let now = sys::now_ns();
             if now >= deadline {
@@ -225,7 +225,7 @@ impl Worker {
     /// The main loop: wait, handle what happened, send what is due.
     fn run_until(&mut self, start_ns: u64, end_ns: u64) {
         let scan_every = self.timeout_scan_interval();
-        let mut next_scan = start_ns + scan_every;
+        let mut next_scan = start_ns.saturating_add(scan_every);
         loop {
             let now = sys::now_ns();
             // First: a request due before the end goes out even when the
@@ -236,7 +236,7 @@ impl Worker {
             }
             if now >= next_scan {
                 self.connections.expire_timeouts(now, &mut self.recorder);
-                next_scan = now + scan_every;
+                next_scan = now.saturating_add(scan_every);
             }
             let (connections, schedule) = (&self.connections, &self.schedule);
             let oldest_waiting = || {
@@ -299,7 +299,7 @@ impl Worker {
     /// a pause, so that a script that keeps returning nil does not spin.
     fn no_request(&mut self, ticket: Ticket, now: u64) {
         self.recorder.no_request();
-        let retry = (!self.schedule.is_paced()).then_some(now + NO_REQUEST_RETRY_NS);
+        let retry = (!self.schedule.is_paced()).then_some(now.saturating_add(NO_REQUEST_RETRY_NS));
         self.schedule.ready(ticket, retry);
     }
 
@@ -317,7 +317,8 @@ impl Worker {
                     continue;
                 }
             };
-            let not_before = (!delay.is_zero()).then(|| now + delay.as_nanos() as u64);
+            let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
+            let not_before = (!delay.is_zero()).then(|| now.saturating_add(delay_ns));
             self.schedule.ready(ticket, not_before);
         }
         if self.script_error.is_some() {
@@ -364,7 +365,7 @@ impl Worker {
         while self.connections.any_in_flight() && !self.hurried() {
             let now = sys::now_ns();
             self.connections.expire_timeouts(now, &mut self.recorder);
-            let until = now + scan_every;
+            let until = now.saturating_add(scan_every);
             self.connections.poll(wake::events_until(now, until), &mut self.recorder);
             // Responses still reach the script; nothing more is sent.
             self.deliver_responses();

@@ -165,6 +165,11 @@ impl Running {
         assert_eq!(rc, 0, "kill({}, {signal})", self.pid());
     }
 
+    /// The process has not exited yet.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+
     /// Waits for the exit; past `limit` (from the start) the process is
     /// killed and the test fails with whatever it printed.
     pub fn wait(mut self, limit: Duration) -> Run {
