@@ -34,9 +34,10 @@ measure it too, in the same run ("base"), for before/after ratios.
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
 taskset, /usr/bin/time, and for paced/wide tcpdump (run as root) and
-python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
-(paths in $WRK2 and $OHA; see bench/README.md). $BENCH_PORT (default
-18080) is nginx's port.
+python3-numpy (Debian); a release build of pace; optionally wrk2 and oha:
+$WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
+built in bench/peers/ (or $PEERS). $BENCH_PORT (default 18080) is nginx's
+port.
 
 usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards]
 """
@@ -47,8 +48,17 @@ ROOT = os.path.dirname(HERE)
 PACE = os.environ.get('PACE', os.path.join(ROOT, 'target', 'release', 'pace'))
 PACE_BASE = os.environ.get('PACE_BASE')
 WRK = shutil.which('wrk')
-WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
-OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
+
+
+def peer(variable, name, built):
+    """Where a peer is: $variable if set, else name on PATH, else where
+    bench/peers.sh builds it (bench/peers/ in this clone, or $PEERS)."""
+    return (os.environ.get(variable) or shutil.which(name)
+            or os.path.join(os.environ.get('PEERS') or os.path.join(HERE, 'peers'), *built))
+
+
+WRK2 = peer('WRK2', 'wrk2', ('wrk2', 'wrk'))
+OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
 # nginx's /post answers 200 "posted" to a GET and to a POST with a body.
@@ -293,14 +303,16 @@ def main():
         sys.exit(f'compare.py: unknown part {",".join(unknown)} (parts: {",".join(PARTS)})')
     if not have(PACE):
         sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
+    if PACE_BASE and not have(PACE_BASE):
+        sys.exit(f'compare.py: no pace binary at PACE_BASE={PACE_BASE}')
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
     if {'paced', 'wide'} & set(parts):
         if not have(WRK2):
-            print(f'note: no wrk2 at {WRK2} (set WRK2): paced/wide without wrk2')
+            print(f'note: no wrk2 at {WRK2} (bench/peers.sh wrk2, or set WRK2): paced/wide without wrk2')
         if not have(OHA) and 'paced' in parts:
-            print(f'note: no oha at {OHA} (set OHA): paced without oha')
+            print(f'note: no oha at {OHA} (bench/peers.sh oha, or set OHA): paced without oha')
     up = subprocess.run(['bash', os.path.join(HERE, 'nginx-up')], capture_output=True, text=True)
     if up.returncode != 0:
         sys.exit(f'compare.py: nginx did not start: {up.stderr.strip()}')
