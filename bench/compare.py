@@ -37,8 +37,9 @@ measure it too, in the same run ("base"), for before/after ratios.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
-taskset, /usr/bin/time, and for paced/wide/shards/wire tcpdump (run as root) and
-python3-numpy (Debian); a release build of pace; optionally wrk2 and oha:
+taskset, /usr/bin/time; for paced/wide/shards/wire tcpdump (run as root);
+for paced/wide/shards python3-numpy (Debian); a release build of pace;
+optionally wrk2 and oha:
 $WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
 built in bench/peers/ (or $PEERS). $BENCH_PORT (default 18080) is nginx's
 port.
