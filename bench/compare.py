@@ -354,6 +354,8 @@ def main():
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--only', default=','.join(PARTS))
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit('compare.py: --rounds must be at least 1')
     parts = args.only.split(',')
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
