@@ -71,12 +71,14 @@ build_wrk2() {
 
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(oha wrk2)
-mkdir -p "$PEERS"
 for t in "${targets[@]}"; do
     case $t in
-        oha) build_oha ;;
-        wrk2) build_wrk2 ;;
+        oha|wrk2) ;;
         *) die "unknown peer $t (peers: oha, wrk2)" ;;
     esac
+done
+mkdir -p "$PEERS"
+for t in "${targets[@]}"; do
+    "build_$t"
 done
 echo "peers.sh: built ${targets[*]} in $PEERS"
