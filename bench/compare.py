@@ -27,18 +27,24 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            shards (--shard i/3, one --start-at) on the same CPU 1: the
            achieved rate and pacing jitter on the wire (grid p50/p99
            against one even grid at 10000/s), and CPU per request
+  wire     what pace measures about itself: pace, wrk and oha closed loop
+           -t1 -c1 for 5 s under bench/wire.py, which captures the traffic
+           and takes each request's gap to its response on the wire; the
+           p50/p99 each tool reports, the wire's, and reported - wire (us)
 
-$PACE_BASE names an earlier pace binary: closed, paced, wide and plans then
+$PACE_BASE names an earlier pace binary: closed, paced, wide, plans and wire then
 measure it too, in the same run ("base"), for before/after ratios.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
-taskset, /usr/bin/time, and for paced/wide tcpdump (run as root) and
-python3-numpy (Debian); a release build of pace; optionally wrk2 and oha
-(paths in $WRK2 and $OHA; see bench/README.md). $BENCH_PORT (default
-18080) is nginx's port.
+taskset, /usr/bin/time; for paced/wide/shards/wire tcpdump (run as root);
+for paced/wide/shards python3-numpy (Debian); a release build of pace;
+optionally wrk2 and oha:
+$WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
+built in bench/peers/ (or $PEERS). $BENCH_PORT (default 18080) is nginx's
+port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire]
 """
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -47,15 +53,24 @@ ROOT = os.path.dirname(HERE)
 PACE = os.environ.get('PACE', os.path.join(ROOT, 'target', 'release', 'pace'))
 PACE_BASE = os.environ.get('PACE_BASE')
 WRK = shutil.which('wrk')
-WRK2 = os.environ.get('WRK2', '/work/peers/wrk2/wrk')
-OHA = os.environ.get('OHA', '/work/peers/oha/bin/oha')
+
+
+def peer(variable, name, built):
+    """Where a peer is: $variable if set, else name on PATH, else where
+    bench/peers.sh builds it (bench/peers/ in this clone, or $PEERS)."""
+    return (os.environ.get(variable) or shutil.which(name)
+            or os.path.join(os.environ.get('PEERS') or os.path.join(HERE, 'peers'), *built))
+
+
+WRK2 = peer('WRK2', 'wrk2', ('wrk2', 'wrk'))
+OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
 # nginx's /post answers 200 "posted" to a GET and to a POST with a body.
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire')
 
 
 def have(path):
@@ -72,8 +87,9 @@ def missing_tools(parts):
     need(WRK, 'wrk', 'apt-get install wrk')
     need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
     need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
-    if {'paced', 'wide', 'shards'} & set(parts):
+    if {'paced', 'wide', 'shards', 'wire'} & set(parts):
         need(shutil.which('tcpdump') or os.path.exists('/usr/sbin/tcpdump'), 'tcpdump', 'apt-get install tcpdump')
+    if {'paced', 'wide', 'shards'} & set(parts):
         numpy = have(PYTHON_WITH_NUMPY) and subprocess.run(
             [PYTHON_WITH_NUMPY, '-c', 'import numpy'], capture_output=True).returncode == 0
         need(numpy, f'numpy for {PYTHON_WITH_NUMPY}',
@@ -282,25 +298,80 @@ def shards(rounds):
     median_table(f'shards: -R {rate} -t1 -c48, one instance or {count} shards on CPU 1 (median of {rounds})', rows)
 
 
+def wire_run(cmd):
+    """Runs cmd on CPU 1 under bench/wire.py (tcpdump on CPU 0); returns
+    (wire figures, cmd's stdout). A failed run stops compare.py with wire.py's line."""
+    run = subprocess.run([sys.executable, os.path.join(HERE, 'wire.py'), str(PORT), '--tcpdump-cpu', '0',
+                          '--timeout', '60', '--', 'taskset', '-c', '1'] + cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit('compare.py: ' + (run.stderr.strip().splitlines() or [f'wire.py exited {run.returncode}'])[-1])
+    out, _, line = run.stdout.rstrip('\n').rpartition('\n')
+    return {k: float(v) for k, v in re.findall(r'(\w+)=([\d.]+)', line)}, out
+
+
+def reported_latency(name, out):
+    """(requests, p50 us, p99 us) as the tool reports them."""
+    if name == 'wrk':  # --latency: "    50%   45.00us"
+        p50, p99 = (to_us(re.search(rf'^\s+{p}%\s+(\S+)$', out, re.M).group(1)) for p in (50, 99))
+        return requests_of(out), p50, p99
+    report = json.loads(out)
+    if name == 'oha':  # --output-format json: seconds
+        latency = report['latencyPercentiles']
+        return sum(report['statusCodeDistribution'].values()), latency['p50'] * 1e6, latency['p99'] * 1e6
+    latency = report['latency']['corrected']['percentiles_us']  # pace -e
+    return report['requests'], latency['50'], latency['99']
+
+
+def wire(rounds):
+    """What each tool reports against what the wire shows, one connection,
+    closed loop: the request-to-response gaps on loopback are what a tool
+    should see; reported - wire is the tool's own overhead and error."""
+    tools = [(name, [binary, '-t1', '-c1', '-d5s', '-e', URL]) for name, binary in paces()]
+    tools.append(('wrk', [WRK, '-t1', '-c1', '-d5s', '--latency', URL]))
+    if have(OHA):
+        tools.append(('oha', [OHA, '-c', '1', '-z', '5s', '--no-tui', '--output-format', 'json', URL]))
+    keys = ('requests', 'pairs', 'p50', 'wire_p50', 'diff_p50', 'p99', 'wire_p99', 'diff_p99')
+    rows = {name: {k: [] for k in keys} for name, _ in tools}
+    for _ in range(rounds):
+        for name, cmd in tools:
+            figures, out = wire_run(cmd)
+            requests, p50, p99 = reported_latency(name, out)
+            row = rows[name]
+            for key, value in (('requests', requests), ('pairs', figures['pairs']), ('p50', p50), ('p99', p99),
+                               ('wire_p50', figures['wire_p50']), ('wire_p99', figures['wire_p99']),
+                               ('diff_p50', p50 - figures['wire_p50']), ('diff_p99', p99 - figures['wire_p99'])):
+                row[key].append(value)
+    print(f'\n== wire: closed loop -t1 -c1 -d5s, reported vs request-to-response on the wire, us '
+          f'(median of {rounds})')
+    for name, samples in rows.items():
+        m = {k: statistics.median(v) for k, v in samples.items()}
+        print(f'  {name:6} requests={m["requests"]:.0f} pairs={m["pairs"]:.0f}  '
+              + '  '.join(f'{k}={m[k]:.1f}' for k in keys[2:]))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
     ap.add_argument('--only', default=','.join(PARTS))
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit('compare.py: --rounds must be at least 1')
     parts = args.only.split(',')
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         sys.exit(f'compare.py: unknown part {",".join(unknown)} (parts: {",".join(PARTS)})')
     if not have(PACE):
         sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
+    if PACE_BASE and not have(PACE_BASE):
+        sys.exit(f'compare.py: no pace binary at PACE_BASE={PACE_BASE}')
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
     if {'paced', 'wide'} & set(parts):
         if not have(WRK2):
-            print(f'note: no wrk2 at {WRK2} (set WRK2): paced/wide without wrk2')
-        if not have(OHA) and 'paced' in parts:
-            print(f'note: no oha at {OHA} (set OHA): paced without oha')
+            print(f'note: no wrk2 at {WRK2} (bench/peers.sh wrk2, or set WRK2): paced/wide without wrk2')
+    if {'paced', 'wire'} & set(parts) and not have(OHA):
+        print(f'note: no oha at {OHA} (bench/peers.sh oha, or set OHA): paced/wire without oha')
     up = subprocess.run(['bash', os.path.join(HERE, 'nginx-up')], capture_output=True, text=True)
     if up.returncode != 0:
         sys.exit(f'compare.py: nginx did not start: {up.stderr.strip()}')
@@ -319,6 +390,8 @@ def main():
             plans(args.rounds)
         if 'shards' in parts:
             shards(args.rounds)
+        if 'wire' in parts:
+            wire(args.rounds)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 

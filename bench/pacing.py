@@ -20,16 +20,22 @@ pcap = f'/tmp/pacing-{os.getpid()}.pcap'
 cap = subprocess.Popen(['tcpdump', '-i', 'lo', '-n', '-B', '65536', '-s', '96', '-w', pcap,
                         f'tcp dst port {port} and (tcp[tcpflags] & tcp-push != 0)'],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-# Capturing once tcpdump says so ("tcpdump: listening on lo, ...").
-for line in cap.stderr:
-    if 'listening on' in line:
-        break
-else:
-    sys.exit(f'tcpdump did not start capturing (exit {cap.wait()})')
-out = subprocess.run(cmd, capture_output=True, text=True)
-time.sleep(0.5)
-cap.send_signal(signal.SIGINT)
-cap.wait()
+try:
+    # Capturing once tcpdump says so ("tcpdump: listening on lo, ...").
+    for line in cap.stderr:
+        if 'listening on' in line:
+            break
+    else:
+        sys.exit(f'tcpdump did not start capturing (exit {cap.wait()})')
+    out = subprocess.run(cmd, capture_output=True, text=True)
+    time.sleep(0.5)
+    cap.send_signal(signal.SIGINT)
+    cap.wait()
+finally:
+    # However this ends (COMMAND not found, Ctrl-C), tcpdump does not outlive it.
+    if cap.poll() is None:
+        cap.kill()
+        cap.wait()
 lines = subprocess.run(['tcpdump', '-r', pcap, '-n', '-tt', '-q'], capture_output=True,
                        text=True).stdout.splitlines()
 os.unlink(pcap)
