@@ -48,9 +48,9 @@ fn success_and_redirect_statuses_are_not_errors() {
 
 /// A paced run whose server dies: the requests the plan wanted after the
 /// death are never sent. They are counted as errors of their own, in the
-/// text and the JSON, and each counts in the corrected latency with the
-/// time it had waited when the run ended, so the dead server cannot look
-/// fast.
+/// text and the JSON, with how long they had waited when the run ended,
+/// reported apart from the latency, which holds the responses only: the
+/// dead server's run is mostly errors, whatever its few latencies say.
 #[test]
 fn requests_never_sent_to_a_dead_server_are_reported_and_slow() {
     let _load = load_lock();
@@ -76,18 +76,19 @@ fn requests_never_sent_to_a_dead_server_are_reported_and_slow() {
     assert!(unsent + completed >= 1500 - 4 - 8, "{unsent} unsent + {completed} completed\n{run}");
     assert_eq!(json["unsent"], json["errors"]["unsent"], "{run}");
     let corrected = &json["latency"]["corrected"];
-    assert_eq!(corrected["count"].as_u64().unwrap(), completed + unsent, "{run}");
+    assert_eq!(corrected["count"].as_u64().unwrap(), completed, "{run}");
     // The unsent requests waited from their intended time to the end of
     // the run, evenly spread over the time the server was dead (at least
-    // 1 s of the 3 s): the median is most of the dead time's half, not a
-    // fast response's microseconds.
+    // 1 s of the 3 s): the median of their waits is most of the dead
+    // time's half, their largest the dead time.
+    let waits = &json["unsent_wait"];
+    assert_eq!(waits["count"].as_u64().unwrap(), unsent, "{run}");
     let dead_s = unsent as f64 / 500.0;
-    let p50_s = corrected["percentiles_us"]["50"].as_f64().unwrap() / 1e6;
-    let max_s = corrected["max_us"].as_f64().unwrap() / 1e6;
+    let p50_s = waits["percentiles_us"]["50"].as_f64().unwrap() / 1e6;
+    let max_s = waits["max_us"].as_f64().unwrap() / 1e6;
     assert!(dead_s >= 1.0, "the server was dead for only {dead_s} s of the plan\n{run}");
-    assert!(max_s >= 0.9 * dead_s, "corrected max {max_s} s, dead for {dead_s} s\n{run}");
-    let p50_floor = (unsent as f64 - completed as f64) / (2.0 * 500.0);
-    assert!(p50_s >= 0.8 * p50_floor, "corrected p50 {p50_s} s, at least {p50_floor} s\n{run}");
+    assert!(max_s >= 0.9 * dead_s, "longest wait {max_s} s, dead for {dead_s} s\n{run}");
+    assert!(p50_s >= 0.4 * dead_s, "median wait {p50_s} s, dead for {dead_s} s\n{run}");
 }
 
 #[test]

@@ -98,7 +98,7 @@ fn json_report_is_one_document_with_consistent_totals() {
     assert_eq!(lines.len(), 1, "{run}");
     let v = &lines[0];
 
-    assert_eq!(v["schema_version"], 1);
+    assert_eq!(v["schema_version"], 2);
     assert_eq!(v["report"], "final");
     assert_eq!(v["mode"], "paced");
     assert_eq!(f64_at(v, "/target_requests_per_sec"), 500.0);

@@ -42,7 +42,7 @@ pub enum Kind {
 /// Combines `runs` (at least one).
 pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
     let first = runs.first().ok_or("nothing to merge")?;
-    let mut notes = Vec::new();
+    let mut notes: Vec<String> = runs.iter().flat_map(|run| run.caveats.clone()).collect();
     same_everywhere(runs, "-D (significant digits)", |s| s.digits)?;
     same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan.is_some())?;
     let kind = kind(runs, &mut notes)?;
@@ -417,6 +417,7 @@ mod tests {
                 measured_from,
             },
             periods: vec![period(0, latencies), period(1, latencies)],
+            caveats: Vec::new(),
         }
     }
 

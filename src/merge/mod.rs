@@ -129,6 +129,9 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
     let run = saved::read(path).map_err(Error::Setup)?;
     let cfg = configure(&run.settings, args)?;
     let page = open_page(args)?;
+    for caveat in &run.caveats {
+        eprintln!("pace report: {caveat}");
+    }
     write_out(args, |out| {
         text::write_header(out, &cfg)?;
         text::write_report(out, &cfg, &run.result)?;

@@ -29,6 +29,9 @@ pub struct SavedRun {
     pub result: RunResult,
     /// The `-p` periods, in order (none without `-p`).
     pub periods: Vec<Interval>,
+    /// What the reports of it cannot make exact (a result saved by an
+    /// older pace), to be said with them.
+    pub caveats: Vec<String>,
 }
 
 /// The settings of a saved run that the reports and a merge need.
@@ -81,13 +84,31 @@ pub fn parse(source: &str, text: &str) -> Result<SavedRun, String> {
     let Some((record, run)) = last else {
         return Err(format!("{source} has no final report (was the run cut off?)"));
     };
+    let schema = record.schema_version;
     let (settings, result) = record.run(run).map_err(|e| format!("{source}: {e}"))?;
-    Ok(SavedRun { source: source.to_string(), settings, result, periods })
+    let caveats = caveats(source, schema, &result);
+    Ok(SavedRun { source: source.to_string(), settings, result, periods, caveats })
+}
+
+/// Schema 1 (pace before its rates were over the sending window and unsent
+/// requests had waits of their own) put each unsent request's wait into
+/// the corrected histogram, and its rates are over the time to the last
+/// response: said, since neither can be undone.
+fn caveats(source: &str, schema: u32, result: &RunResult) -> Vec<String> {
+    let unsent = result.total.errors.unsent;
+    if schema >= 2 || unsent == 0 {
+        return Vec::new();
+    }
+    vec![format!(
+        "{source} was saved by an older pace (JSON schema {schema}): its corrected latency \
+         includes the waits of its {unsent} unsent requests (lower bounds, not latencies)"
+    )]
 }
 
 /// One line of `-e` output, as far as a report needs it.
 #[derive(Deserialize)]
 struct Record {
+    schema_version: u32,
     report: String,
     url: String,
     mode: String,
@@ -437,6 +458,9 @@ mod tests {
         }
         total.bytes = 4321;
         total.errors.timeout = 2;
+        total.errors.unsent = 4;
+        total.errors.stopped = 1;
+        total.unsent_wait.record_n(2_500, 4).unwrap();
         total.error_causes.insert("timeout: no answer".into(), 2);
         total.rate_samples = vec![10.0, 20.5];
         total.warmup = Warmup { requests: 7, errors: 1 };
@@ -491,6 +515,7 @@ mod tests {
         assert_eq!(a.corrected, b.corrected);
         assert_eq!(a.uncorrected, b.uncorrected);
         assert_eq!(a.lag, b.lag);
+        assert_eq!(a.unsent_wait, b.unsent_wait);
         assert_eq!((a.requests, a.bytes, a.errors), (b.requests, b.bytes, b.errors));
         assert_eq!((&a.statuses, &a.error_causes), (&b.statuses, &b.error_causes));
         assert_eq!((&a.rate_samples, a.warmup), (&b.rate_samples, b.warmup));
@@ -506,6 +531,32 @@ mod tests {
             .duration_since(result.measured_from)
             .unwrap_or_else(|e| e.duration());
         assert!(drift < Duration::from_micros(1), "{drift:?}");
+        assert!(saved.caveats.is_empty());
+    }
+
+    /// A result of schema 1 had the waits of its unsent requests in its
+    /// corrected histogram: it still reads, and its reports say so.
+    #[test]
+    fn a_result_of_schema_1_reads_with_a_caveat() {
+        let line = saved_json(&paced_config(), &measured());
+        let old = line
+            .replace("\"schema_version\":2", "\"schema_version\":1")
+            .replace(",\"stopped\":1", "")
+            .replace(",\"stopped\":0", "");
+        let old = remove_field(&old, "unsent_wait_hist");
+        let saved = parse("old.json", &old).unwrap();
+        assert_eq!(saved.result.total.errors.unsent, 4);
+        assert_eq!(saved.result.total.errors.stopped, 0);
+        assert!(saved.result.total.unsent_wait.is_empty());
+        assert_eq!(saved.caveats.len(), 1);
+        assert!(saved.caveats[0].contains("includes the waits of its 4 unsent requests"));
+    }
+
+    /// `text` without the JSON field `name` (a string value).
+    fn remove_field(text: &str, name: &str) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        v.as_object_mut().unwrap().remove(name).expect("the field is there");
+        v.to_string()
     }
 
     #[test]

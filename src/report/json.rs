@@ -28,7 +28,7 @@ use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
 
 /// Version of the schema in `docs/json.md`.
-pub const SCHEMA_VERSION: u32 = 1;
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One report: a period of `-p`, or the whole run.
 #[derive(Debug, Serialize)]
@@ -584,7 +584,7 @@ mod tests {
         let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
         let v = to_value(&final_report(&cfg, &result).unwrap());
-        assert_eq!(v["schema_version"], 1);
+        assert_eq!(v["schema_version"], 2);
         assert_eq!(v["report"], "final");
         assert_eq!(
             v["errors"],
