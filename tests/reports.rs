@@ -456,3 +456,35 @@ fn figures_of_nothing_are_dashes() {
     assert!(run.stdout.contains("#[Mean    =            -, StdDeviation   =            -]"));
     assert!(run.stdout.contains("Schedule lag: p50 "), "{run}");
 }
+
+/// `--percentiles` without `-L` prints the distribution with them (it
+/// implies `-L`), in a run and in `pace report` of a saved one; a run
+/// without either keeps wrk's report, with no distribution.
+#[test]
+fn percentiles_alone_print_the_distribution() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    let saved = saved.to_str().unwrap();
+    let asked = ["--percentiles", "50,99,99.99"];
+    let shows_them = |run: &Run| {
+        run.assert_ok();
+        let labels: Vec<&str> = run
+            .stdout
+            .lines()
+            .skip_while(|l| *l != "  Latency Distribution")
+            .skip(1)
+            .map_while(|l| l.split_whitespace().next().filter(|label| label.ends_with('%')))
+            .collect();
+        assert_eq!(labels, ["50.00%", "99.00%", "99.99%"], "{run}");
+    };
+    let limit = Duration::from_secs(15);
+    shows_them(&pace(&[&["-t1", "-c2", "-d300ms", &target][..], &asked].concat(), limit));
+    pace(&["-t1", "-c2", "-d300ms", "-e", "-o", saved, &target], limit).assert_ok();
+    shows_them(&pace(&[&["report", saved][..], &asked].concat(), limit));
+    let plain = pace(&["-t1", "-c2", "-d300ms", &target], limit);
+    plain.assert_ok();
+    assert!(!plain.stdout.contains("Latency Distribution"), "{plain}");
+}

@@ -368,8 +368,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         targets,
         targets_order: typed.targets_order.unwrap_or_default(),
         requests,
-        // wrk2: -U implies -L.
-        latency: typed.latency || typed.u_latency,
+        // wrk2: -U implies -L; asking for percentiles is asking to see them.
+        latency: typed.latency || typed.u_latency || typed.outputs.percentiles.is_some(),
         u_latency: typed.u_latency,
         batch_latency: typed.batch_latency,
         insecure: typed.insecure,
@@ -763,6 +763,8 @@ mod tests {
     fn percentiles() {
         let cfg = config(&["--percentiles", "99.9, 50,90,99,50", URL]);
         assert_eq!(cfg.outputs.percentiles, Some(vec![50.0, 90.0, 99.0, 99.9]));
+        // They are printed without -L.
+        assert!(cfg.latency && !cfg.u_latency);
         assert_eq!(config(&["--perc=0,100", URL]).outputs.percentiles, Some(vec![0.0, 100.0]));
         assert_eq!(
             error(&["--percentiles", "50,101", URL]),
