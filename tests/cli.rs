@@ -73,6 +73,20 @@ fn a_timeseries_slot_written_apart_says_how_to_write_it() {
     assert_fails(&["--timeseries", "500ms", &url], 1, "write --timeseries=500ms");
 }
 
+/// One rule for the files a command line names: one that cannot be read
+/// is a setup error (exit 2: the command line is right, the machine
+/// fails it), said before anything runs, whichever option names it.
+#[test]
+fn a_file_that_cannot_be_read_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let url = closed_url();
+    assert_fails(&["-s", missing, &url], 2, &format!("cannot read script {missing}: "));
+    assert_fails(&["--body-file", missing, &url], 2, &format!("cannot read --body-file {missing}"));
+    assert_fails(&["--targets", missing], 2, &format!("cannot read --targets file {missing}"));
+}
+
 #[test]
 fn missing_url() {
     assert_fails(&[], 1, "missing URL (try 'pace --help')");

@@ -22,8 +22,9 @@
 //! abbreviations ambiguous, which getopt reports instead of guessing:
 //! `--b` (`--batch_latency`, `--body`, `--body-file`) and yicwang's `--re`
 //! (`--report_interval`, `--requests`).
-//! The files are read here, once, so that a missing file or a bad line is
-//! a command-line error (exit 1) before anything starts.
+//! The files are read here, once, before anything starts: a file that
+//! cannot be read is a setup error (exit 2, as a script or any other file
+//! pace cannot read), a bad line in one a command-line error (exit 1).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -327,7 +328,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         (None, Some(file)) => Some(body_file(file)?),
         (None, None) => None,
     };
-    let targets = typed.targets.as_deref().map(Targets::read).transpose().map_err(Error::Usage)?;
+    let targets = typed.targets.as_deref().map(Targets::read).transpose()?;
     let target = match (&url, &targets) {
         (Some(url), _) => Target::parse(url).map_err(|err| Error::Usage(err.to_string()))?,
         (None, Some(targets)) => targets.first().target.clone(),
@@ -447,7 +448,7 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
 /// `--body-file`: read once, at the start.
 fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
     std::fs::read(path).map(Arc::from).map_err(|err| {
-        Error::Usage(format!(
+        Error::Setup(format!(
             "cannot read --body-file {}: {}",
             path.display(),
             requests::io_reason(&err)
@@ -558,6 +559,15 @@ mod tests {
         match parse_command(args(line)) {
             Err(Error::Usage(message)) => message,
             Err(other) => panic!("{line:?}: not a usage error: {other}"),
+            Ok(_) => panic!("{line:?}: accepted"),
+        }
+    }
+
+    /// The message of the setup error (exit 2) a command line yields.
+    fn setup_error(line: &[&str]) -> String {
+        match parse_command(args(line)) {
+            Err(Error::Setup(message)) => message,
+            Err(other) => panic!("{line:?}: not a setup error: {other}"),
             Ok(_) => panic!("{line:?}: accepted"),
         }
     }
@@ -1089,7 +1099,7 @@ mod tests {
         }
         let missing = dir.path().join("nope.json");
         assert_eq!(
-            error(&["--body-file", missing.to_str().unwrap(), URL]),
+            setup_error(&["--body-file", missing.to_str().unwrap(), URL]),
             format!("cannot read --body-file {}: No such file or directory", missing.display())
         );
         assert_eq!(
@@ -1220,11 +1230,11 @@ mod tests {
     }
 
     #[test]
-    fn targets_errors_are_usage_errors() {
+    fn targets_errors_are_usage_errors_but_an_unreadable_file() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("none.txt");
         assert_eq!(
-            error(&["--targets", missing.to_str().unwrap()]),
+            setup_error(&["--targets", missing.to_str().unwrap()]),
             format!("cannot read --targets file {}: No such file or directory", missing.display())
         );
         let (_dir, file) = targets_file("GET http://127.0.0.1:8080/\nnot a header\n");
