@@ -87,6 +87,19 @@ fn a_file_that_cannot_be_read_exits_2() {
     assert_fails(&["--targets", missing], 2, &format!("cannot read --targets file {missing}"));
 }
 
+/// A `--start-at` that has passed is refused in plain words before
+/// anything is printed (the header included), though a server listens.
+#[test]
+fn a_start_in_the_past_is_refused_before_the_header() {
+    let listening = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listening.local_addr().unwrap());
+    let args = ["--start-at", "1970-01-01T00:00:05Z", "-d1s", &url];
+    assert_fails(&args, 1, "pace: --start-at 1970-01-01T00:00:05Z is in the past (");
+    let said = text(&pace(&args).stderr);
+    assert!(said.contains(" years ago): give a time ahead"), "{said}");
+    assert!(said.contains("--start-at $(( $(date +%s) + 30 ))"), "{said}");
+}
+
 #[test]
 fn missing_url() {
     assert_fails(&[], 1, "missing URL (try 'pace --help')");
