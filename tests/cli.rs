@@ -47,6 +47,10 @@ fn unknown_option() {
 #[test]
 fn ambiguous_option() {
     assert_fails(&["--t", "2", &closed_url()], 1, "'--threads' '--timeout'");
+    assert_fails(&["--st", "1s:9", &closed_url()], 1, "possibilities: '--stages' '--start-at'");
+    // wrk's abbreviations keep their meaning though pace's options share
+    // them: --s is --script (not --slo, --seed, --shard, ...).
+    assert_fails(&["--s", "/nonexistent.lua", &closed_url()], 2, "cannot read script");
 }
 
 #[test]

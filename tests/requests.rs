@@ -502,8 +502,8 @@ fn bad_request_options_are_command_line_errors() {
     assert_usage_error(&["--requests=2.5", url], "'--requests': '2.5' is not a whole number");
     assert_usage_error(&[url, "-n"], "option '-n' needs a value");
     assert_usage_error(
-        &["--re", "5", url],
-        "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'",
+        &["--bo", "x", url],
+        "option '--bo' is ambiguous; possibilities: '--body' '--body-file'",
     );
     assert_usage_error(&["--seed", "-3", url], "invalid value for '--seed': '-3' is not a whole");
     assert_usage_error(&["--targets-order", "random", url], "--targets-order needs --targets");
