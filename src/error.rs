@@ -4,9 +4,14 @@
 //!
 //! Exit codes (also in README.md):
 //! - 0: the run completed and the report was printed.
-//! - 1: the command line is wrong (unknown option, bad number, bad URL...).
-//! - 2: the target cannot be used (host does not resolve, nothing listens,
-//!   TLS set-up failed) or a file cannot be read or written.
+//! - 1: the command line is wrong (unknown option, bad number, bad URL...),
+//!   or a file it names is read but wrong (a bad line of `--targets`): what
+//!   the user wrote must change.
+//! - 2: the command line is right but the machine fails it: the target
+//!   cannot be used (host does not resolve, nothing listens, TLS set-up
+//!   failed), or a file cannot be read or written. Every file, whichever
+//!   option names it (`-s`, `--body-file`, `--targets` and the bodies it
+//!   names, `-o`, `--hlog`, `--html`, the inputs of `pace merge`).
 //! - 3: the Lua script failed (load error, or runtime error during the run;
 //!   the report of what was measured is still printed).
 //! - 4: an `--slo` objective failed ([`SLO_FAILED`]; the report and the
@@ -25,9 +30,11 @@ pub const SLO_FAILED: i32 = 4;
 /// An error that stops pace, with the exit code it maps to.
 #[derive(Debug)]
 pub enum Error {
-    /// Wrong command line; the message says what is wrong.
+    /// Wrong command line, or a file it names holds a mistake; the message
+    /// says what is wrong.
     Usage(String),
-    /// The target or a local resource cannot be used.
+    /// The target or a local resource (a file to read or write) cannot be
+    /// used.
     Setup(String),
     /// The Lua script failed.
     Script(String),

@@ -47,6 +47,10 @@ fn unknown_option() {
 #[test]
 fn ambiguous_option() {
     assert_fails(&["--t", "2", &closed_url()], 1, "'--threads' '--timeout'");
+    assert_fails(&["--st", "1s:9", &closed_url()], 1, "possibilities: '--stages' '--start-at'");
+    // wrk's abbreviations keep their meaning though pace's options share
+    // them: --s is --script (not --slo, --seed, --shard, ...).
+    assert_fails(&["--s", "/nonexistent.lua", &closed_url()], 2, "cannot read script");
 }
 
 #[test]
@@ -71,6 +75,33 @@ fn bad_urls() {
 fn a_timeseries_slot_written_apart_says_how_to_write_it() {
     let url = closed_url();
     assert_fails(&["--timeseries", "500ms", &url], 1, "write --timeseries=500ms");
+}
+
+/// One rule for the files a command line names: one that cannot be read
+/// is a setup error (exit 2: the command line is right, the machine
+/// fails it), said before anything runs, whichever option names it.
+#[test]
+fn a_file_that_cannot_be_read_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing");
+    let missing = missing.to_str().unwrap();
+    let url = closed_url();
+    assert_fails(&["-s", missing, &url], 2, &format!("cannot read script {missing}: "));
+    assert_fails(&["--body-file", missing, &url], 2, &format!("cannot read --body-file {missing}"));
+    assert_fails(&["--targets", missing], 2, &format!("cannot read --targets file {missing}"));
+}
+
+/// A `--start-at` that has passed is refused in plain words before
+/// anything is printed (the header included), though a server listens.
+#[test]
+fn a_start_in_the_past_is_refused_before_the_header() {
+    let listening = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", listening.local_addr().unwrap());
+    let args = ["--start-at", "1970-01-01T00:00:05Z", "-d1s", &url];
+    assert_fails(&args, 1, "pace: --start-at 1970-01-01T00:00:05Z is in the past (");
+    let said = text(&pace(&args).stderr);
+    assert!(said.contains(" years ago): give a time ahead"), "{said}");
+    assert!(said.contains("--start-at $(( $(date +%s) + 30 ))"), "{said}");
 }
 
 #[test]

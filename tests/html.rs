@@ -173,6 +173,30 @@ fn closed_loop_run() {
     assert!(dom.contains("closed loop"));
 }
 
+/// A closed loop sends each request when it is meant to: its latency has
+/// nothing to correct, and its page does not call it corrected. A paced
+/// run's page names both. (The written text: no browser needed.)
+#[test]
+fn only_a_paced_run_has_corrected_latency() {
+    let dir = tempfile::tempdir().unwrap();
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let page = |name: &str, mode: &[&str]| {
+        let path = dir.path().join(name);
+        let mut args = vec!["-t1", "-c2", "-d300ms", "--html", path.to_str().unwrap(), &target];
+        args.extend(mode);
+        pace(&args, LIMIT).assert_ok();
+        fs::read_to_string(&path).unwrap()
+    };
+    let closed = page("closed.html", &[]);
+    assert!(closed.contains("<tr><th>percentile</th><th>latency</th></tr>"), "{closed}");
+    assert!(!closed.to_lowercase().contains("corrected"), "{closed}");
+    let paced = page("paced.html", &["-R100"]);
+    let head = "<tr><th>percentile</th><th>corrected</th><th>uncorrected</th><th>schedule lag</th>";
+    assert!(paced.contains(head), "{paced}");
+}
+
 #[test]
 fn paced_run_with_uncorrected_latency() {
     if !chromium_available() {

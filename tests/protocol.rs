@@ -7,7 +7,10 @@ mod common;
 use std::net::TcpListener;
 use std::time::Duration;
 
-use common::{default_server, in_ci, load_lock, pace, serve, serve_options, url, Report, Run};
+use common::{
+    default_server, in_ci, load_lock, pace, serve, serve_options, spawn_pace_with_env, url, Report,
+    Run,
+};
 use pace::serve::{ServeOptions, ServerHandle};
 
 const LIMIT: Duration = Duration::from_secs(10);
@@ -198,6 +201,70 @@ fn tls_verifies_certificates_by_default() {
     }
     // The handshake is all that happened: no request reached the server.
     assert_eq!(server.stats().requests, 0, "{run}");
+}
+
+/// The certificate of `pace serve --tls` in PEM, as a user gets it with
+/// `openssl s_client -connect HOST:PORT | openssl x509`.
+fn built_in_certificate_pem() -> String {
+    use base64::Engine;
+    let der = include_bytes!("../src/serve/cert/localhost.der");
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> =
+        text.as_bytes().chunks(64).map(|l| std::str::from_utf8(l).unwrap()).collect();
+    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
+}
+
+/// SSL_CERT_FILE names the certificates to trust instead of the system's
+/// (rustls-native-certs reads it, and SSL_CERT_DIR): with the built-in
+/// server's certificate in it (its own trust anchor), pace verifies the
+/// server without -k.
+#[test]
+fn ssl_cert_file_names_the_certificates_to_trust() {
+    let _load = load_lock();
+    let server = tls_server();
+    let dir = tempfile::tempdir().unwrap();
+    let pem = dir.path().join("serve.pem");
+    std::fs::write(&pem, built_in_certificate_pem()).unwrap();
+    let trusted = [("SSL_CERT_FILE", pem.to_str().unwrap())];
+    let run =
+        spawn_pace_with_env(&["-t1", "-c2", "-d500ms", &https(&server)], &trusted).wait(LIMIT);
+    run.assert_ok();
+    assert!(run.report().requests() > 0, "{run}");
+    assert!(run.report().socket_errors().is_none(), "{run}");
+}
+
+/// README's way to start `pace serve` in the background: its `listening
+/// on URL` line on stderr says it accepts connections, so a benchmark
+/// started right after that line (no sleep) finds it.
+#[test]
+fn pace_serve_says_when_it_listens() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let _load = load_lock();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_pace"))
+        .args(["serve", "--tls", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start pace serve");
+    let stderr = server.stderr.take().unwrap();
+    let (said, heard) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = BufReader::new(stderr).read_line(&mut line);
+        let _ = said.send(line);
+    });
+    let line = heard.recv_timeout(LIMIT);
+    let run = line.as_ref().ok().and_then(|line| {
+        let url = line.strip_prefix("pace serve: listening on ")?.split(' ').next()?;
+        Some(pace(&["-k", "-t1", "-c1", "-d300ms", url], LIMIT))
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    let run = run.unwrap_or_else(|| panic!("no 'listening on' line: {line:?}"));
+    run.assert_ok();
+    assert!(run.report().requests() > 0, "{run}");
 }
 
 /// https against a plain-HTTP port says so in words before the run.

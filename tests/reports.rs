@@ -376,6 +376,8 @@ fn time_series_and_histogram_add_up() {
     );
     run.assert_ok();
     let requests = run.report().requests();
+    // wrx's table: a blank line, its header, `%6ld    %6ld    %9ld` rows.
+    assert!(run.stdout.contains("\n\nTHREAD  |  EPOCH  |  REQUESTS\n"), "{run}");
     let mut lines = run.stdout.lines().skip_while(|l| *l != "THREAD  |  EPOCH  |  REQUESTS");
     assert!(lines.next().is_some(), "no thread table\n{run}");
     let rows: Vec<(u64, u64, u64)> = lines
@@ -383,6 +385,7 @@ fn time_series_and_histogram_add_up() {
         .take_while(|l| !l.starts_with("Request counts time series"))
         .map(|l| {
             let n: Vec<u64> = l.split_whitespace().map(|x| x.parse().unwrap()).collect();
+            assert_eq!(l, format!("{:6}    {:6}    {:9}", n[0], n[1], n[2]), "{run}");
             (n[0], n[1], n[2])
         })
         .collect();
@@ -392,19 +395,16 @@ fn time_series_and_histogram_add_up() {
     assert_eq!(rows.iter().map(|r| r.2).sum::<u64>(), requests, "{run}");
     // 2 s in 250 ms slots, and more if the last responses came later:
     // up to the run time (printed to 10 ms), which ends at the last one.
-    // `   0.250s  123`: each slot's start, then its count.
-    let slots: Vec<(String, u64)> = lines
+    // Each slot's count alone on its line, as wrx prints it (`%ld\n`).
+    let series: Vec<u64> = lines
         .by_ref()
         .take_while(|l| *l != "Latency histogram (bin width = 1us)")
         .map(|l| {
-            let (start, count) = l.trim_start().split_once("  ").unwrap();
-            (start.to_string(), count.parse().unwrap())
+            let count: u64 = l.parse().unwrap_or_else(|_| panic!("{l:?} is not a count\n{run}"));
+            assert_eq!(l, count.to_string(), "{run}");
+            count
         })
         .collect();
-    let starts: Vec<String> =
-        (0..slots.len()).map(|i| format!("{:.3}s", i as f64 * 0.25)).collect();
-    assert_eq!(slots.iter().map(|s| s.0.clone()).collect::<Vec<_>>(), starts, "{run}");
-    let series: Vec<u64> = slots.iter().map(|s| s.1).collect();
     let slots = ((run.report().runtime_s() + 0.005) / 0.25).ceil() as usize;
     assert!((8..=slots.max(8)).contains(&series.len()), "{series:?} for {slots} slots\n{run}");
     assert_eq!(series.iter().sum::<u64>(), requests, "{run}");
@@ -455,4 +455,36 @@ fn figures_of_nothing_are_dashes() {
     assert!(run.stdout.contains(" 50.000%       -  \n"), "{run}");
     assert!(run.stdout.contains("#[Mean    =            -, StdDeviation   =            -]"));
     assert!(run.stdout.contains("Schedule lag: p50 "), "{run}");
+}
+
+/// `--percentiles` without `-L` prints the distribution with them (it
+/// implies `-L`), in a run and in `pace report` of a saved one; a run
+/// without either keeps wrk's report, with no distribution.
+#[test]
+fn percentiles_alone_print_the_distribution() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    let saved = saved.to_str().unwrap();
+    let asked = ["--percentiles", "50,99,99.99"];
+    let shows_them = |run: &Run| {
+        run.assert_ok();
+        let labels: Vec<&str> = run
+            .stdout
+            .lines()
+            .skip_while(|l| *l != "  Latency Distribution")
+            .skip(1)
+            .map_while(|l| l.split_whitespace().next().filter(|label| label.ends_with('%')))
+            .collect();
+        assert_eq!(labels, ["50.00%", "99.00%", "99.99%"], "{run}");
+    };
+    let limit = Duration::from_secs(15);
+    shows_them(&pace(&[&["-t1", "-c2", "-d300ms", &target][..], &asked].concat(), limit));
+    pace(&["-t1", "-c2", "-d300ms", "-e", "-o", saved, &target], limit).assert_ok();
+    shows_them(&pace(&[&["report", saved][..], &asked].concat(), limit));
+    let plain = pace(&["-t1", "-c2", "-d300ms", &target], limit);
+    plain.assert_ok();
+    assert!(!plain.stdout.contains("Latency Distribution"), "{plain}");
 }

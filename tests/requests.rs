@@ -175,8 +175,17 @@ fn run_clean(args: &[&str]) -> Run {
 /// `pace args` fails at once with exit 1 and one line on stderr that
 /// contains `mentions`, before any connection.
 fn assert_usage_error(args: &[&str], mentions: &str) {
+    assert_fails(args, 1, mentions);
+}
+
+/// `pace args` stops before the run with exit 2 (a file it cannot read).
+fn assert_setup_error(args: &[&str], mentions: &str) {
+    assert_fails(args, 2, mentions);
+}
+
+fn assert_fails(args: &[&str], code: i32, mentions: &str) {
     let run = pace(args, LIMIT);
-    run.assert_code(1);
+    run.assert_code(code);
     assert_eq!(run.stdout, "", "{run}");
     assert_eq!(run.stderr.lines().count(), 1, "{run}");
     assert!(run.stderr.starts_with("pace: ") && run.stderr.contains(mentions), "{run}");
@@ -440,14 +449,15 @@ fn bad_targets_files_are_command_line_errors() {
     assert_usage_error(&["--targets", &bad], &format!("{bad}:4: expected 'METHOD URL'"));
     let bad = write(dir.path(), "bad2.txt", b"GET http://127.0.0.1:1/a\nPOST\n");
     assert_usage_error(&["--targets", &bad], &format!("{bad}:2: expected 'METHOD URL'"));
+    // A file that cannot be read is a setup error (exit 2), as any file.
     let missing = dir.path().join("none.txt");
     let missing = missing.to_str().unwrap();
-    assert_usage_error(
+    assert_setup_error(
         &["--targets", missing],
         &format!("cannot read --targets file {missing}: No such file or directory"),
     );
     let no_body = write(dir.path(), "nobody.txt", b"POST http://127.0.0.1:1/a\n@gone.json\n");
-    assert_usage_error(
+    assert_setup_error(
         &["--targets", &no_body],
         &format!("{no_body}:2: cannot read body file {}", dir.path().join("gone.json").display()),
     );
@@ -475,7 +485,7 @@ fn bad_targets_files_are_command_line_errors() {
 fn bad_request_options_are_command_line_errors() {
     let url = "http://127.0.0.1:1/";
     let missing = "/nonexistent/body.json";
-    assert_usage_error(
+    assert_setup_error(
         &["--body-file", missing, url],
         "cannot read --body-file /nonexistent/body.json: No such file or directory",
     );
@@ -492,8 +502,8 @@ fn bad_request_options_are_command_line_errors() {
     assert_usage_error(&["--requests=2.5", url], "'--requests': '2.5' is not a whole number");
     assert_usage_error(&[url, "-n"], "option '-n' needs a value");
     assert_usage_error(
-        &["--re", "5", url],
-        "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'",
+        &["--bo", "x", url],
+        "option '--bo' is ambiguous; possibilities: '--body' '--body-file'",
     );
     assert_usage_error(&["--seed", "-3", url], "invalid value for '--seed': '-3' is not a whole");
     assert_usage_error(&["--targets-order", "random", url], "--targets-order needs --targets");

@@ -11,19 +11,25 @@
 //! The report options come from the forks: yicwang/wrk2's `-p`, `-D`, `-e`
 //! (`--json_encoding`, also `--json`), wrx's `--timeseries`,
 //! `--thread-timeseries`, `--histogram`, and pace's `--hlog`, `--html` and
-//! `--percentiles`. As in wrx, `--thread-timeseries` makes every shorter
-//! prefix of `--threads` ambiguous, and `--timeseries` those of `--timeout`
-//! up to `--time`. pace's `--slo` (objectives for a verdict, `crate::slo`)
-//! may be abbreviated to `--sl`.
+//! `--percentiles`. pace's `--slo` (objectives for a verdict,
+//! `crate::slo`) may be abbreviated to `--sl`.
 //!
 //! The request options (issue #12, [`crate::requests`]) are pace's: `-m`,
 //! `--body`, `--body-file`, `--targets`, `--targets-order` and
-//! `-n/--requests` (wrk has no `-m` or `-n`). They make two of wrk's
-//! abbreviations ambiguous, which getopt reports instead of guessing:
-//! `--b` (`--batch_latency`, `--body`, `--body-file`) and yicwang's `--re`
-//! (`--report_interval`, `--requests`).
-//! The files are read here, once, so that a missing file or a bad line is
-//! a command-line error (exit 1) before anything starts.
+//! `-n/--requests` (wrk has no `-m` or `-n`).
+//!
+//! Every abbreviation wrk, wrk2, yicwang/wrk2 or wrx accepted keeps its
+//! meaning ([`WRK_FAMILY`]), though pace's own options share the prefix:
+//! `--s` is `--script`, `--d` `--duration`, `--r` `--rate`, `--b`
+//! `--batch_latency`, `--re` `--report_interval`, `--th` ... `--thread`
+//! `--threads` and `--ti` ... `--time` `--timeout` (in wrx the last two
+//! were ambiguous, so no wrx user typed them). Prefixes ambiguous in all of
+//! them (`--t`, `--h`, `--he`) or new with pace's options (`--bo`, `--st`,
+//! `--ta`) are reported with their candidates instead of guessed; README's
+//! list of them is checked against this table by a test.
+//! The files are read here, once, before anything starts: a file that
+//! cannot be read is a setup error (exit 2, as a script or any other file
+//! pace cannot read), a bad line in one a command-line error (exit 1).
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -31,7 +37,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use super::options::{bad_value, time, word_text, Item, Options, Spec};
+use super::options::{bad_value, time, word_text, Item, Options, Program, Spec};
 use super::plan::{self, PlanArgs};
 use super::shard;
 use super::{usage, version_line, Command};
@@ -128,6 +134,73 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
 
+/// The long options of wrk 4.2, giltene/wrk2, yicwang/wrk2 and wrx
+/// (`struct option longopts[]` in each `src/wrk.c`; reference section
+/// 1.2), whose abbreviations pace keeps. Where one of them read a prefix
+/// as one option, none reads it as another (a test checks it).
+const WRK_FAMILY: &[Program] = &[
+    // wrk 4.2
+    &[
+        "connections",
+        "duration",
+        "threads",
+        "script",
+        "header",
+        "latency",
+        "timeout",
+        "help",
+        "version",
+    ],
+    // giltene/wrk2
+    &[
+        "connections",
+        "duration",
+        "threads",
+        "script",
+        "header",
+        "latency",
+        "u_latency",
+        "batch_latency",
+        "timeout",
+        "help",
+        "version",
+        "rate",
+    ],
+    // yicwang/wrk2
+    &[
+        "connections",
+        "duration",
+        "threads",
+        "script",
+        "header",
+        "latency",
+        "u_latency",
+        "batch_latency",
+        "timeout",
+        "help",
+        "version",
+        "rate",
+        "report_interval",
+        "digits",
+        "json_encoding",
+    ],
+    // wrx
+    &[
+        "connections",
+        "duration",
+        "threads",
+        "script",
+        "header",
+        "latency",
+        "timeout",
+        "help",
+        "version",
+        "histogram",
+        "timeseries",
+        "thread-timeseries",
+    ],
+];
+
 /// HdrHistogram accepts 1 to 5 significant digits.
 const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
 
@@ -208,7 +281,7 @@ impl Default for BenchArgs {
 
 /// Parses a wrk/wrk2 command line (without the program name).
 pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
-    let mut options = Options::new(args, SPECS);
+    let mut options = Options::new(args, SPECS).reproducing(WRK_FAMILY);
     let mut typed = BenchArgs::default();
     // `--timeseries` was the previous argument, without a value.
     let mut bare_timeseries = false;
@@ -327,7 +400,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         (None, Some(file)) => Some(body_file(file)?),
         (None, None) => None,
     };
-    let targets = typed.targets.as_deref().map(Targets::read).transpose().map_err(Error::Usage)?;
+    let targets = typed.targets.as_deref().map(Targets::read).transpose()?;
     let target = match (&url, &targets) {
         (Some(url), _) => Target::parse(url).map_err(|err| Error::Usage(err.to_string()))?,
         (None, Some(targets)) => targets.first().target.clone(),
@@ -368,8 +441,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         targets,
         targets_order: typed.targets_order.unwrap_or_default(),
         requests,
-        // wrk2: -U implies -L.
-        latency: typed.latency || typed.u_latency,
+        // wrk2: -U implies -L; asking for percentiles is asking to see them.
+        latency: typed.latency || typed.u_latency || typed.outputs.percentiles.is_some(),
         u_latency: typed.u_latency,
         batch_latency: typed.batch_latency,
         insecure: typed.insecure,
@@ -447,7 +520,7 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
 /// `--body-file`: read once, at the start.
 fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
     std::fs::read(path).map(Arc::from).map_err(|err| {
-        Error::Usage(format!(
+        Error::Setup(format!(
             "cannot read --body-file {}: {}",
             path.display(),
             requests::io_reason(&err)
@@ -535,6 +608,7 @@ fn header(text: &str) -> Result<(String, String), Error> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::options::{resolve_long, Resolution};
     use super::super::parse as parse_command;
     use super::*;
     use crate::config::Mode;
@@ -558,6 +632,15 @@ mod tests {
         match parse_command(args(line)) {
             Err(Error::Usage(message)) => message,
             Err(other) => panic!("{line:?}: not a usage error: {other}"),
+            Ok(_) => panic!("{line:?}: accepted"),
+        }
+    }
+
+    /// The message of the setup error (exit 2) a command line yields.
+    fn setup_error(line: &[&str]) -> String {
+        match parse_command(args(line)) {
+            Err(Error::Setup(message)) => message,
+            Err(other) => panic!("{line:?}: not a setup error: {other}"),
             Ok(_) => panic!("{line:?}: accepted"),
         }
     }
@@ -629,11 +712,11 @@ mod tests {
     fn threads() {
         each_form("-t", "--threads", "4", |cfg| assert_eq!(cfg.threads, 4));
         assert_eq!(config(&["-t2", "-t5", URL]).threads, 5);
-        // As in wrx, --thread-timeseries takes every shorter prefix.
-        assert_eq!(
-            error(&["--thr", "3", URL]),
-            "option '--thr' is ambiguous; possibilities: '--threads' '--thread-timeseries'"
-        );
+        // As in wrk (wrx's --thread-timeseries made them ambiguous there).
+        for prefix in ["--th", "--thr", "--thread"] {
+            assert_eq!(config(&[prefix, "3", URL]).threads, 3, "{prefix}");
+        }
+        assert!(config(&["--thread-", URL]).outputs.thread_timeseries);
     }
 
     #[test]
@@ -647,6 +730,9 @@ mod tests {
         assert_eq!(config(&["-d", "500ms", URL]).duration, Some(Duration::from_millis(500)));
         assert_eq!(config(&["--dur=1.5s", URL]).duration, Some(Duration::from_millis(1500)));
         assert_eq!(config(&["-d1s", "-d2s", URL]).duration, Some(Duration::from_secs(2)));
+        // wrk's --d, though --digits starts the same way.
+        assert_eq!(config(&["--d=3s", URL]).duration, Some(Duration::from_secs(3)));
+        assert_eq!(config(&["--di", "2", URL]).digits, 2);
     }
 
     #[test]
@@ -654,6 +740,11 @@ mod tests {
         each_form("-T", "--timeout", "5s", |cfg| assert_eq!(cfg.timeout, Duration::from_secs(5)));
         assert_eq!(config(&["--timeout", "1.5s", URL]).timeout, Duration::from_millis(1500));
         assert_eq!(config(&["-T", "250ms", URL]).timeout, Duration::from_millis(250));
+        // As in wrk (wrx's --timeseries made them ambiguous there).
+        for prefix in ["--ti", "--tim", "--time"] {
+            assert_eq!(config(&[prefix, "3s", URL]).timeout, Duration::from_secs(3), "{prefix}");
+        }
+        assert_eq!(config(&["--times=1s", URL]).outputs.timeseries, Some(Duration::from_secs(1)));
     }
 
     #[test]
@@ -763,6 +854,8 @@ mod tests {
     fn percentiles() {
         let cfg = config(&["--percentiles", "99.9, 50,90,99,50", URL]);
         assert_eq!(cfg.outputs.percentiles, Some(vec![50.0, 90.0, 99.0, 99.9]));
+        // They are printed without -L.
+        assert!(cfg.latency && !cfg.u_latency);
         assert_eq!(config(&["--perc=0,100", URL]).outputs.percentiles, Some(vec![0.0, 100.0]));
         assert_eq!(
             error(&["--percentiles", "50,101", URL]),
@@ -796,7 +889,8 @@ mod tests {
         assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with a plan"));
         assert_eq!(texts(config(&["--slo", "rate>100", URL])), ["rate>100"]);
         assert_eq!(error(&[URL, "--slo"]), "option '--slo' needs a value");
-        assert!(error(&["--s", "x.lua", URL]).contains("'--slo'"));
+        // wrk's --s is --script still.
+        assert_eq!(config(&["--s", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
         assert_eq!(config(&["--sc", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
     }
 
@@ -908,11 +1002,11 @@ mod tests {
             "option '--t' is ambiguous; possibilities: '--threads' '--timeout' '--timeseries' \
              '--thread-timeseries' '--targets' '--targets-order'"
         );
-        assert_eq!(
-            error(&["--d=1", URL]),
-            "option '--d' is ambiguous; possibilities: '--duration' '--digits'"
-        );
         assert!(error(&["--he", URL]).contains("'--header' '--help'"));
+        assert_eq!(
+            error(&["--st", "1s:10", URL]),
+            "option '--st' is ambiguous; possibilities: '--stages' '--start-at'"
+        );
     }
 
     #[test]
@@ -1087,7 +1181,7 @@ mod tests {
         }
         let missing = dir.path().join("nope.json");
         assert_eq!(
-            error(&["--body-file", missing.to_str().unwrap(), URL]),
+            setup_error(&["--body-file", missing.to_str().unwrap(), URL]),
             format!("cannot read --body-file {}: No such file or directory", missing.display())
         );
         assert_eq!(
@@ -1098,10 +1192,8 @@ mod tests {
             error(&["--bo", "x", URL]),
             "option '--bo' is ambiguous; possibilities: '--body' '--body-file'"
         );
-        assert_eq!(
-            error(&["--b", URL]),
-            "option '--b' is ambiguous; possibilities: '--batch_latency' '--body' '--body-file'"
-        );
+        // wrk2's --b is --batch_latency still.
+        assert!(config(&["--b", URL]).batch_latency);
     }
 
     #[test]
@@ -1118,19 +1210,15 @@ mod tests {
         assert!(error(&["--requests", "1.5", URL]).contains("'--requests': '1.5' is not a whole"));
         assert!(error(&["-n", "-1", URL]).contains("'-n'"));
         assert_eq!(error(&[URL, "-n"]), "option '-n' needs a value");
-        // getopt's abbreviations: --re is no longer --report_interval alone.
+        // Abbreviated: yicwang's --re stays --report_interval, wrk2's --r --rate.
         assert_eq!(config(&["--req", "3", URL]).requests, Some(3));
-        let cfg = config(&["--rep", "1s", URL]);
-        assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(1)));
-        assert_eq!(config(&["--ra", "5", URL]).mode, Mode::Paced(PlanSpec::constant(5.0)));
-        assert_eq!(
-            error(&["--re", "3", URL]),
-            "option '--re' is ambiguous; possibilities: '--report_interval' '--requests'"
-        );
-        assert_eq!(
-            error(&["--r", "3", URL]),
-            "option '--r' is ambiguous; possibilities: '--rate' '--report_interval' '--requests'"
-        );
+        for prefix in ["--re", "--rep"] {
+            let cfg = config(&[prefix, "1s", URL]);
+            assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(1)), "{prefix}");
+        }
+        for prefix in ["--r", "--ra"] {
+            assert_eq!(config(&[prefix, "5", URL]).mode, Mode::Paced(PlanSpec::constant(5.0)));
+        }
     }
 
     #[test]
@@ -1218,11 +1306,11 @@ mod tests {
     }
 
     #[test]
-    fn targets_errors_are_usage_errors() {
+    fn targets_errors_are_usage_errors_but_an_unreadable_file() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("none.txt");
         assert_eq!(
-            error(&["--targets", missing.to_str().unwrap()]),
+            setup_error(&["--targets", missing.to_str().unwrap()]),
             format!("cannot read --targets file {}: No such file or directory", missing.display())
         );
         let (_dir, file) = targets_file("GET http://127.0.0.1:8080/\nnot a header\n");
@@ -1260,5 +1348,98 @@ mod tests {
         assert!(config(&["--targets", &file]).headers.is_empty());
         let cfg = config(&["--targets", &file, "http://v:w@127.0.0.1:8080/"]);
         assert_eq!(cfg.headers, vec![("Authorization".into(), "Basic djp3".into())]);
+    }
+
+    /// Every prefix of every long option of the table and of the programs
+    /// it reproduces, in alphabetical order, each once.
+    fn every_prefix() -> Vec<String> {
+        let family = WRK_FAMILY.iter().flat_map(|program| program.iter().copied());
+        let names = SPECS.iter().map(|spec| spec.long).chain(family);
+        let prefixes: std::collections::BTreeSet<String> =
+            names.flat_map(|name| (1..=name.len()).map(move |n| name[..n].to_string())).collect();
+        prefixes.into_iter().collect()
+    }
+
+    /// What getopt_long in a program with these long options reads
+    /// `typed` as: an exact name, or the one name it is a prefix of.
+    fn read_by(program: &[&'static str], typed: &str) -> Option<&'static str> {
+        if let Some(exact) = program.iter().find(|long| **long == typed) {
+            return Some(exact);
+        }
+        let named: Vec<&&str> = program.iter().filter(|long| long.starts_with(typed)).collect();
+        (named.len() == 1).then(|| *named[0])
+    }
+
+    #[test]
+    fn every_abbreviation_of_the_wrk_family_keeps_its_meaning() {
+        let flag_of = |long: &str| SPECS.iter().find(|spec| spec.long == long).map(|s| s.flag);
+        for program in WRK_FAMILY {
+            for long in *program {
+                assert!(flag_of(long).is_some(), "--{long} is not pace's");
+            }
+        }
+        for typed in every_prefix() {
+            let meant: Vec<&str> =
+                WRK_FAMILY.iter().filter_map(|program| read_by(program, &typed)).collect();
+            // The programs never disagree, so pace can keep what each read.
+            assert!(meant.windows(2).all(|pair| pair[0] == pair[1]), "--{typed}: {meant:?}");
+            let Some(meant) = meant.first() else { continue };
+            let found = match resolve_long(SPECS, WRK_FAMILY, &typed) {
+                Resolution::Unique(spec) | Resolution::Inherited(spec) => spec.flag,
+                _ => panic!("--{typed} is not --{meant}"),
+            };
+            assert!(found == flag_of(meant).unwrap(), "--{typed} is not --{meant}");
+        }
+    }
+
+    /// Markdown table rows: the prefixes typed (grouped when they resolve
+    /// alike), then what they resolve to.
+    fn table(rows: Vec<(String, Vec<String>)>, head: &str) -> String {
+        let mut grouped: Vec<(Vec<String>, Vec<String>)> = Vec::new();
+        for (typed, names) in rows {
+            match grouped.iter_mut().find(|(_, same)| *same == names) {
+                Some((prefixes, _)) => prefixes.push(typed),
+                None => grouped.push((vec![typed], names)),
+            }
+        }
+        let code = |words: &[String]| {
+            words.iter().map(|w| format!("`--{w}`")).collect::<Vec<_>>().join(", ")
+        };
+        let mut text = format!("| typed | {head} |\n|---|---|\n");
+        for (prefixes, names) in grouped {
+            text.push_str(&format!("| {} | {} |\n", code(&prefixes), code(&names)));
+        }
+        text
+    }
+
+    /// README's two lists of abbreviations, from the parser: those read as
+    /// the wrk family read them though pace's options share them, and
+    /// those that are ambiguous.
+    fn readme_tables() -> (String, String) {
+        let (mut inherited, mut ambiguous) = (Vec::new(), Vec::new());
+        for typed in every_prefix() {
+            match resolve_long(SPECS, WRK_FAMILY, &typed) {
+                Resolution::Inherited(spec) => inherited.push((typed, vec![spec.long.to_string()])),
+                Resolution::Ambiguous(specs) => {
+                    let names = specs.iter().map(|spec| spec.long.to_string()).collect();
+                    ambiguous.push((typed, names))
+                }
+                Resolution::Unique(_) | Resolution::Unknown => {}
+            }
+        }
+        (table(inherited, "is, as in wrk and its forks"), table(ambiguous, "could be"))
+    }
+
+    #[test]
+    fn readme_lists_the_abbreviations_the_parser_reads() {
+        let readme =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        let (inherited, ambiguous) = readme_tables();
+        for table in [inherited, ambiguous] {
+            assert!(
+                readme.contains(&table),
+                "README.md must list, as the parser reads them:\n{table}"
+            );
+        }
     }
 }

@@ -98,6 +98,8 @@ fn parse_args(
             MergeFlag::Help => return Ok(None),
         }
     }
+    // As in a run: asking for percentiles is asking to see them (-L).
+    merge.latency |= merge.outputs.percentiles.is_some();
     super::distinct_files(&merge.outputs)?;
     Ok(Some(merge))
 }
@@ -126,6 +128,7 @@ mod tests {
         assert_eq!(args.outputs.output, Some(PathBuf::from("m.json")));
         let args = parse(&["--percentiles", "99,50", "x"]).unwrap();
         assert_eq!(args.outputs.percentiles, Some(vec![50.0, 99.0]));
+        assert!(args.latency, "--percentiles are printed without -L");
     }
 
     #[test]

@@ -8,6 +8,14 @@
 //! prefix (`--conn`, `--lat`; a prefix of several names of one option, such
 //! as `--js` for `--json` and `--json_encoding`, is not ambiguous either),
 //! and one-line error messages.
+//!
+//! One rule goes beyond getopt: a command that reproduces other programs'
+//! command lines (the benchmark: wrk, wrk2 and their forks) keeps every
+//! abbreviation those programs accepted, with its meaning there, even
+//! where pace's own options share the prefix ([`Program`]): wrk read
+//! `--s` as `--script` and `--ti` as `--timeout`, and so does pace, though
+//! `--slo` and `--timeseries` start the same way. Only prefixes that were
+//! ambiguous in all of them, or that are new, are ambiguous in pace.
 
 use std::ffi::OsString;
 use std::time::Duration;
@@ -25,6 +33,24 @@ pub(super) struct Spec<F> {
     pub short: Option<char>,
     pub long: &'static str,
     pub flag: F,
+}
+
+/// The long options of a program whose command line a pace command
+/// reproduces, by their names in pace's table (they are the same names).
+/// getopt_long gave any prefix that named one of *its* options that
+/// option; pace's longer table must not take such a prefix away.
+pub(super) type Program = &'static [&'static str];
+
+/// What a typed long option name (`--thr`) names in a table.
+pub(super) enum Resolution<'a, F> {
+    /// An option's whole name, or a prefix of the names of one option.
+    Unique(&'a Spec<F>),
+    /// A prefix of several options of pace that one of the programs it
+    /// reproduces took for this one.
+    Inherited(&'a Spec<F>),
+    /// A prefix of several options, in table order.
+    Ambiguous(Vec<&'a Spec<F>>),
+    Unknown,
 }
 
 /// An option found on the command line, with the name to use in messages:
@@ -46,12 +72,20 @@ pub(super) enum Item<F> {
 pub(super) struct Options<F: 'static> {
     parser: lexopt::Parser,
     specs: &'static [Spec<F>],
+    /// The programs whose abbreviations this command keeps.
+    programs: &'static [Program],
 }
 
 impl<F: Copy + PartialEq> Options<F> {
     /// `args` excludes the program name (and the subcommand word, if any).
     pub fn new(args: impl IntoIterator<Item = OsString>, specs: &'static [Spec<F>]) -> Self {
-        Options { parser: lexopt::Parser::from_args(args), specs }
+        Options { parser: lexopt::Parser::from_args(args), specs, programs: &[] }
+    }
+
+    /// Keeps the abbreviations `programs` accepted (see [`Program`]).
+    pub fn reproducing(mut self, programs: &'static [Program]) -> Self {
+        self.programs = programs;
+        self
     }
 
     /// The next option or word, `None` at the end of the command line.
@@ -63,7 +97,7 @@ impl<F: Copy + PartialEq> Options<F> {
         };
         let found = match arg {
             lexopt::Arg::Short(c) => find_short(self.specs, c)?,
-            lexopt::Arg::Long(typed) => find_long(self.specs, typed)?,
+            lexopt::Arg::Long(typed) => find_long(self.specs, self.programs, typed)?,
             lexopt::Arg::Value(word) => return Ok(Some(Item::Word(word))),
         };
         Ok(Some(Item::Option(found)))
@@ -133,31 +167,70 @@ fn find_short<F: Copy + PartialEq>(specs: &[Spec<F>], typed: char) -> Result<Fou
         .ok_or_else(|| unknown_option(&format!("-{typed}")))
 }
 
-/// getopt_long's rule: an exact name wins, otherwise the typed text must be
-/// the prefix of the names of exactly one option.
-fn find_long<F: Copy + PartialEq>(specs: &[Spec<F>], typed: &str) -> Result<Found<F>, Error> {
-    let found = |spec: &Spec<F>| Found { flag: spec.flag, name: format!("--{}", spec.long) };
-    if let Some(exact) = specs.iter().find(|spec| spec.long == typed) {
-        return Ok(found(exact));
-    }
+/// The option `typed` (without its `--`) names, or the error that says
+/// why none.
+fn find_long<F: Copy + PartialEq>(
+    specs: &[Spec<F>],
+    programs: &[Program],
+    typed: &str,
+) -> Result<Found<F>, Error> {
     // `--=x` reaches here with an empty name, which every option starts with.
     if typed.is_empty() {
         return Err(unknown_option("--"));
     }
-    let candidates: Vec<&Spec<F>> =
-        specs.iter().filter(|spec| spec.long.starts_with(typed)).collect();
-    match candidates.as_slice() {
-        [] => Err(unknown_option(&format!("--{typed}"))),
-        [first, rest @ ..] if rest.iter().all(|spec| spec.flag == first.flag) => Ok(found(first)),
-        several => {
+    match resolve_long(specs, programs, typed) {
+        Resolution::Unique(spec) | Resolution::Inherited(spec) => {
+            Ok(Found { flag: spec.flag, name: format!("--{}", spec.long) })
+        }
+        Resolution::Ambiguous(candidates) => {
             let names: Vec<String> =
-                several.iter().map(|spec| format!("'--{}'", spec.long)).collect();
+                candidates.iter().map(|spec| format!("'--{}'", spec.long)).collect();
             Err(Error::Usage(format!(
                 "option '--{typed}' is ambiguous; possibilities: {}",
                 names.join(" ")
             )))
         }
+        Resolution::Unknown => Err(unknown_option(&format!("--{typed}"))),
     }
+}
+
+/// getopt_long's rule: an exact name wins, otherwise the typed text must be
+/// the prefix of the names of exactly one option; failing that, the option
+/// one of `programs` would have taken it for (see [`Program`]).
+pub(super) fn resolve_long<'a, F: Copy + PartialEq>(
+    specs: &'a [Spec<F>],
+    programs: &[Program],
+    typed: &str,
+) -> Resolution<'a, F> {
+    if let Some(exact) = specs.iter().find(|spec| spec.long == typed) {
+        return Resolution::Unique(exact);
+    }
+    let candidates: Vec<&Spec<F>> =
+        specs.iter().filter(|spec| spec.long.starts_with(typed)).collect();
+    match candidates.as_slice() {
+        [] => Resolution::Unknown,
+        [first, rest @ ..] if rest.iter().all(|spec| spec.flag == first.flag) => {
+            Resolution::Unique(first)
+        }
+        _ => match inherited(programs, typed)
+            .and_then(|long| specs.iter().find(|spec| spec.long == long))
+        {
+            Some(spec) => Resolution::Inherited(spec),
+            None => Resolution::Ambiguous(candidates),
+        },
+    }
+}
+
+/// The long option that the first of `programs` with exactly one option
+/// starting with `typed` took it for.
+fn inherited(programs: &[Program], typed: &str) -> Option<&'static str> {
+    programs.iter().find_map(|longs| {
+        let mut named = longs.iter().filter(|long| long.starts_with(typed));
+        match (named.next(), named.next()) {
+            (Some(long), None) => Some(*long),
+            _ => None,
+        }
+    })
 }
 
 fn unknown_option(shown: &str) -> Error {

@@ -58,7 +58,7 @@ Usage: pace <options> <url> [script args...]
     -e, --json                 Print JSON on stdout instead of text
         --json_encoding        Same as --json (yicwang/wrk2's name)
         --percentiles     <L>  Latency percentiles to print
-                               (e.g. 50,90,99,99.9)
+                               (e.g. 50,90,99,99.9; implies -L)
         --hlog            <F>  Write an HdrHistogram interval log to F
         --html            <F>  Write a self-contained HTML report with
                                charts to F
@@ -141,7 +141,8 @@ Usage: pace merge <options> <file>...
   Options:
     -L, --latency              Print latency statistics
     -U, --u_latency            Also print the uncorrected latency
-        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9)
+        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9;
+                               implies -L)
     -e, --json                 Print JSON instead of text
         --slo             <S>  Judge the merged result (exit 4 on failure)
     -o, --output          <F>  Write the report to F instead of stdout
@@ -163,7 +164,8 @@ Usage: pace report <options> <file>
   Options:
     -L, --latency              Print latency statistics
     -U, --u_latency            Also print the uncorrected latency
-        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9)
+        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9;
+                               implies -L)
         --slo             <S>  Judge the run (exit 4 on failure)
         --html            <F>  Write the HTML report with charts to F
     -h, --help                 Print this help

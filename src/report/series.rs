@@ -47,16 +47,14 @@ pub fn interval_label(interval: Duration) -> String {
     format!("{}ms", interval.as_micros() as f64 / 1000.0)
 }
 
-/// `--timeseries`: wrx's title line (trailing space included), then one
-/// slot per line: wrx prints its count alone; pace puts the slot's start
-/// before it (seconds from the start of the measured run, `   0.250s  12`)
-/// so that the series can be read, or plotted, without counting lines.
-/// The count stays the line's last word.
+/// `--timeseries`: wrx's title line (trailing space included), then each
+/// slot's count alone on its line, as wrx prints it (`%ld`), so that what
+/// reads wrx's output reads pace's. Where each slot starts is in the JSON
+/// (`-e`: slot i starts at i times `interval_ms`).
 pub fn write_timeseries(out: &mut dyn Write, interval: Duration, totals: &[u64]) -> io::Result<()> {
     writeln!(out, "Request counts time series (interval = {}) ", interval_label(interval))?;
-    for (slot, count) in totals.iter().enumerate() {
-        let start = interval.as_secs_f64() * slot as f64;
-        writeln!(out, "{:>9}  {count}", format!("{start:.3}s"))?;
+    for count in totals {
+        writeln!(out, "{count}")?;
     }
     Ok(())
 }
@@ -138,10 +136,7 @@ mod tests {
         assert_eq!(sums, vec![12, 6, 1]);
         assert_eq!(
             render(|out| write_timeseries(out, r.series_interval, &sums)),
-            "Request counts time series (interval = 250ms) \n\
-             \x20  0.000s  12\n\
-             \x20  0.250s  6\n\
-             \x20  0.500s  1\n"
+            "Request counts time series (interval = 250ms) \n12\n6\n1\n"
         );
         assert_eq!(
             render(|out| write_thread_timeseries(out, &threads)),

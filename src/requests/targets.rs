@@ -29,6 +29,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{io_reason, parse_header};
+use crate::error::Error;
 use crate::target::Target;
 
 /// The requests of a targets file, in the order of the file.
@@ -55,15 +56,20 @@ pub struct TargetRequest {
 
 impl Targets {
     /// Reads and parses `file`, and the body files it names (each once).
-    pub fn read(file: &Path) -> Result<Targets, String> {
+    /// A file that cannot be read is [`Error::Setup`] (as every file pace
+    /// cannot read); a line that is wrong is [`Error::Usage`], like a
+    /// mistake on the command line.
+    pub fn read(file: &Path) -> Result<Targets, Error> {
         let name = file.display().to_string();
-        let text = std::fs::read(file)
-            .map_err(|err| format!("cannot read --targets file {name}: {}", io_reason(&err)))?;
+        let text = std::fs::read(file).map_err(|err| {
+            Error::Setup(format!("cannot read --targets file {name}: {}", io_reason(&err)))
+        })?;
         let dir = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
         };
         let mut read: HashMap<PathBuf, Arc<[u8]>> = HashMap::new();
+        let mut body_unreadable = false;
         let mut read_body = |written: &str| {
             let path = dir.join(written);
             if let Some(body) = read.get(&path) {
@@ -71,13 +77,20 @@ impl Targets {
             }
             let body: Arc<[u8]> = std::fs::read(&path)
                 .map_err(|err| {
+                    body_unreadable = true;
                     format!("cannot read body file {}: {}", path.display(), io_reason(&err))
                 })?
                 .into();
             read.insert(path, body.clone());
             Ok(body)
         };
-        let list = parse(&text, &name, &mut read_body)?;
+        let list = parse(&text, &name, &mut read_body).map_err(|why| {
+            if body_unreadable {
+                Error::Setup(why)
+            } else {
+                Error::Usage(why)
+            }
+        })?;
         Ok(Targets { file: file.to_path_buf(), list })
     }
 
@@ -389,13 +402,13 @@ mod tests {
     fn missing_files_say_which() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("nope.txt");
-        let message = Targets::read(&missing).unwrap_err();
+        let Err(Error::Setup(message)) = Targets::read(&missing) else { panic!("read") };
         assert_eq!(
             message,
             format!("cannot read --targets file {}: No such file or directory", missing.display())
         );
         let file = write(dir.path(), "t.txt", "GET http://h/\n\nPOST http://h/\n@gone.json\n");
-        let message = Targets::read(&file).unwrap_err();
+        let Err(Error::Setup(message)) = Targets::read(&file) else { panic!("read") };
         assert_eq!(
             message,
             format!(
@@ -404,6 +417,9 @@ mod tests {
                 dir.path().join("gone.json").display()
             )
         );
+        // A file that is read but wrong is a mistake of the user's.
+        let file = write(dir.path(), "bad.txt", "GET http://h/\nnot a header\n");
+        assert!(matches!(Targets::read(&file), Err(Error::Usage(_))));
     }
 
     #[test]

@@ -268,7 +268,10 @@ pub fn summary(page: &Page) -> String {
 pub fn latency(page: &Page) -> String {
     let (cfg, stats) = (page.cfg, &page.result.total);
     let paced = matches!(cfg.mode, Mode::Paced(_));
-    let mut columns: Vec<(&str, &Histogram<u64>)> = vec![("corrected", &stats.corrected)];
+    // The closed loop has nothing to correct: its requests are sent when
+    // they are meant to be, so its one latency is just that.
+    let first = if paced { "corrected" } else { "latency" };
+    let mut columns: Vec<(&str, &Histogram<u64>)> = vec![(first, &stats.corrected)];
     if paced {
         columns.push(("uncorrected", &stats.uncorrected));
         columns.push(("schedule lag", &stats.lag));
