@@ -179,7 +179,7 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
         // stdout carries only JSON: the warnings are also said on stderr,
         // as the text report would say them.
         if let Some(run) = &report.run {
-            diagnose::write_warnings(&mut io::stderr(), &beside_json(&run.warnings))?;
+            diagnose::write_warnings(&mut io::stderr(), &run.warnings)?;
         }
         return out.flush();
     }
@@ -201,19 +201,6 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
     }
     slo::write_verdicts(out, &slo::verdicts(cfg, result))?;
     out.flush()
-}
-
-/// The warnings as said on stderr next to `-e`'s JSON. Their words are the
-/// text report's, which they follow: "the corrected latency above". On
-/// stderr nothing is above them; the latency they mean is the JSON's.
-fn beside_json(warnings: &[diagnose::Diagnostic]) -> Vec<diagnose::Diagnostic> {
-    warnings
-        .iter()
-        .map(|warning| diagnose::Diagnostic {
-            message: warning.message.replace("latency above", "latency in the JSON report"),
-            ..warning.clone()
-        })
-        .collect()
 }
 
 /// The `--hlog` file being written.

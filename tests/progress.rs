@@ -119,7 +119,10 @@ fn screen(bytes: &str) -> Vec<String> {
 
 /// A line of the progress: its bar, or its second line.
 fn is_progress(line: &str) -> bool {
-    line.starts_with("[=") || line.starts_with("[>") || line.starts_with("latency p50")
+    line.starts_with("[=")
+        || line.starts_with("[>")
+        || line.starts_with("latency p50")
+        || line.starts_with("STALLED")
 }
 
 #[test]
@@ -190,6 +193,27 @@ fn period_reports_on_the_terminal_are_not_mixed_with_the_progress() {
             );
         }
     }
+}
+
+/// While the server answers nothing, the latency so far (of what was
+/// answered) does not show the stall: the progress says how long nothing
+/// was answered and how long the oldest request has waited.
+#[test]
+fn a_stall_shows_as_it_happens() {
+    let _load = load_lock();
+    let stall =
+        pace::serve::Stall { at: Duration::from_millis(300), length: Duration::from_secs(2) };
+    let server =
+        common::serve(pace::serve::ServeOptions { stall: Some(stall), ..common::serve_options() });
+    let target = url(server.addr(), "/");
+    let run = on_terminal(&["-t1", "-c50", "-d3s", "-R100", &target], None, false);
+    assert_eq!(run.code, Some(0), "{}", run.bytes);
+    assert!(run.bytes.contains("STALLED: nothing answered for "), "{}", run.bytes);
+    assert!(run.bytes.contains(", oldest waiting "), "{}", run.bytes);
+    // Before and after the stall, the usual line.
+    assert!(run.bytes.contains("latency p50 "), "{}", run.bytes);
+    let screen = screen(&run.bytes);
+    assert!(!screen.iter().any(|line| is_progress(line)), "{screen:#?}");
 }
 
 #[test]

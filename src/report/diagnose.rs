@@ -229,7 +229,7 @@ fn server_timeouts(cfg: &BenchConfig, stats: &Stats) -> Diagnostic {
         message: format!(
             "the server stalled: {timeouts} requests got no response within {} (-T/--timeout), \
              each holding its connection that long, against {} responses; the corrected latency \
-             above includes the wait",
+             includes the wait",
             format_time_us(timeout_us as f64),
             stats.requests
         ),
@@ -248,7 +248,7 @@ fn server_slow_spells(stats: &Stats, connections: usize, busy: f64, lag: LagWeig
         message: format!(
             "the server stalled at times: sends waited for a free connection (schedule lag p99 \
              {}) while responses took up to {} (uncorrected; p99 {}), though on average {} of \
-             the {connections} connections were busy; the corrected latency above includes the \
+             the {connections} connections were busy; the corrected latency includes the \
              wait",
             format_time_us(lag.lag_p99_us as f64),
             format_time_us(max_us as f64),
@@ -281,7 +281,7 @@ fn too_few_connections(
         message: format!(
             "too few connections: {connections} cannot carry {} requests/s at {} mean \
              latency (Little's law: {} busy on average), so sends waited for a free one \
-             (schedule lag p99 {}); use -c {suggested} or more. The corrected latency above \
+             (schedule lag p99 {}); use -c {suggested} or more. The corrected latency \
              includes the wait",
             format_rate(rate),
             format_time_us(mean_us),
@@ -322,7 +322,7 @@ fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
         message: format!(
             "pace was short of CPU: due requests waited for pace with a connection free ({:.0}% \
              of their wait), schedule lag p99 {} against an uncorrected latency p99 of {}; \
-             {advice}. The corrected latency above includes the wait",
+             {advice}. The corrected latency includes the wait",
             share * 100.0,
             format_time_us(lag.lag_p99_us as f64),
             format_time_us(lag.uncorrected_p99_us as f64)
@@ -462,7 +462,7 @@ mod tests {
             "pace was short of CPU: due requests waited for pace with a connection free (80% of \
              their wait), schedule lag p99 5.00ms against an uncorrected latency p99 of \
              200.00us; its busiest thread was on the CPU 97% of the time: add threads (-t, up \
-             to the cores) or make the script cheaper. The corrected latency above includes \
+             to the cores) or make the script cheaper. The corrected latency includes \
              the wait"
         );
         assert_eq!(
@@ -497,7 +497,7 @@ mod tests {
             found[0].message,
             "too few connections: 1 cannot carry 2000 requests/s at 5.00ms mean latency \
              (Little's law: 10.0 busy on average), so sends waited for a free one (schedule \
-             lag p99 300.03ms); use -c 13 or more. The corrected latency above includes the wait"
+             lag p99 300.03ms); use -c 13 or more. The corrected latency includes the wait"
         );
         let suggested = found[0].figures.iter().find(|(name, _)| *name == "suggested_connections");
         assert_eq!(suggested, Some(&("suggested_connections", json!(13))));
@@ -601,7 +601,7 @@ mod tests {
             found[0].message,
             "the server stalled: 26 requests got no response within 300.00ms (-T/--timeout), \
              each holding its connection that long, against 0 responses; the corrected latency \
-             above includes the wait"
+             includes the wait"
         );
     }
 

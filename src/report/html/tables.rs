@@ -106,7 +106,7 @@ pub fn settings(page: &Page) -> String {
         rows.push(("Plan start", escape(&format_rfc3339(at))));
     }
     rows.push(("Measured from", escape(&format_rfc3339(page.result.measured_from))));
-    rows.push(("Run time", seconds(page.result.runtime)));
+    rows.push(("Sending window", seconds(page.result.runtime)));
     rows.push(("Histograms", format!("HdrHistogram, {} significant digits", cfg.digits)));
     match &page.origin {
         Origin::Live => {}
