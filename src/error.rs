@@ -23,6 +23,19 @@
 //! - 101: a bug in pace (a panic; one line on stderr).
 
 use std::fmt;
+use std::io;
+
+/// An I/O error as the C library describes it, for messages: without std's
+/// ` (os error 2)` suffix and `failed to lookup address information: `
+/// prefix, which add nothing for the user.
+pub fn io_reason(err: &io::Error) -> String {
+    let text = err.to_string();
+    let text = text.strip_prefix("failed to lookup address information: ").unwrap_or(&text);
+    match text.rfind(" (os error ") {
+        Some(suffix) => text[..suffix].to_string(),
+        None => text.to_string(),
+    }
+}
 
 /// The exit code of a run that completed but failed an `--slo` objective.
 pub const SLO_FAILED: i32 = 4;
@@ -64,3 +77,16 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_reasons_read_as_the_c_library_says_them() {
+        let refused = io::Error::from_raw_os_error(libc::ECONNREFUSED);
+        assert_eq!(io_reason(&refused), "Connection refused");
+        let custom = io::Error::other("failed to lookup address information: Name unknown");
+        assert_eq!(io_reason(&custom), "Name unknown");
+    }
+}

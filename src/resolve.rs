@@ -11,7 +11,7 @@ use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
 use std::time::Duration;
 
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 use crate::target::Target;
 
 /// The addresses of `target` that accept a TCP connection within
@@ -26,7 +26,7 @@ pub fn resolve_target(
 ) -> Result<Vec<SocketAddr>, Error> {
     let shown = host_port(target);
     let candidates = lookup(&target.host, target.port)
-        .map_err(|err| Error::Setup(format!("unable to resolve {shown}: {}", reason(&err))))?;
+        .map_err(|err| Error::Setup(format!("unable to resolve {shown}: {}", io_reason(&err))))?;
     let timeout = connect_timeout.max(Duration::from_millis(1));
     let mut last_failure = None;
     let mut reachable = Vec::new();
@@ -39,7 +39,7 @@ pub fn resolve_target(
     }
     match last_failure {
         Some(err) if reachable.is_empty() => {
-            Err(Error::Setup(format!("unable to connect to {shown}: {}", reason(&err))))
+            Err(Error::Setup(format!("unable to connect to {shown}: {}", io_reason(&err))))
         }
         _ => Ok(reachable),
     }
@@ -66,18 +66,6 @@ fn host_port(target: &Target) -> String {
         format!("[{}]:{}", target.host, target.port)
     } else {
         format!("{}:{}", target.host, target.port)
-    }
-}
-
-/// An I/O error as the C library would describe it: std's
-/// " (os error 111)" suffix and "failed to lookup address information: "
-/// prefix add nothing for the user.
-fn reason(err: &io::Error) -> String {
-    let text = err.to_string();
-    let text = text.strip_prefix("failed to lookup address information: ").unwrap_or(&text);
-    match (err.raw_os_error(), text.rfind(" (os error ")) {
-        (Some(_), Some(suffix)) => text[..suffix].to_string(),
-        _ => text.to_string(),
     }
 }
 

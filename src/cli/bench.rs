@@ -523,7 +523,7 @@ fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
         Error::Setup(format!(
             "cannot read --body-file {}: {}",
             path.display(),
-            requests::io_reason(&err)
+            crate::error::io_reason(&err)
         ))
     })
 }

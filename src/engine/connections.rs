@@ -25,6 +25,7 @@ use crate::engine::conn::{backoff_ns, Conn, Phase, Ticket};
 use crate::engine::recorder::Recorder;
 use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
+use crate::error::io_reason;
 use crate::http::response::{Captured, Response};
 use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
@@ -239,7 +240,7 @@ impl Connections {
         self.conns[i].connect_started_ns = now;
         let stream = match start_connect(addr) {
             Ok(socket) => socket,
-            Err(e) => return self.fail(i, ErrorKind::Connect, &io_cause(&e), recorder),
+            Err(e) => return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder),
         };
         let stream = match &self.setup.tls {
             None => Transport::plain(stream),
@@ -249,7 +250,7 @@ impl Connections {
             },
         };
         if let Err(e) = self.poller.add(stream.socket(), i as u64, Interest::ReadWrite) {
-            return self.fail(i, ErrorKind::Connect, &io_cause(&e), recorder);
+            return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
         let conn = &mut self.conns[i];
         conn.stream = Some(stream);
@@ -282,12 +283,12 @@ impl Connections {
         match stream.socket().take_error() {
             Ok(None) => {}
             Ok(Some(e)) | Err(e) => {
-                return self.fail(i, ErrorKind::Connect, &io_cause(&e), recorder)
+                return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder)
             }
         }
         // A refused connect can also show up as "not connected" here.
         if let Err(e) = stream.socket().peer_addr() {
-            return self.fail(i, ErrorKind::Connect, &io_cause(&e), recorder);
+            return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
         conn.phase = Phase::Handshaking;
         self.continue_handshake(i, recorder);
@@ -349,13 +350,13 @@ impl Connections {
                 Ok(n) => conn.written += n,
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return self.fail(i, ErrorKind::Write, &io_cause(&e), recorder),
+                Err(e) => return self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
             }
         }
         match stream.flush() {
             Ok(true) => conn.phase = Phase::Reading,
             Ok(false) => {}
-            Err(e) => self.fail(i, ErrorKind::Write, &io_cause(&e), recorder),
+            Err(e) => self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
         }
     }
 
@@ -390,7 +391,7 @@ impl Connections {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &io_cause(&e), recorder);
+                    self.fail(i, ErrorKind::Read, &io_reason(&e), recorder);
                     break;
                 }
             }
@@ -495,15 +496,5 @@ impl Connections {
             self.became_ready(i, arrived);
         }
         true
-    }
-}
-
-/// An I/O error as an error cause: the OS message without the
-/// `(os error N)` suffix, so causes read well in the report.
-fn io_cause(e: &io::Error) -> String {
-    let text = e.to_string();
-    match text.find(" (os error") {
-        Some(cut) => text[..cut].to_string(),
-        None => text,
     }
 }

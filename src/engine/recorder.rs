@@ -623,6 +623,29 @@ mod tests {
         assert_eq!(waits, vec![150_000, 0]);
     }
 
+    /// Deadlines near the end of the clock saturate instead of wrapping
+    /// into the past (which would hand over every period at once).
+    #[test]
+    fn deadlines_at_the_end_of_the_clock_saturate() {
+        let (to_collector, shares) = mpsc::channel();
+        let (_recycle, recycled) = mpsc::channel();
+        let mut r = Recorder::new(RecorderSetup {
+            thread: 0,
+            digits: 3,
+            paced: true,
+            batch_latency: false,
+            period_ns: Some(u64::MAX),
+            periods: PeriodChannel { to_collector, recycled },
+            series_ns: None,
+            warmup_ns: u64::MAX,
+            stage_starts_ns: vec![0, u64::MAX],
+        });
+        r.start(u64::MAX - 10);
+        assert_eq!(r.measured_start_ns(), u64::MAX);
+        assert_eq!(r.tick(u64::MAX - 5, || None), u64::MAX);
+        assert!(shares.try_recv().is_err(), "no period is over");
+    }
+
     #[test]
     fn rate_samples_every_100_ms() {
         let (mut r, shares) = recorder(false, false, None);

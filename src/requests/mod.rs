@@ -192,16 +192,6 @@ pub fn parse_header(text: &str) -> Result<(String, String), &'static str> {
     Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
 }
 
-/// Why a file cannot be read, without the `(os error N)` that
-/// `io::Error` appends.
-pub(crate) fn io_reason(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    match text.find(" (os error") {
-        Some(end) => text[..end].to_string(),
-        None => text,
-    }
-}
-
 /// RFC 9110 `tchar`: the bytes allowed in a header name or a method.
 fn is_token_byte(byte: u8) -> bool {
     byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)

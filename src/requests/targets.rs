@@ -28,7 +28,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{io_reason, parse_header};
+use super::parse_header;
+use crate::error::io_reason;
 use crate::error::Error;
 use crate::target::Target;
 
