@@ -26,7 +26,7 @@ fn run(command: Command) -> Result<i32, Error> {
     match command {
         Command::Bench { config, print_version } => {
             // Refused before anything is printed, the header included.
-            cli::check_start_at(&config, std::time::SystemTime::now())?;
+            config.check_start_at(std::time::SystemTime::now())?;
             if print_version {
                 if let Err(err) = print(&cli::version_line()) {
                     return stdout_failed(err);

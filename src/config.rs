@@ -6,10 +6,12 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::error::Error;
 use crate::plan::PlanSpec;
 use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
+use crate::units::{format_for_people, format_rfc3339};
 
 /// One instance's part of a plan several instances send together: it owns
 /// the requests k = index, index + count, ... of the global plan, and its
@@ -231,10 +233,47 @@ impl BenchConfig {
         let global = i * self.shard.count + self.shard.index;
         self.requests.map(|n| spread(n as usize, threads, global) as u64)
     }
+
+    /// Refuses a `--start-at` that has passed at `now`, in words and before
+    /// anything is printed. A time in the past is accepted while this shard's
+    /// first request is still ahead (a later shard of a paced plan starts
+    /// after the plan does): the engine's rule, which it applies again when it
+    /// starts, as the time may pass while the run is set up.
+    pub fn check_start_at(&self, now: SystemTime) -> Result<(), Error> {
+        let Some(at) = self.start_at else { return Ok(()) };
+        let Ok(behind) = now.duration_since(at) else { return Ok(()) };
+        let first_due = match &self.mode {
+            Mode::Paced(spec) => {
+                let offset = spec.plan(self.warmup, self.seed).offset_ns(self.shard.index as u64);
+                Duration::from_nanos(offset)
+            }
+            Mode::ClosedLoop => Duration::ZERO,
+        };
+        if behind < first_due {
+            return Ok(());
+        }
+        let first = if first_due.is_zero() {
+            String::new()
+        } else {
+            format!(
+                ", and so is this shard's first request, due {} after it",
+                format_for_people(first_due)
+            )
+        };
+        Err(Error::Usage(format!(
+            "--start-at {} is in the past ({} ago){first}: give a time ahead, the same for every \
+             shard, e.g. --start-at $(( $(date +%s) + 30 )) to start in 30 s (the machines' clocks \
+             must agree, see docs/scale-out.md)",
+            format_rfc3339(at),
+            format_for_people(behind)
+        )))
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::UNIX_EPOCH;
+
     use super::*;
 
     #[test]
@@ -327,5 +366,50 @@ mod tests {
             duration: Some(Duration::from_secs(1)),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:1/").unwrap())
         }
+    }
+
+    #[test]
+    fn a_start_in_the_past_is_refused_in_words() {
+        let mut cfg = BenchConfig::new(Target::parse("http://h/").unwrap());
+        let at = UNIX_EPOCH + Duration::from_secs(5);
+        cfg.start_at = Some(at);
+        let now = UNIX_EPOCH + Duration::from_secs(1_795_428_000);
+        let Err(Error::Usage(message)) = cfg.check_start_at(now) else { panic!("accepted") };
+        assert!(
+            message.starts_with(
+                "--start-at 1970-01-01T00:00:05Z is in the past (56 years ago): give a time ahead"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("--start-at $(( $(date +%s) + 30 ))"), "{message}");
+        // Ahead, or not given: nothing to say.
+        assert!(cfg.check_start_at(at - Duration::from_secs(1)).is_ok());
+        cfg.start_at = None;
+        assert!(cfg.check_start_at(now).is_ok());
+    }
+
+    #[test]
+    fn a_shard_may_start_late_while_its_first_request_is_ahead() {
+        let mut cfg = BenchConfig::new(Target::parse("http://h/").unwrap());
+        // 1 request/s over 2 shards: shard 1's first request is due at 1 s.
+        cfg.mode = Mode::Paced(crate::plan::PlanSpec::constant(1.0));
+        cfg.shard = Shard { index: 1, count: 2 };
+        let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        cfg.start_at = Some(at);
+        assert!(cfg.check_start_at(at + Duration::from_millis(900)).is_ok());
+        let Err(Error::Usage(message)) = cfg.check_start_at(at + Duration::from_millis(1500))
+        else {
+            panic!("accepted")
+        };
+        assert!(
+            message.contains(
+                "is in the past (1.5 seconds ago), and so is this shard's first request, due \
+                 1.0 seconds after it"
+            ),
+            "{message}"
+        );
+        // Shard 0's first request is due at the start itself.
+        cfg.shard = Shard { index: 0, count: 2 };
+        assert!(cfg.check_start_at(at + Duration::from_millis(1)).is_err());
     }
 }

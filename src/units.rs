@@ -185,9 +185,34 @@ pub fn pad_units(formatted: &str, width: usize) -> String {
     format!("{shown:>width$}{}", &"  "[..pad])
 }
 
+/// A duration in the largest unit it has at least one of, for people:
+/// `56 years`, `3 hours`, `1 minute`, `2.5 seconds`.
+pub fn format_for_people(duration: Duration) -> String {
+    const UNITS: [(&str, u64); 4] =
+        [("year", 365 * 24 * 3600 + 6 * 3600), ("day", 24 * 3600), ("hour", 3600), ("minute", 60)];
+    let seconds = duration.as_secs();
+    for (unit, length) in UNITS {
+        let n = seconds / length;
+        if n > 0 {
+            return format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
+        }
+    }
+    format!("{:.1} seconds", duration.as_secs_f64())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_for_people() {
+        let secs = Duration::from_secs;
+        assert_eq!(format_for_people(Duration::from_millis(2500)), "2.5 seconds");
+        assert_eq!(format_for_people(secs(60)), "1 minute");
+        assert_eq!(format_for_people(secs(3 * 3600 + 59)), "3 hours");
+        assert_eq!(format_for_people(secs(2 * 86400)), "2 days");
+        assert_eq!(format_for_people(secs(400 * 86400)), "1 year");
+    }
 
     #[test]
     fn metric_arguments() {

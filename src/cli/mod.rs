@@ -22,8 +22,6 @@ use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::serve::ServeOptions;
 
-pub use shard::check_start_at;
-
 /// What the command line asks for.
 #[derive(Debug)]
 pub enum Command {

@@ -4,9 +4,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use super::options::bad_value;
-use crate::config::{BenchConfig, Mode, Shard};
+use crate::config::Shard;
 use crate::error::Error;
-use crate::units::format_rfc3339;
 
 /// `--shard 1/3`: instance 1 of 3 (counted from 0).
 pub(super) fn shard(option: &str, text: &str) -> Result<Shard, Error> {
@@ -42,53 +41,6 @@ pub(super) fn start_at(option: &str, text: &str) -> Result<SystemTime, Error> {
     Ok(SystemTime::from(parsed))
 }
 
-/// Refuses a `--start-at` that has passed at `now`, in words and before
-/// anything is printed. A time in the past is accepted while this shard's
-/// first request is still ahead (a later shard of a paced plan starts
-/// after the plan does): the engine's rule, which it applies again when it
-/// starts, as the time may pass while the run is set up.
-pub fn check_start_at(cfg: &BenchConfig, now: SystemTime) -> Result<(), Error> {
-    let Some(at) = cfg.start_at else { return Ok(()) };
-    let Ok(behind) = now.duration_since(at) else { return Ok(()) };
-    let first_due = match &cfg.mode {
-        Mode::Paced(spec) => {
-            let offset = spec.plan(cfg.warmup, cfg.seed).offset_ns(cfg.shard.index as u64);
-            Duration::from_nanos(offset)
-        }
-        Mode::ClosedLoop => Duration::ZERO,
-    };
-    if behind < first_due {
-        return Ok(());
-    }
-    let first = if first_due.is_zero() {
-        String::new()
-    } else {
-        format!(", and so is this shard's first request, due {} after it", how_long(first_due))
-    };
-    Err(Error::Usage(format!(
-        "--start-at {} is in the past ({} ago){first}: give a time ahead, the same for every \
-         shard, e.g. --start-at $(( $(date +%s) + 30 )) to start in 30 s (the machines' clocks \
-         must agree, see docs/scale-out.md)",
-        format_rfc3339(at),
-        how_long(behind)
-    )))
-}
-
-/// A duration in the largest unit it has at least one of, for people:
-/// `56 years`, `3 hours`, `1 minute`, `2.5 seconds`.
-fn how_long(duration: Duration) -> String {
-    const UNITS: [(&str, u64); 4] =
-        [("year", 365 * 24 * 3600 + 6 * 3600), ("day", 24 * 3600), ("hour", 3600), ("minute", 60)];
-    let seconds = duration.as_secs();
-    for (unit, length) in UNITS {
-        let n = seconds / length;
-        if n > 0 {
-            return format!("{n} {unit}{}", if n == 1 { "" } else { "s" });
-        }
-    }
-    format!("{:.1} seconds", duration.as_secs_f64())
-}
-
 /// Unix seconds read as a decimal, not a float, so that `.25` is exactly
 /// 250 ms and the printed start time is the one typed.
 fn unix_seconds(text: &str) -> Option<SystemTime> {
@@ -116,61 +68,6 @@ mod tests {
             let Err(Error::Usage(message)) = shard("--shard", bad) else { panic!("{bad}") };
             assert!(message.contains(why), "{bad}: {message}");
         }
-    }
-
-    #[test]
-    fn a_start_in_the_past_is_refused_in_words() {
-        let mut cfg = BenchConfig::new(crate::target::Target::parse("http://h/").unwrap());
-        let at = start_at("--start-at", "1970-01-01T00:00:05Z").unwrap();
-        cfg.start_at = Some(at);
-        let now = start_at("--start-at", "2026-11-23T10:00:00Z").unwrap();
-        let Err(Error::Usage(message)) = check_start_at(&cfg, now) else { panic!("accepted") };
-        assert!(
-            message.starts_with(
-                "--start-at 1970-01-01T00:00:05Z is in the past (56 years ago): give a time ahead"
-            ),
-            "{message}"
-        );
-        assert!(message.contains("--start-at $(( $(date +%s) + 30 ))"), "{message}");
-        // Ahead, or not given: nothing to say.
-        assert!(check_start_at(&cfg, at - Duration::from_secs(1)).is_ok());
-        cfg.start_at = None;
-        assert!(check_start_at(&cfg, now).is_ok());
-    }
-
-    #[test]
-    fn a_shard_may_start_late_while_its_first_request_is_ahead() {
-        let mut cfg = BenchConfig::new(crate::target::Target::parse("http://h/").unwrap());
-        // 1 request/s over 2 shards: shard 1's first request is due at 1 s.
-        cfg.mode = Mode::Paced(crate::plan::PlanSpec::constant(1.0));
-        cfg.shard = Shard { index: 1, count: 2 };
-        let at = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        cfg.start_at = Some(at);
-        assert!(check_start_at(&cfg, at + Duration::from_millis(900)).is_ok());
-        let Err(Error::Usage(message)) = check_start_at(&cfg, at + Duration::from_millis(1500))
-        else {
-            panic!("accepted")
-        };
-        assert!(
-            message.contains(
-                "is in the past (1.5 seconds ago), and so is this shard's first request, due \
-                 1.0 seconds after it"
-            ),
-            "{message}"
-        );
-        // Shard 0's first request is due at the start itself.
-        cfg.shard = Shard { index: 0, count: 2 };
-        assert!(check_start_at(&cfg, at + Duration::from_millis(1)).is_err());
-    }
-
-    #[test]
-    fn durations_for_people() {
-        let secs = Duration::from_secs;
-        assert_eq!(how_long(Duration::from_millis(2500)), "2.5 seconds");
-        assert_eq!(how_long(secs(60)), "1 minute");
-        assert_eq!(how_long(secs(3 * 3600 + 59)), "3 hours");
-        assert_eq!(how_long(secs(2 * 86400)), "2 days");
-        assert_eq!(how_long(secs(400 * 86400)), "1 year");
     }
 
     #[test]

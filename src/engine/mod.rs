@@ -332,32 +332,20 @@ fn join_all_but(
 }
 
 /// `--start-at` on the monotonic clock. A time in the past is refused
-/// unless this instance's first request is still ahead: starting late would
-/// make every one of its requests late.
+/// unless this instance's first request is still ahead (the rule the
+/// command line was checked against; the time may have passed while the
+/// run was set up): starting late would make every one of its requests
+/// late.
 fn start_time(cfg: &BenchConfig) -> Result<Option<u64>, Error> {
     let Some(at) = cfg.start_at else { return Ok(None) };
-    let now = sys::now_ns();
-    let (ahead, behind) = match at.duration_since(SystemTime::now()) {
-        Ok(ahead) => (duration_ns(ahead), 0),
-        Err(past) => (0, duration_ns(past.duration())),
-    };
-    if behind == 0 {
-        return Ok(Some(now.saturating_add(ahead)));
+    let (now, wall_now) = (sys::now_ns(), SystemTime::now());
+    match at.duration_since(wall_now) {
+        Ok(ahead) => Ok(Some(now.saturating_add(duration_ns(ahead)))),
+        Err(past) => {
+            cfg.check_start_at(wall_now)?;
+            Ok(Some(now.saturating_sub(duration_ns(past.duration()))))
+        }
     }
-    // In the past: fine only while this instance's first request is ahead.
-    let first_offset = match &cfg.mode {
-        Mode::Paced(spec) => spec.plan(cfg.warmup, cfg.seed).offset_ns(cfg.shard.index as u64),
-        Mode::ClosedLoop => 0,
-    };
-    if first_offset <= behind {
-        let when = crate::units::format_rfc3339(at);
-        return Err(Error::Usage(format!(
-            "--start-at {when} is {:.3}s in the past, after this instance's first request was \
-             due: give a time ahead (and keep the machines' clocks in sync, see docs/scale-out.md)",
-            behind as f64 / 1e9
-        )));
-    }
-    Ok(Some(now.saturating_sub(behind)))
 }
 
 /// Where each stage of the plan starts, from the end of the warm-up.
