@@ -104,6 +104,12 @@ pub struct BenchConfig {
     pub outputs: OutputOptions,
     /// `--slo`: objectives judged on the final result (none: no verdict).
     pub slo: Vec<Objective>,
+    /// `--http2`: the run speaks HTTP/2 (h2 by ALPN over TLS, h2c with prior
+    /// knowledge over TCP).
+    pub http2: bool,
+    /// `--streams`: requests in flight on one HTTP/2 connection at once
+    /// (1 without `--http2`).
+    pub streams: usize,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -172,6 +178,8 @@ impl BenchConfig {
             script_args: Vec::new(),
             outputs: OutputOptions::default(),
             slo: Vec::new(),
+            http2: false,
+            streams: 1,
         }
     }
 

@@ -49,7 +49,7 @@ pub fn run() -> Result<i32, Error> {
         STALL_AT.as_secs()
     );
     eprintln!("Same as: pace -t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
-    let finished = run::measure(&cfg, addr, run::fixed_workload(&cfg, addr));
+    let finished = run::measure(&cfg, addr, run::fixed_workload(&cfg, addr)?);
     server.stop();
     let result = finished?.result;
     let mut out = io::stdout().lock();

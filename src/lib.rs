@@ -21,6 +21,7 @@ mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod http;
+mod http2;
 mod limits;
 mod merge;
 mod outfile;

@@ -11,7 +11,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
-use crate::engine::{Before, Engine, Finished, Observer, Overrun, RequestSource, Workload};
+use crate::engine::{
+    Before, Engine, Finished, Http2Form, Observer, Overrun, RequestSource, Workload,
+};
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
@@ -50,7 +52,7 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
             requests::note_script_overrides(cfg);
             scripted_workload(cfg, &addrs, script)?
         }
-        None => fixed_workload(cfg, addrs[0]),
+        None => fixed_workload(cfg, addrs[0])?,
     };
     let signals = Signals::install()?;
     let (finished, interval_error) = measure_with(cfg, addrs[0], workload, &signals, &mut outputs)?;
@@ -266,7 +268,7 @@ pub fn exit_code(result: &RunResult) -> i32 {
 /// Every thread sends the requests of the command line to `addr` (see
 /// [`crate::requests`]): `-m` of the URL's path with `Host`, the `-H`
 /// headers and the body, or the `--targets`, thread i starting at request i.
-pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
+pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
     requests::workload(cfg, addr)
 }
 
@@ -308,7 +310,9 @@ fn scripted_workload(
         if paced {
             thread.ignore_delay();
         }
-        sources.push(RequestSource::Script { script: Box::new(thread), heads });
+        let http2 =
+            cfg.http2.then(|| Http2Form::new(&cfg.target.scheme_name, &cfg.target.host_header()));
+        sources.push(RequestSource::Script { script: Box::new(thread), heads, http2 });
     }
     Ok(Workload { sources })
 }

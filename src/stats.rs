@@ -129,6 +129,8 @@ pub struct Stats {
     pub stages: Vec<StageStats>,
     /// Where the schedule lag came from and what the threads cost.
     pub generator: Generator,
+    /// What HTTP/2 connections had to do besides requests.
+    pub http2: Http2Counts,
     /// At the end of the period, how long the request that had waited
     /// longest without a response (in flight, or due and not sent) had
     /// waited since its intended time, us; 0 when none was waiting. A
@@ -163,6 +165,29 @@ impl Generator {
         self.waiting_for_connection_us += other.waiting_for_connection_us;
         self.waiting_for_generator_us += other.waiting_for_generator_us;
         self.busiest_thread_cpu = self.busiest_thread_cpu.max(other.busiest_thread_cpu);
+    }
+}
+
+/// What HTTP/2 connections did besides carrying requests: counts that add
+/// up across threads, periods and machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Http2Counts {
+    /// Requests sent again on another connection because a server's
+    /// GOAWAY said it had not processed them (their latency counts from
+    /// their intended time, their first try included).
+    pub retried_after_goaway: u64,
+    /// The lowest concurrent-stream limit a server set below `--streams`
+    /// (None: no server capped them).
+    pub stream_limit: Option<u32>,
+}
+
+impl Http2Counts {
+    fn add(&mut self, other: &Http2Counts) {
+        self.retried_after_goaway += other.retried_after_goaway;
+        self.stream_limit = match (self.stream_limit, other.stream_limit) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
     }
 }
 
@@ -213,6 +238,7 @@ impl Stats {
             warmup: Warmup::default(),
             stages: Vec::new(),
             generator: Generator::default(),
+            http2: Http2Counts::default(),
             oldest_waiting_us: 0,
         }
     }
@@ -263,6 +289,7 @@ impl Stats {
         self.nil_requests = 0;
         self.warmup = Warmup::default();
         self.generator = Generator::default();
+        self.http2 = Http2Counts::default();
         self.oldest_waiting_us = 0;
         for stage in &mut self.stages {
             stage.requests = 0;
@@ -291,6 +318,7 @@ impl Stats {
         self.warmup.requests += other.warmup.requests;
         self.warmup.errors += other.warmup.errors;
         self.generator.add(&other.generator);
+        self.http2.add(&other.http2);
         self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {

@@ -29,8 +29,9 @@ pub struct TlsClient {
 }
 
 impl TlsClient {
-    /// Builds the client configuration for `host` (the URL host).
-    pub fn new(host: &str, insecure: bool) -> Result<TlsClient, Error> {
+    /// Builds the client configuration for `host` (the URL host), offering
+    /// `h2` by ALPN with `http2`, else `http/1.1`.
+    pub fn new(host: &str, insecure: bool, http2: bool) -> Result<TlsClient, Error> {
         let provider = Arc::new(crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -43,15 +44,16 @@ impl TlsClient {
         } else {
             builder.with_root_certificates(system_roots()?).with_no_client_auth()
         };
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        config.alpn_protocols = vec![if http2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
         let server_name = ServerName::try_from(host.to_string())
             .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?;
         Ok(TlsClient { config: Arc::new(config), server_name })
     }
 
     /// Completes one blocking handshake with `addr`, so that a certificate
-    /// the client does not trust is reported once, clearly, before the run
-    /// instead of as a connect error on every connection.
+    /// the client does not trust (or, with HTTP/2, a server that does not
+    /// choose `h2`) is reported once, clearly, before the run instead of as
+    /// a connect error on every connection.
     pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
         let failed = |why: String| {
             let hint = if why.contains("certificate") {
@@ -69,7 +71,20 @@ impl TlsClient {
         while session.is_handshaking() {
             session.complete_io(&mut socket).map_err(io_failed)?;
         }
-        Ok(())
+        let offered_h2 = self.config.alpn_protocols.iter().any(|p| p == b"h2");
+        match session.alpn_protocol() {
+            _ if !offered_h2 => Ok(()),
+            Some(b"h2") => Ok(()),
+            chosen => {
+                let chose = chosen.map_or("no protocol by ALPN".to_string(), |p| {
+                    format!("{} by ALPN", String::from_utf8_lossy(p))
+                });
+                Err(Error::Setup(format!(
+                    "--http2: the server at {addr} does not speak HTTP/2 over TLS: offered h2, it \
+                     chose {chose} (leave out --http2 to benchmark it over HTTP/1.1)"
+                )))
+            }
+        }
     }
 
     /// A new client session (one per TCP connection; rustls resumes

@@ -85,6 +85,8 @@ pub(super) enum Flag {
     Shard,
     StartAt,
     Slo,
+    Http2,
+    Streams,
     Version,
     Help,
 }
@@ -130,6 +132,8 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "targets", flag: Flag::Targets },
     Spec { short: None, long: "targets-order", flag: Flag::TargetsOrder },
     Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
+    Spec { short: None, long: "http2", flag: Flag::Http2 },
+    Spec { short: None, long: "streams", flag: Flag::Streams },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -201,6 +205,10 @@ const WRK_FAMILY: &[Program] = &[
     ],
 ];
 
+/// The most `--streams`: a connection's client stream ids (odd, below
+/// 2^31) could not be all open at once beyond this.
+const MAX_STREAMS: usize = 1 << 30;
+
 /// HdrHistogram accepts 1 to 5 significant digits.
 const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
 
@@ -239,6 +247,9 @@ struct BenchArgs {
     outputs: OutputOptions,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
+    http2: bool,
+    /// `--streams`, when typed.
+    streams: Option<usize>,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -273,6 +284,8 @@ impl Default for BenchArgs {
             // Shown only when stderr is a terminal (see crate::progress).
             outputs: OutputOptions { progress: true, ..OutputOptions::default() },
             slo: Vec::new(),
+            http2: false,
+            streams: None,
             print_version: false,
             words: Vec::new(),
         }
@@ -353,6 +366,8 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             }
             Flag::NoProgress => typed.outputs.progress = false,
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
+            Flag::Http2 => typed.http2 = true,
+            Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -452,6 +467,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         script_args: words.collect(),
         outputs: typed.outputs,
         slo: typed.slo,
+        http2: typed.http2,
+        streams: typed.streams.unwrap_or(1),
     };
     // What needs the mode: a share of the target rate, the schedule lag.
     slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
@@ -470,6 +487,19 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
     }
     if typed.connections == 0 {
         return fail("-c/--connections must be at least 1".into());
+    }
+    match typed.streams {
+        Some(0) => return fail("--streams must be at least 1".into()),
+        Some(_) if !typed.http2 => {
+            return fail(
+                "--streams needs --http2 (an HTTP/1.1 connection carries one request at a time)"
+                    .into(),
+            )
+        }
+        Some(n) if n > MAX_STREAMS => {
+            return fail(format!("--streams must be at most {MAX_STREAMS} (HTTP/2 stream ids)"))
+        }
+        _ => {}
     }
     if typed.connections < typed.threads {
         return fail(format!(
@@ -805,7 +835,7 @@ mod tests {
     #[test]
     fn html() {
         for line in
-            [&["--html", "r.html", URL][..], &["--ht=r.html", URL], &[URL, "--html", "r.html"]]
+            [&["--html", "r.html", URL][..], &["--htm=r.html", URL], &[URL, "--html", "r.html"]]
         {
             assert_eq!(config(line).outputs.html.as_deref(), Some("r.html".as_ref()), "{line:?}");
         }
@@ -842,7 +872,7 @@ mod tests {
         assert!(config(&["--hi", URL]).outputs.histogram);
         assert_eq!(
             error(&["--h", URL]),
-            "option '--h' is ambiguous; possibilities: '--header' '--hlog' '--html' '--histogram' '--help'"
+            "option '--h' is ambiguous; possibilities: '--header' '--hlog' '--html' '--histogram' '--http2' '--help'"
         );
         assert_eq!(
             error(&["--histogram=yes", URL]),
@@ -1005,7 +1035,7 @@ mod tests {
         assert!(error(&["--he", URL]).contains("'--header' '--help'"));
         assert_eq!(
             error(&["--st", "1s:10", URL]),
-            "option '--st' is ambiguous; possibilities: '--stages' '--start-at'"
+            "option '--st' is ambiguous; possibilities: '--stages' '--start-at' '--streams'"
         );
     }
 

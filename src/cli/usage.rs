@@ -38,6 +38,10 @@ Usage: pace <options> <url> [script args...]
         --start-at        <T>  Start the plan at this wall-clock time
                                (RFC 3339, or Unix seconds)
     -D, --digits          <N>  Latency precision digits [1..5] (default 3)
+        --http2                Speak HTTP/2 (h2 by ALPN for https://,
+                               h2c by prior knowledge for http://)
+        --streams         <N>  HTTP/2 requests in flight per connection
+                               (default 1; the server may allow fewer)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details
     -h, --help                 Print this help

@@ -1,36 +1,34 @@
-//! One connection slot of an engine thread: its socket (when it has one),
-//! where it is in its life cycle, and the request batch in flight on it.
+//! One connection of an engine thread: its socket (when it has one), where
+//! it is in its life cycle, and the protocol exchanging requests and
+//! responses on it (HTTP/1.1 or HTTP/2).
 
-use std::sync::Arc;
-
-use crate::engine::source::Batch;
-use crate::http::response::ResponseParser;
+use crate::engine::http1::Http1;
+use crate::engine::http2::Http2;
 use crate::http::transport::Transport;
 
-/// Where a connection slot is in its life cycle.
+/// Where a connection is in its life cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// TCP connect started; waiting for the socket to become writable.
     Connecting,
     /// TCP is up; TLS handshake in progress.
     Handshaking,
-    /// Ready for a request (handed to the schedule).
-    Idle,
-    /// Request bytes (or TLS records) still to be written.
-    Writing,
-    /// Request written, responses outstanding.
-    Reading,
+    /// Set up: the protocol carries requests (HTTP/2 once the server's
+    /// SETTINGS came).
+    Open,
     /// No socket; waiting to be reopened (at once, or after a back-off).
     Closed,
 }
 
-/// One readiness of one connection: handed to the schedule when the
-/// connection can carry a request, and still good when its turn comes only
-/// if the connection did not close (and become ready again) meanwhile.
+/// One readiness of a connection to carry a request batch: handed to the
+/// schedule, and still good when its turn comes only if the connection did
+/// not close (or, for HTTP/1.1, carry another batch) meanwhile. `since` is
+/// when it became ready (its response arrived, or its set-up completed).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ticket {
     pub conn: usize,
     pub serial: u32,
+    pub since: u64,
 }
 
 /// When one request of a batch was meant to go and when it went (ns).
@@ -46,72 +44,63 @@ pub struct Exchange {
     pub sent: u64,
 }
 
+/// The protocol of a connection.
+pub enum Protocol {
+    Http1(Http1),
+    // Boxed: an HTTP/2 exchange is large, HTTP/1.1 ones are common.
+    Http2(Box<Http2>),
+}
+
 pub struct Conn {
     pub stream: Option<Transport>,
-    /// The request batch in flight (kept for partial writes).
-    pub batch: Batch,
-    /// The intended send time of each request of the batch (ns).
-    pub intended: Vec<u64>,
-    /// When the batch's first byte was written (ns).
-    pub sent_ns: u64,
     pub phase: Phase,
-    pub parser: ResponseParser,
-    /// Bytes of the current request batch already written.
-    pub written: usize,
+    pub protocol: Protocol,
     /// When the current connect attempt started (ns), for connect timeouts.
     pub connect_started_ns: u64,
-    /// Responses still expected for the batch in flight.
-    pub pending: usize,
     /// Consecutive failures since the last good response; drives back-off.
     pub failures: u32,
-    /// Bytes read since the last complete response.
-    pub received: usize,
     /// A large part of a response has arrived and the rest has not.
     pub receiving_large: bool,
-    /// How many times the connection became ready (see [`Ticket`]).
-    pub ready_serial: u32,
-    /// When it last became ready (ns): its response arrived, or its set-up
-    /// completed.
-    pub ready_since: u64,
 }
 
 impl Conn {
-    pub fn new(capture: bool) -> Conn {
+    pub fn new(protocol: Protocol) -> Conn {
         Conn {
             stream: None,
-            batch: Batch { bytes: Arc::from(&[][..]), heads: Arc::from([false]) },
-            intended: Vec::new(),
-            sent_ns: 0,
             phase: Phase::Closed,
-            parser: ResponseParser::new(capture),
-            written: 0,
+            protocol,
             connect_started_ns: 0,
-            pending: 0,
             failures: 0,
-            received: 0,
             receiving_large: false,
-            ready_serial: 0,
-            ready_since: 0,
         }
     }
 
-    /// The exchange of the batch's response `index`.
-    pub fn exchange(&self, index: usize) -> Exchange {
-        Exchange {
-            intended: self.intended[index],
-            batch_intended: self.intended[0],
-            sent: self.sent_ns,
-        }
-    }
-
-    /// A request batch has been (at least partly) sent and not answered.
+    /// Some request is (at least partly) sent and not answered.
     pub fn in_flight(&self) -> bool {
-        matches!(self.phase, Phase::Writing | Phase::Reading)
+        match &self.protocol {
+            Protocol::Http1(http1) => http1.in_flight(),
+            Protocol::Http2(http2) => http2.in_flight(),
+        }
     }
 
-    /// The socket is being set up (TCP connect or TLS handshake).
+    /// The socket is being set up (TCP connect, TLS handshake, or the
+    /// HTTP/2 greeting).
     pub fn opening(&self) -> bool {
-        matches!(self.phase, Phase::Connecting | Phase::Handshaking)
+        match self.phase {
+            Phase::Connecting | Phase::Handshaking => true,
+            Phase::Open => matches!(&self.protocol, Protocol::Http2(http2) if !http2.greeted()),
+            Phase::Closed => false,
+        }
+    }
+
+    /// The ticket's readiness still holds.
+    #[inline]
+    pub fn accepts(&self, ticket: Ticket) -> bool {
+        self.phase == Phase::Open
+            && match &self.protocol {
+                Protocol::Http1(http1) => http1.accepts(ticket),
+                Protocol::Http2(http2) => http2.accepts(ticket),
+            }
     }
 }
 

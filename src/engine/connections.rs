@@ -1,13 +1,17 @@
-//! An engine thread's connections and the HTTP/1.1 exchanges on them:
-//! connecting (TCP, then TLS), writing request batches, reading and framing
-//! responses, timeouts, and reopening closed connections with back-off.
+//! An engine thread's connections: connecting (TCP, then TLS), writing,
+//! reading with the kernel's receive stamps, timeouts, and reopening closed
+//! connections with back-off. What is exchanged on a connection is its
+//! protocol's business ([`Http1`], [`Http2`]): it turns request batches
+//! into bytes and bytes into completed responses, stamped with the arrival
+//! of the read that completed them.
 //!
 //! What happens on the wire is recorded into the thread's [`Recorder`];
 //! what the rest of the thread must act on is left for it to take after
-//! each [`Connections::poll`]: the connections that became ready for a
-//! request ([`Connections::take_ready`]) and, when the script wants them,
-//! the complete responses ([`Connections::take_responses`]). Nothing here
-//! decides when to send.
+//! each [`Connections::poll`]: the slots that became ready for a request
+//! batch ([`Connections::take_ready`]), requests a server left unprocessed
+//! to send again ([`Connections::take_retry`]) and, when the script wants
+//! them, the complete responses ([`Connections::take_responses`]). Nothing
+//! here decides when to send.
 //!
 //! The per-request path is kept to the syscalls it needs: a socket is
 //! registered with epoll once (edge-triggered, read + write), a request is
@@ -16,25 +20,24 @@
 //! return EAGAIN).
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crate::engine::conn::{backoff_ns, Conn, Phase, Ticket};
+use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
+use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
+use crate::engine::http1::Http1;
+use crate::engine::http2::Http2;
 use crate::engine::recorder::Recorder;
 use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
 use crate::error::io_reason;
-use crate::http::response::{Captured, Response};
 use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
 use crate::tls::{describe_handshake_error, TlsClient};
 
-/// An incomplete response of at least this many bytes may be held back
-/// by TCP flow control until it is read: the thread then reads promptly.
-const LARGE_RESPONSE: usize = 16 * 1024;
 /// A thread's read buffer starts at this size: enough for typical
 /// responses, cheap for thousands of threads.
 const READ_BUFFER: usize = 16 * 1024;
@@ -42,19 +45,26 @@ const READ_BUFFER: usize = 16 * 1024;
 /// take few reads.
 const LARGE_READ_BUFFER: usize = 64 * 1024;
 
+/// What the connections speak.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wire {
+    Http1,
+    /// HTTP/2 with `streams` streams per connection, for batches of
+    /// `depth` requests.
+    Http2 {
+        streams: usize,
+        depth: usize,
+    },
+}
+
 /// What every connection of a thread has in common.
 pub struct ConnectionSetup {
     pub connections: usize,
     pub tls: Option<TlsClient>,
+    pub wire: Wire,
     /// Capture headers and bodies (for the script's `response()`).
     pub capture: bool,
     pub timeout_ns: u64,
-}
-
-/// A complete response the script wants to see.
-pub struct CapturedResponse {
-    pub status: u16,
-    pub captured: Captured,
 }
 
 pub struct Connections {
@@ -63,10 +73,12 @@ pub struct Connections {
     conns: Vec<Conn>,
     /// Connections to reopen: (when, connection), earliest first.
     reopen: BinaryHeap<Reverse<(u64, usize)>>,
-    /// Connections that became ready for a request since the last
+    /// Slots that became ready for a batch since the last
     /// [`Connections::take_ready`].
     ready: Vec<Ticket>,
     responses: Vec<CapturedResponse>,
+    /// Requests to send again, oldest first.
+    retries: VecDeque<Retry>,
     buf: Vec<u8>,
     /// Converts the kernel's receive stamps to the monotonic clock.
     wall_clock: WallClock,
@@ -77,13 +89,23 @@ pub struct Connections {
 impl Connections {
     pub fn new(setup: ConnectionSetup) -> io::Result<Connections> {
         let poller = Poller::new(setup.connections + 8)?;
-        let conns = (0..setup.connections).map(|_| Conn::new(setup.capture)).collect();
+        let conns = (0..setup.connections)
+            .map(|_| {
+                Conn::new(match setup.wire {
+                    Wire::Http1 => Protocol::Http1(Http1::new(setup.capture)),
+                    Wire::Http2 { streams, depth } => {
+                        Protocol::Http2(Box::new(Http2::new(setup.capture, streams, depth)))
+                    }
+                })
+            })
+            .collect();
         Ok(Connections {
             poller,
             conns,
             reopen: BinaryHeap::new(),
             ready: Vec::new(),
             responses: Vec::new(),
+            retries: VecDeque::new(),
             buf: vec![0; READ_BUFFER],
             wall_clock: WallClock::calibrate(),
             receiving_large: 0,
@@ -99,7 +121,8 @@ impl Connections {
         }
     }
 
-    /// Some connection is still connecting or in its TLS handshake.
+    /// Some connection is still connecting, in its TLS handshake, or
+    /// waiting for the server's HTTP/2 SETTINGS.
     pub fn any_opening(&self) -> bool {
         self.conns.iter().any(Conn::opening)
     }
@@ -111,30 +134,31 @@ impl Connections {
 
     /// Requests sent (at least in part) and still unanswered.
     pub fn requests_in_flight(&self) -> u64 {
-        self.conns.iter().filter(|c| c.in_flight()).map(|c| c.pending as u64).sum()
+        self.conns
+            .iter()
+            .map(|c| match &c.protocol {
+                Protocol::Http1(http1) => http1.requests_in_flight(),
+                Protocol::Http2(http2) => http2.requests_in_flight(),
+            })
+            .sum()
     }
 
     /// The intended time of the oldest request in flight, if any.
     pub fn oldest_in_flight(&self) -> Option<u64> {
         self.conns
             .iter()
-            .filter(|c| c.in_flight())
-            .filter_map(|c| c.intended.first())
+            .filter_map(|c| match &c.protocol {
+                Protocol::Http1(http1) => http1.oldest_in_flight(),
+                Protocol::Http2(http2) => http2.oldest_in_flight(),
+            })
             .min()
-            .copied()
     }
 
-    /// Since when connection `i` has been ready (ns).
-    pub fn ready_since(&self, i: usize) -> u64 {
-        self.conns[i].ready_since
-    }
-
-    /// The ticket's connection is still ready, as it was when the ticket
-    /// was given.
+    /// The ticket's connection can still carry a batch, as it could when
+    /// the ticket was given.
     #[inline]
     pub fn is_ready(&self, ticket: Ticket) -> bool {
-        let conn = &self.conns[ticket.conn];
-        conn.phase == Phase::Idle && conn.ready_serial == ticket.serial
+        self.conns[ticket.conn].accepts(ticket)
     }
 
     /// A large response is half received on some connection.
@@ -142,7 +166,7 @@ impl Connections {
         self.receiving_large > 0
     }
 
-    /// The connections that became ready for a request since the last call.
+    /// The slots that became ready for a batch since the last call.
     pub fn take_ready(&mut self) -> std::vec::Drain<'_, Ticket> {
         self.ready.drain(..)
     }
@@ -152,10 +176,20 @@ impl Connections {
         self.responses.drain(..)
     }
 
-    /// Starts writing `batch` on the ready connection `i`. `intended` holds
-    /// the plan's intended time of each of its requests; empty in the
-    /// closed loop, where a request is intended when it is sent. Returns
-    /// when the batch went out (ns).
+    /// Some request waits to be sent again.
+    pub fn has_retry(&self) -> bool {
+        !self.retries.is_empty()
+    }
+
+    /// The requests still waiting to be sent again (at the end of the run).
+    pub fn take_retries(&mut self) -> std::collections::vec_deque::Drain<'_, Retry> {
+        self.retries.drain(..)
+    }
+
+    /// Starts writing `batch` on the connection of the ready `ticket`.
+    /// `intended` holds the plan's intended time of each of its requests;
+    /// empty in the closed loop, where a request is intended when it is
+    /// sent. Returns when the batch went out (ns).
     pub fn send(
         &mut self,
         i: usize,
@@ -164,21 +198,40 @@ impl Connections {
         recorder: &mut Recorder,
     ) -> u64 {
         let sent = sys::now_ns();
-        let conn = &mut self.conns[i];
-        conn.intended.clear();
-        if intended.is_empty() {
-            conn.intended.resize(batch.depth(), sent);
-        } else {
-            conn.intended.extend_from_slice(intended);
+        match &mut self.conns[i].protocol {
+            Protocol::Http1(http1) => http1.start(batch, intended, sent),
+            Protocol::Http2(http2) => {
+                let mut out = Delivery::new(
+                    recorder,
+                    &mut self.responses,
+                    &mut self.ready,
+                    &mut self.retries,
+                    i,
+                );
+                let verdict = http2.start(batch, intended, sent, &mut out);
+                if !self.act(i, verdict, recorder) {
+                    return sent;
+                }
+            }
         }
-        conn.sent_ns = sent;
-        conn.pending = batch.depth();
-        conn.parser.start(batch.heads[0]);
-        conn.batch = batch;
-        conn.written = 0;
-        conn.phase = Phase::Writing;
         self.write_more(i, recorder);
         sent
+    }
+
+    /// Sends the oldest request waiting to go again on connection `i`
+    /// (an HTTP/2 connection with a free slot).
+    pub fn send_retry(&mut self, i: usize, recorder: &mut Recorder) {
+        let Some(retry) = self.retries.pop_front() else { return };
+        let Protocol::Http2(http2) = &mut self.conns[i].protocol else {
+            self.retries.push_front(retry);
+            return;
+        };
+        let mut out =
+            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
+        let verdict = http2.retry(retry, sys::now_ns(), &mut out);
+        if self.act(i, verdict, recorder) {
+            self.write_more(i, recorder);
+        }
     }
 
     /// Waits for socket events at most `timeout` and handles them.
@@ -216,19 +269,40 @@ impl Connections {
         }
     }
 
-    /// A request with no complete response within the timeout is counted
-    /// and its connection replaced (wrk never counted hung requests; wrk2
-    /// counted them every 2 s without closing). Connects that hang count as
-    /// connect errors. Also refreshes the clock conversion of the receive
-    /// stamps, which drifts only with NTP's slew.
+    /// A request with no complete response within the timeout is counted:
+    /// an HTTP/1.1 connection is replaced (wrk never counted hung requests;
+    /// wrk2 counted them every 2 s without closing), an HTTP/2 stream is
+    /// reset. Connects that hang count as connect errors. Also refreshes
+    /// the clock conversion of the receive stamps, which drifts only with
+    /// NTP's slew.
     pub fn expire_timeouts(&mut self, now: u64, recorder: &mut Recorder) {
         let timeout = self.setup.timeout_ns;
         for i in 0..self.conns.len() {
-            let conn = &self.conns[i];
-            if conn.in_flight() && now.saturating_sub(conn.sent_ns) > timeout {
-                self.fail(i, ErrorKind::Timeout, "no response within the timeout", recorder);
-            } else if conn.opening() && now.saturating_sub(conn.connect_started_ns) > timeout {
-                self.fail(i, ErrorKind::Connect, "connect timed out", recorder);
+            let conn = &mut self.conns[i];
+            if conn.opening() {
+                if now.saturating_sub(conn.connect_started_ns) > timeout {
+                    self.fail(i, ErrorKind::Connect, "connect timed out", recorder);
+                }
+                continue;
+            }
+            match &mut conn.protocol {
+                Protocol::Http1(http1) if http1.expired(now, timeout) => {
+                    self.fail(i, ErrorKind::Timeout, "no response within the timeout", recorder);
+                }
+                Protocol::Http1(_) => {}
+                Protocol::Http2(http2) => {
+                    let mut out = Delivery::new(
+                        recorder,
+                        &mut self.responses,
+                        &mut self.ready,
+                        &mut self.retries,
+                        i,
+                    );
+                    let verdict = http2.expire(now, timeout, &mut out);
+                    if self.act(i, verdict, recorder) {
+                        self.write_more(i, recorder);
+                    }
+                }
             }
         }
         self.wall_clock = WallClock::calibrate();
@@ -255,15 +329,14 @@ impl Connections {
         let conn = &mut self.conns[i];
         conn.stream = Some(stream);
         conn.phase = Phase::Connecting;
-        conn.pending = 0;
     }
 
     fn on_writable(&mut self, i: usize, recorder: &mut Recorder) {
         match self.conns[i].phase {
             Phase::Connecting => self.finish_connect(i, recorder),
             Phase::Handshaking => self.continue_handshake(i, recorder),
-            Phase::Writing => self.write_more(i, recorder),
-            _ => {}
+            Phase::Open => self.write_more(i, recorder),
+            Phase::Closed => {}
         }
     }
 
@@ -272,8 +345,8 @@ impl Connections {
     fn on_readable(&mut self, i: usize, closing: bool, recorder: &mut Recorder) {
         match self.conns[i].phase {
             Phase::Handshaking => self.continue_handshake(i, recorder),
-            Phase::Reading | Phase::Writing | Phase::Idle => self.read(i, closing, recorder),
-            _ => {}
+            Phase::Open => self.read(i, closing, recorder),
+            Phase::Connecting | Phase::Closed => {}
         }
     }
 
@@ -297,42 +370,87 @@ impl Connections {
     fn continue_handshake(&mut self, i: usize, recorder: &mut Recorder) {
         let Some(stream) = self.conns[i].stream.as_mut() else { return };
         match stream.handshake() {
-            Ok(true) => self.became_ready(i, sys::now_ns()),
-            Ok(false) => {}
+            Ok(true) => {}
+            Ok(false) => return,
             Err(e) => {
                 let cause = format!("TLS handshake: {}", describe_handshake_error(&e, None));
-                self.fail(i, ErrorKind::Connect, &cause, recorder);
+                return self.fail(i, ErrorKind::Connect, &cause, recorder);
+            }
+        }
+        let chosen = stream.alpn_protocol();
+        if let Protocol::Http2(_) = self.conns[i].protocol {
+            // HTTP/2 over TLS only when the server chose it by ALPN.
+            if self.setup.tls.is_some() && chosen.as_deref() != Some(b"h2".as_slice()) {
+                let chose = chosen.map_or("no protocol".to_string(), |p| {
+                    String::from_utf8_lossy(&p).into_owned()
+                });
+                let cause = format!("the server chose {chose} by ALPN, not h2");
+                return self.fail(i, ErrorKind::Connect, &cause, recorder);
+            }
+        }
+        self.opened(i, recorder);
+    }
+
+    /// The socket (and TLS) is up: the protocol starts on it.
+    fn opened(&mut self, i: usize, recorder: &mut Recorder) {
+        let now = sys::now_ns();
+        self.conns[i].phase = Phase::Open;
+        let mut out =
+            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
+        match &mut self.conns[i].protocol {
+            Protocol::Http1(http1) => http1.connected(now, &mut out),
+            Protocol::Http2(http2) => {
+                let verdict = http2.connected(&mut out);
+                if self.act(i, verdict, recorder) {
+                    self.write_more(i, recorder);
+                }
             }
         }
     }
 
-    /// Connection `i` can carry a request from `since` on (ns).
-    fn became_ready(&mut self, i: usize, since: u64) {
-        let conn = &mut self.conns[i];
-        conn.phase = Phase::Idle;
-        conn.ready_since = since;
-        conn.ready_serial = conn.ready_serial.wrapping_add(1);
-        self.ready.push(Ticket { conn: i, serial: conn.ready_serial });
+    /// Carries out a protocol's verdict on connection `i`; true when the
+    /// connection stays open.
+    fn act(&mut self, i: usize, verdict: Verdict, recorder: &mut Recorder) -> bool {
+        match verdict {
+            Verdict::Keep => true,
+            Verdict::Close => {
+                self.close(i, 0);
+                false
+            }
+            Verdict::Fail(kind, cause) => {
+                self.fail(i, kind, &cause, recorder);
+                false
+            }
+        }
     }
 
-    /// Closes connection `i`'s socket and forgets its request in flight;
-    /// it is reopened `after` ns from now.
+    /// Closes connection `i`'s socket and forgets what was in flight on
+    /// it; it is reopened `after` ns from now.
     fn close(&mut self, i: usize, after: u64) {
         let conn = &mut self.conns[i];
         if let Some(stream) = conn.stream.take() {
             self.poller.delete(stream.socket());
         }
-        conn.pending = 0;
-        conn.received = 0;
+        match &mut conn.protocol {
+            Protocol::Http1(http1) => http1.forget(),
+            Protocol::Http2(http2) => http2.forget(),
+        }
         conn.phase = Phase::Closed;
         self.set_receiving_large(i, false);
         self.reopen.push(Reverse((sys::now_ns().saturating_add(after), i)));
     }
 
     /// Counts an error on connection `i`, closes it, and reopens it after
-    /// the back-off for its run of failures.
+    /// the back-off for its run of failures. Every HTTP/2 stream in flight
+    /// on it is lost with it, each an error of its own.
     fn fail(&mut self, i: usize, kind: ErrorKind, cause: &str, recorder: &mut Recorder) {
-        recorder.error(kind, cause);
+        let lost = match &self.conns[i].protocol {
+            Protocol::Http2(http2) => http2.requests_in_flight().max(1),
+            Protocol::Http1(_) => 1,
+        };
+        for _ in 0..lost {
+            recorder.error(kind, cause);
+        }
         let failures = self.conns[i].failures + 1;
         self.conns[i].failures = failures;
         self.close(i, backoff_ns(failures));
@@ -340,21 +458,35 @@ impl Connections {
 
     // ----- requests ----------------------------------------------------------
 
-    /// Writes as much of the request as the socket takes.
+    /// Writes as much of what the protocol has to send as the socket takes.
     fn write_more(&mut self, i: usize, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
         let Some(stream) = conn.stream.as_mut() else { return };
-        while conn.written < conn.batch.bytes.len() {
-            match stream.write(&conn.batch.bytes[conn.written..]) {
+        loop {
+            let data = match &conn.protocol {
+                Protocol::Http1(http1) => http1.unwritten(),
+                Protocol::Http2(http2) => http2.unwritten(),
+            };
+            if data.is_empty() {
+                break;
+            }
+            match stream.write(data) {
                 Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed", recorder),
-                Ok(n) => conn.written += n,
+                Ok(n) => match &mut conn.protocol {
+                    Protocol::Http1(http1) => http1.wrote(n),
+                    Protocol::Http2(http2) => http2.wrote(n),
+                },
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
             }
         }
         match stream.flush() {
-            Ok(true) => conn.phase = Phase::Reading,
+            Ok(true) => {
+                if let Protocol::Http1(http1) = &mut conn.protocol {
+                    http1.flushed();
+                }
+            }
             Ok(false) => {}
             Err(e) => self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
         }
@@ -362,7 +494,7 @@ impl Connections {
 
     // ----- responses ---------------------------------------------------------
 
-    /// Reads everything the socket has and feeds the response parser. A
+    /// Reads everything the socket has and hands it to the protocol. A
     /// short read ends the loop unless the peer is closing (edge-triggered
     /// epoll would not report the end of stream again).
     fn read(&mut self, i: usize, until_end: bool, recorder: &mut Recorder) {
@@ -376,10 +508,9 @@ impl Connections {
                 }
                 Ok((n, stamp)) => {
                     recorder.bytes_read(n);
-                    self.conns[i].received += n;
                     let now = sys::now_ns();
                     let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
-                    let open = self.parse(i, &buf[..n], arrived, recorder);
+                    let open = self.receive(i, &buf[..n], arrived, recorder);
                     let filled = n == buf.len();
                     if !open || (drains && !until_end && !filled) {
                         break;
@@ -398,11 +529,54 @@ impl Connections {
         }
         self.buf = buf;
         let conn = &self.conns[i];
-        let large_and_incomplete = conn.stream.is_some()
-            && conn.in_flight()
-            && !conn.parser.is_idle()
-            && conn.received >= LARGE_RESPONSE;
-        self.set_receiving_large(i, large_and_incomplete);
+        let large = conn.stream.is_some()
+            && match &conn.protocol {
+                Protocol::Http1(http1) => http1.receiving_large(),
+                Protocol::Http2(http2) => http2.receiving_large(),
+            };
+        self.set_receiving_large(i, large);
+    }
+
+    /// Hands the bytes of one read, which arrived at `arrived`, to
+    /// connection `i`'s protocol. Returns false when the connection was
+    /// closed meanwhile.
+    fn receive(&mut self, i: usize, data: &[u8], arrived: u64, recorder: &mut Recorder) -> bool {
+        let mut out =
+            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
+        let conn = &mut self.conns[i];
+        let verdict = match &mut conn.protocol {
+            Protocol::Http1(http1) => http1.receive(data, arrived, &mut out),
+            Protocol::Http2(http2) => http2.receive(data, arrived, &mut out),
+        };
+        if out.succeeded {
+            conn.failures = 0;
+        }
+        let http2 = matches!(conn.protocol, Protocol::Http2(_));
+        let open = self.act(i, verdict, recorder);
+        // HTTP/2 answers what it read (acknowledgements, window updates).
+        if open && http2 {
+            self.write_more(i, recorder);
+        }
+        open
+    }
+
+    /// The peer closed the connection (a zero-byte read).
+    fn peer_closed(&mut self, i: usize, recorder: &mut Recorder) {
+        let now = sys::now_ns();
+        let mut out =
+            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
+        let conn = &mut self.conns[i];
+        let verdict = match &mut conn.protocol {
+            Protocol::Http1(http1) => http1.closed_by_peer(now, &mut out),
+            Protocol::Http2(http2) => http2.closed_by_peer(),
+        };
+        if out.succeeded {
+            conn.failures = 0;
+        }
+        // A connection the peer closed is reopened, however it ended.
+        if self.act(i, verdict, recorder) {
+            self.close(i, 0);
+        }
     }
 
     /// Keeps the count of connections in the middle of a large response.
@@ -416,85 +590,5 @@ impl Connections {
                 self.receiving_large -= 1;
             }
         }
-    }
-
-    /// Feeds bytes to connection `i`'s parser. Returns false when the
-    /// connection was closed meanwhile.
-    fn parse(&mut self, i: usize, mut data: &[u8], arrived: u64, recorder: &mut Recorder) -> bool {
-        while !data.is_empty() {
-            if self.conns[i].pending == 0 {
-                let cause = "data received with no request outstanding";
-                self.fail(i, ErrorKind::Read, cause, recorder);
-                return false;
-            }
-            match self.conns[i].parser.feed(data) {
-                Ok(feed) => {
-                    data = &data[feed.consumed..];
-                    if let Some(response) = feed.done {
-                        if !self.response_complete(i, response, arrived, recorder) {
-                            return false;
-                        }
-                    }
-                }
-                Err(e) => {
-                    self.fail(i, ErrorKind::Read, e.as_str(), recorder);
-                    return false;
-                }
-            }
-        }
-        true
-    }
-
-    /// The peer closed the connection (a zero-byte read).
-    fn peer_closed(&mut self, i: usize, recorder: &mut Recorder) {
-        match self.conns[i].parser.eof() {
-            Ok(Some(response)) => {
-                if self.response_complete(i, response, sys::now_ns(), recorder) {
-                    self.close(i, 0);
-                }
-            }
-            Ok(None) if self.conns[i].pending == 0 => self.close(i, 0),
-            Ok(None) => {
-                let cause = "connection closed before the response";
-                self.fail(i, ErrorKind::Read, cause, recorder);
-            }
-            Err(e) => self.fail(i, ErrorKind::Read, e.as_str(), recorder),
-        }
-    }
-
-    /// Records a complete response that arrived at `arrived` (the kernel's
-    /// receive stamp). Returns false if the connection was closed (not
-    /// keep-alive), so the caller stops using it.
-    fn response_complete(
-        &mut self,
-        i: usize,
-        response: Response,
-        arrived: u64,
-        recorder: &mut Recorder,
-    ) -> bool {
-        let conn = &mut self.conns[i];
-        conn.received = 0;
-        let index = conn.batch.depth() - conn.pending;
-        conn.pending -= 1;
-        recorder.response(conn.exchange(index), arrived, response.status, conn.pending == 0);
-        if conn.pending > 0 {
-            conn.parser.start(conn.batch.heads[index + 1]);
-        }
-        if let Some(captured) = response.captured {
-            self.responses.push(CapturedResponse { status: response.status, captured });
-        }
-        let conn = &mut self.conns[i];
-        if conn.pending > 0 {
-            return true;
-        }
-        conn.failures = 0;
-        if !response.keep_alive {
-            self.close(i, 0);
-            return false;
-        }
-        if conn.phase == Phase::Reading {
-            self.became_ready(i, arrived);
-        }
-        true
     }
 }

@@ -4,6 +4,9 @@
 
 mod conn;
 mod connections;
+mod delivery;
+mod http1;
+mod http2;
 mod intervals;
 mod periods;
 mod recorder;
@@ -29,7 +32,7 @@ use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Scheme;
 use crate::tls::TlsClient;
-use connections::{ConnectionSetup, Connections};
+use connections::{ConnectionSetup, Connections, Wire};
 use intervals::IntervalCollector;
 use periods::Periods;
 use recorder::{PeriodChannel, Recorder, RecorderSetup};
@@ -37,7 +40,7 @@ use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
-pub use source::{Batch, Order, RequestSource};
+pub use source::{Batch, Http2Form, Order, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
 const SERIES_SLOT: Duration = Duration::from_millis(250);
@@ -133,11 +136,21 @@ impl<'a> Engine<'a> {
     /// handshake with `addr` (so an untrusted certificate is one clear
     /// error, not an error on every connection).
     pub fn prepare(cfg: &'a BenchConfig, addr: SocketAddr) -> Result<Engine<'a>, Error> {
+        let check_within = cfg.timeout.min(Duration::from_secs(5));
         let tls = match cfg.target.scheme {
             Scheme::Https => {
-                let tls = TlsClient::new(&cfg.target.host, cfg.insecure)?;
-                tls.check_handshake(addr, cfg.timeout.min(Duration::from_secs(5)))?;
+                let tls = TlsClient::new(&cfg.target.host, cfg.insecure, cfg.http2)?;
+                tls.check_handshake(addr, check_within)?;
                 Some(tls)
+            }
+            Scheme::Http if cfg.http2 => {
+                crate::http2::check_prior_knowledge(addr, check_within).map_err(|why| {
+                    Error::Setup(format!(
+                        "--http2: the server at {addr} does not speak HTTP/2: {why} (leave out \
+                         --http2 to benchmark it over HTTP/1.1, or use an https:// URL for h2)"
+                    ))
+                })?;
+                None
             }
             Scheme::Http => None,
         };
@@ -177,9 +190,14 @@ impl<'a> Engine<'a> {
                 warmup_ns: duration_ns(cfg.warmup),
                 stage_starts_ns: stage_starts(&cfg.mode),
             });
+            let wire = match cfg.http2 {
+                true => Wire::Http2 { streams: cfg.streams, depth: source.depth() },
+                false => Wire::Http1,
+            };
             let connections = Connections::new(ConnectionSetup {
                 connections: cfg.connections_of_thread(thread),
                 tls: self.tls.clone(),
+                wire,
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),
             })

@@ -227,6 +227,18 @@ impl Recorder {
         plan.skip(unsent);
     }
 
+    /// Gives up, at `at_ns`, one request meant for `intended_ns` that was
+    /// never processed (a server's GOAWAY left it, and it found no
+    /// connection again before the end): unsent, as those of the plan.
+    pub fn give_up_one(&mut self, intended_ns: u64, at_ns: u64) {
+        if intended_ns < self.start_ns {
+            self.stats.warmup.errors += 1;
+            return;
+        }
+        self.stats.errors.unsent += 1;
+        record_us(&mut self.stats.unsent_wait, at_ns.saturating_sub(intended_ns));
+    }
+
     /// `n` requests were in flight when the run was stopped at once: cut
     /// off, neither answered nor timed out.
     pub fn stopped_in_flight(&mut self, n: u64) {
@@ -235,6 +247,18 @@ impl Recorder {
         } else {
             self.stats.errors.stopped += n;
         }
+    }
+
+    /// A server allows at most `limit` concurrent streams per connection,
+    /// fewer than `--streams`.
+    pub fn stream_limit(&mut self, limit: u32) {
+        let known = &mut self.stats.http2.stream_limit;
+        *known = Some(known.map_or(limit, |known| known.min(limit)));
+    }
+
+    /// A request a GOAWAY left unprocessed goes again.
+    pub fn retried_after_goaway(&mut self) {
+        self.stats.http2.retried_after_goaway += 1;
     }
 
     /// The script's `request()` gave no request (nil).

@@ -37,7 +37,9 @@ impl Schedule {
         match self {
             Schedule::ClosedLoop(closed) => match not_before {
                 None => closed.now.push_back(ticket),
-                Some(at) => closed.delayed.push(Reverse((at, ticket.serial, ticket.conn))),
+                Some(at) => {
+                    closed.delayed.push(Reverse((at, ticket.serial, ticket.conn, ticket.since)))
+                }
             },
             Schedule::Paced(paced) => paced.ready.push_back(ticket),
         }
@@ -61,6 +63,17 @@ impl Schedule {
         match self {
             Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready),
             Schedule::Paced(paced) => paced.pop_due(now, depth, still_ready, intended),
+        }
+    }
+
+    /// A ready connection for a request outside the plan (one a server
+    /// left unprocessed, to go again at once), if one is ready at `now`.
+    pub fn pop_ready(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Ticket> {
+        match self {
+            Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready),
+            Schedule::Paced(paced) => {
+                std::iter::from_fn(|| paced.ready.pop_front()).find(|&t| still_ready(t))
+            }
         }
     }
 
@@ -112,19 +125,19 @@ impl Schedule {
 pub struct ClosedLoop {
     /// Ready now, in the order they became ready.
     now: VecDeque<Ticket>,
-    /// Waiting out a `delay()`: (ready at, serial, connection), earliest
-    /// first.
-    delayed: BinaryHeap<Reverse<(u64, u32, usize)>>,
+    /// Waiting out a `delay()`: (ready at, serial, connection, ready
+    /// since), earliest first.
+    delayed: BinaryHeap<Reverse<(u64, u32, usize, u64)>>,
 }
 
 impl ClosedLoop {
     fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Ticket> {
-        while let Some(&Reverse((at, serial, conn))) = self.delayed.peek() {
+        while let Some(&Reverse((at, serial, conn, since))) = self.delayed.peek() {
             if at > now {
                 break;
             }
             self.delayed.pop();
-            self.now.push_back(Ticket { conn, serial });
+            self.now.push_back(Ticket { conn, serial, since });
         }
         std::iter::from_fn(|| self.now.pop_front()).find(|&ticket| still_ready(ticket))
     }
@@ -171,7 +184,7 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     fn t(conn: usize) -> Ticket {
-        Ticket { conn, serial: 1 }
+        Ticket { conn, serial: 1, since: 0 }
     }
 
     /// `pop_due` for batches of one request: the ticket and the intended

@@ -7,7 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::http::request::RequestError;
 use crate::http::response::Captured;
+use crate::http2::request::{convert, Request2};
 use crate::plan::random::Draws;
 use crate::script::{Interrupter, ScriptError, ThreadScript};
 
@@ -18,9 +20,24 @@ use crate::script::{Interrupter, ScriptError, ThreadScript};
 pub struct Batch {
     pub bytes: Arc<[u8]>,
     pub heads: Arc<[bool]>,
+    /// With `--http2`: the requests as HTTP/2 sends them (converted once
+    /// per batch, [`crate::http2::request`]).
+    pub http2: Option<Arc<[Request2]>>,
 }
 
 impl Batch {
+    /// A batch of HTTP/1.1 requests.
+    pub fn new(bytes: Arc<[u8]>, heads: Arc<[bool]>) -> Batch {
+        Batch { bytes, heads, http2: None }
+    }
+
+    /// The batch with its HTTP/2 form, for a target of `scheme` and
+    /// `authority`.
+    pub fn for_http2(mut self, scheme: &str, authority: &str) -> Result<Batch, RequestError> {
+        self.http2 = Some(convert(&self.bytes, scheme, authority)?.into());
+        Ok(self)
+    }
+
     /// How many requests (and responses) the batch holds.
     pub fn depth(&self) -> usize {
         self.heads.len()
@@ -42,8 +59,40 @@ pub enum RequestSource {
     /// absent) or drawn at random.
     Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
     /// A Lua state per thread; every batch has the depth and HEAD flags of
-    /// the script's first request (as in wrk).
-    Script { script: Box<ThreadScript>, heads: Arc<[bool]> },
+    /// the script's first request (as in wrk). With `--http2`, `http2`
+    /// turns each request into its HTTP/2 form.
+    Script { script: Box<ThreadScript>, heads: Arc<[bool]>, http2: Option<Http2Form> },
+}
+
+/// How a thread's script requests get their HTTP/2 form: converted when
+/// the request changes, reused while `request()` returns the same one (a
+/// script without `request()`, or one returning a request it made once).
+pub struct Http2Form {
+    scheme: String,
+    authority: String,
+    last: Option<Batch>,
+}
+
+impl Http2Form {
+    /// For a target of `scheme` (`http`, `https`) and `authority` (the
+    /// `Host` a request without one is sent to).
+    pub fn new(scheme: &str, authority: &str) -> Http2Form {
+        Http2Form { scheme: scheme.to_string(), authority: authority.to_string(), last: None }
+    }
+
+    fn of(&mut self, batch: Batch) -> Result<Batch, ScriptError> {
+        if let Some(last) = self.last.as_ref().filter(|last| Arc::ptr_eq(&last.bytes, &batch.bytes))
+        {
+            return Ok(last.clone());
+        }
+        let batch = batch.for_http2(&self.scheme, &self.authority).map_err(|e| {
+            ScriptError(format!(
+                "the script's request is not valid HTTP, so not sent over HTTP/2: {e}"
+            ))
+        })?;
+        self.last = Some(batch.clone());
+        Ok(batch)
+    }
 }
 
 impl RequestSource {
@@ -87,9 +136,13 @@ impl RequestSource {
                 let index = (random.uniform() * batches.len() as f64) as usize;
                 Ok(Some(batches[index.min(batches.len() - 1)].clone()))
             }
-            RequestSource::Script { script, heads } => {
-                let bytes = script.request()?;
-                Ok(bytes.map(|bytes| Batch { bytes, heads: heads.clone() }))
+            RequestSource::Script { script, heads, http2 } => {
+                let Some(bytes) = script.request()? else { return Ok(None) };
+                let batch = Batch::new(bytes, heads.clone());
+                match http2 {
+                    None => Ok(Some(batch)),
+                    Some(form) => form.of(batch).map(Some),
+                }
             }
         }
     }
@@ -154,7 +207,7 @@ mod tests {
     use super::*;
 
     fn batch(text: &str) -> Batch {
-        Batch { bytes: Arc::from(text.as_bytes()), heads: Arc::from([false]) }
+        Batch::new(Arc::from(text.as_bytes()), Arc::from([false]))
     }
 
     #[test]

@@ -143,6 +143,9 @@ impl Worker {
         if let Some(plan) = self.schedule.rest_of_plan() {
             self.recorder.give_up(plan, sending_ended, sending_ended);
         }
+        for retry in self.connections.take_retries() {
+            self.recorder.give_up_one(retry.intended, sending_ended);
+        }
         self.collect_in_flight();
         let finished_ns = if self.hurried() {
             sys::now_ns()
@@ -269,6 +272,15 @@ impl Worker {
         while !self.done_sending() {
             let connections = &self.connections;
             let is_ready = |ticket| connections.is_ready(ticket);
+            // A request a server left unprocessed goes first: it is late.
+            if connections.has_retry() {
+                if let Some(ticket) = self.schedule.pop_ready(now, is_ready) {
+                    self.connections.send_retry(ticket.conn, &mut self.recorder);
+                    continue;
+                }
+            }
+            let connections = &self.connections;
+            let is_ready = |ticket| connections.is_ready(ticket);
             let Some(ticket) = self.schedule.pop_due(now, depth, is_ready, &mut self.intended)
             else {
                 return;
@@ -284,10 +296,9 @@ impl Worker {
             if let Some(budget) = &mut self.run.budget {
                 *budget = budget.saturating_sub(batch.depth() as u64);
             }
-            let free_since = self.connections.ready_since(ticket.conn);
             let sent =
                 self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
-            self.recorder.sent(&self.intended, sent, free_since);
+            self.recorder.sent(&self.intended, sent, ticket.since);
             // The send took time: a later request of the plan may be due now.
             now = sent;
         }

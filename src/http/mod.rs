@@ -23,4 +23,4 @@ const MAX_BLOCK_BYTES: usize = 64 * 1024;
 
 /// The most header fields accepted in one header block or trailer section
 /// (hyper's default). http_parser has no such limit, but httparse needs one.
-const MAX_HEADERS: usize = 100;
+pub(crate) const MAX_HEADERS: usize = 100;

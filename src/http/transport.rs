@@ -40,6 +40,15 @@ impl Transport {
         }
     }
 
+    /// The protocol the TLS handshake chose by ALPN (`h2`, `http/1.1`);
+    /// None for plain TCP, or when none was chosen.
+    pub fn alpn_protocol(&self) -> Option<Vec<u8>> {
+        match self {
+            Transport::Plain(_) => None,
+            Transport::Tls(_, session) => session.alpn_protocol().map(<[u8]>::to_vec),
+        }
+    }
+
     /// With plain TCP a read shorter than the buffer means the socket is
     /// drained, so the read that would return EAGAIN can be skipped (the
     /// next data raises a new edge). TLS may hold decrypted data back, so it

@@ -26,6 +26,7 @@ use std::sync::Arc;
 
 use crate::config::BenchConfig;
 use crate::engine::{Batch, Order, RequestSource, Workload};
+use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
 use crate::plan::random::Draws;
 use crate::target::Target;
@@ -68,8 +69,17 @@ const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
 /// shards (`--shard`) as the plan numbers them, thread i of shard s being
 /// i·N + s: each starts at its own request and draws its own random order,
 /// so that the instances of a shared plan do not repeat one another.
-pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
-    let batches: Arc<[Batch]> = batches(cfg).into();
+pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
+    let mut batches = batches(cfg);
+    if cfg.http2 {
+        let (scheme, authority) = (&cfg.target.scheme_name, cfg.target.host_header());
+        batches = batches
+            .into_iter()
+            .map(|batch| batch.for_http2(scheme, &authority))
+            .collect::<Result<_, _>>()
+            .map_err(|e| Error::Usage(format!("the request cannot be sent over HTTP/2: {e}")))?;
+    }
+    let batches: Arc<[Batch]> = batches.into();
     let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
     if random {
         eprintln!(
@@ -77,7 +87,7 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
             cfg.seed
         );
     }
-    Workload {
+    Ok(Workload {
         sources: (0..cfg.threads)
             .map(|thread| {
                 let global = thread * cfg.shard.count + cfg.shard.index;
@@ -88,7 +98,7 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Workload {
                 RequestSource::fixed(batches.clone(), global, addr, order)
             })
             .collect(),
-    }
+    })
 }
 
 /// The requests of the command line, one batch (of one request) each: the
@@ -139,7 +149,7 @@ fn request(
     let headers = default_headers(&target.host_header(), &headers);
     let body = body.or(BODY_METHODS.contains(&method).then_some(&[][..]));
     let bytes = build_request(method, &target.path, &headers, body);
-    Batch { bytes: bytes.into(), heads: Arc::from([method == "HEAD"]) }
+    Batch::new(bytes.into(), Arc::from([method == "HEAD"]))
 }
 
 /// Says on stderr which options the script makes pointless (it builds the
@@ -349,6 +359,7 @@ mod tests {
         });
         let addr = "127.0.0.1:1".parse().unwrap();
         let firsts: Vec<String> = workload(&cfg, addr)
+            .unwrap()
             .sources
             .iter_mut()
             .map(|source| text(&source.next_batch().unwrap().unwrap()))
@@ -368,6 +379,7 @@ mod tests {
         let addr = "127.0.0.1:1".parse().unwrap();
         let draws = |cfg: &BenchConfig| -> Vec<Vec<Arc<[u8]>>> {
             workload(cfg, addr)
+                .unwrap()
                 .sources
                 .iter_mut()
                 .map(|source| {

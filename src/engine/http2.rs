@@ -1,0 +1,488 @@
+//! The HTTP/2 exchanges of one connection: an nghttp2 session over the
+//! connection's bytes, and the request batches in flight on its streams.
+//!
+//! A connection offers *slots*: `--streams` (or fewer, if the server allows
+//! fewer concurrent streams) divided by the batch's depth, at least one. A
+//! batch takes one slot and one stream per request; its slot is free again
+//! (a ticket for the schedule) when all its streams closed. So in the
+//! closed loop each slot behaves like a wrk connection, and with a plan a
+//! due request goes out on any connection with a free slot.
+//!
+//! Every response completed by a read is stamped with that read's arrival
+//! time: the session reports, synchronously, the streams each read closed.
+//! What HTTP/2 can do wrong is counted, by kind: a stream reset by the
+//! server (by its error code), a stream the session reset for a protocol
+//! error, a response without `:status`, a GOAWAY with an error code, and a
+//! stream that times out (reset with `CANCEL` and counted as a timeout).
+//! Streams above a GOAWAY's last stream id were not processed: they go
+//! again on another connection ([`Retry`]), their latency still counting
+//! from their intended time.
+
+use crate::engine::conn::{Exchange, Ticket};
+use crate::engine::delivery::{Delivery, Retry, Verdict};
+use crate::engine::source::Batch;
+use crate::http::response::Captured;
+use crate::http2::session::{self, Body, Event, Message, Role, Session};
+use crate::stats::ErrorKind;
+
+/// A stream that received at least this much of a response, not all of
+/// it, makes the thread read promptly (as HTTP/1.1's large responses do).
+const LARGE_RESPONSE: u64 = 16 * 1024;
+
+/// Where a request of a slot is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Open,
+    /// Timed out: reset with CANCEL, already counted.
+    Cancelled,
+    Done,
+}
+
+/// One request of a batch in flight, on its stream.
+#[derive(Clone, Copy, Debug)]
+struct Entry {
+    /// Which request of the batch.
+    request: usize,
+    /// The session's slot of its stream.
+    stream_slot: usize,
+    intended: u64,
+    stream_id: i32,
+    state: State,
+}
+
+/// A batch in flight on a slot.
+struct Slot {
+    batch: Batch,
+    batch_intended: u64,
+    sent_ns: u64,
+    entries: Vec<Entry>,
+    /// Entries whose stream has not closed.
+    open: usize,
+}
+
+pub struct Http2 {
+    session: Option<Session>,
+    capture: bool,
+    /// Requests per batch (one stream each).
+    depth: usize,
+    /// `--streams`: streams wanted per connection.
+    streams: usize,
+    /// Slots this connection offers now.
+    slots: usize,
+    /// The server's SETTINGS came: the connection carries requests.
+    greeted: bool,
+    /// The readiness number of this socket's tickets (see [`Ticket`]).
+    generation: u32,
+    batches: Vec<Slot>,
+    free: Vec<usize>,
+    busy: usize,
+    /// Frames to write; `out[written..]` is not written yet.
+    out: Vec<u8>,
+    written: usize,
+    /// The last stream id of the server's GOAWAY.
+    goaway: Option<i32>,
+    /// The session's events being handled (kept for its memory).
+    events: Vec<Event>,
+}
+
+impl Http2 {
+    /// The exchanges of a connection with `streams` streams for batches of
+    /// `depth` requests; `capture` keeps headers and bodies (for the
+    /// script's `response()`).
+    pub fn new(capture: bool, streams: usize, depth: usize) -> Http2 {
+        Http2 {
+            session: None,
+            capture,
+            depth: depth.max(1),
+            streams: streams.max(1),
+            slots: 0,
+            greeted: false,
+            generation: 0,
+            batches: Vec::new(),
+            free: Vec::new(),
+            busy: 0,
+            out: Vec::new(),
+            written: 0,
+            goaway: None,
+            events: Vec::new(),
+        }
+    }
+
+    /// A new socket: a new session, its preface and SETTINGS to write. The
+    /// connection carries requests once the server's SETTINGS come.
+    pub fn connected(&mut self, out: &mut Delivery) -> Verdict {
+        self.forget();
+        match Session::new(Role::Client, self.capture) {
+            Ok(session) => self.session = Some(session),
+            Err(e) => return Verdict::fail(ErrorKind::Connect, e),
+        }
+        self.pump(0, out)
+    }
+
+    /// The socket is gone: what was in flight is forgotten (the caller
+    /// counted it, [`Http2::requests_in_flight`]).
+    pub fn forget(&mut self) {
+        self.session = None;
+        self.greeted = false;
+        self.slots = 0;
+        self.generation = self.generation.wrapping_add(1);
+        self.free.clear();
+        self.free.extend((0..self.batches.len()).rev());
+        self.busy = 0;
+        self.out.clear();
+        self.written = 0;
+        self.goaway = None;
+    }
+
+    /// The server's SETTINGS came.
+    pub fn greeted(&self) -> bool {
+        self.greeted
+    }
+
+    /// The ticket's readiness still holds: same socket, a slot free, and
+    /// the server still takes new streams.
+    #[inline]
+    pub fn accepts(&self, ticket: Ticket) -> bool {
+        ticket.serial == self.generation && self.accepting()
+    }
+
+    fn accepting(&self) -> bool {
+        self.greeted
+            && self.busy < self.slots
+            && self.goaway.is_none()
+            && self.session.as_ref().is_some_and(Session::request_allowed)
+    }
+
+    pub fn in_flight(&self) -> bool {
+        self.busy > 0
+    }
+
+    /// Requests sent and not answered (nor given up).
+    pub fn requests_in_flight(&self) -> u64 {
+        self.open_entries().count() as u64
+    }
+
+    /// The intended time of the oldest request in flight.
+    pub fn oldest_in_flight(&self) -> Option<u64> {
+        self.open_entries().map(|(_, entry)| entry.intended).min()
+    }
+
+    /// A stream has received a large part of its response, not all.
+    pub fn receiving_large(&self) -> bool {
+        let Some(session) = &self.session else { return false };
+        self.open_entries().any(|(_, entry)| {
+            session.message(entry.stream_slot).is_some_and(|m| m.body_len >= LARGE_RESPONSE)
+        })
+    }
+
+    /// The open requests, with their slot.
+    fn open_entries(&self) -> impl Iterator<Item = (usize, &Entry)> {
+        self.batches.iter().enumerate().filter(|(_, slot)| slot.open > 0).flat_map(|(i, slot)| {
+            slot.entries.iter().filter(|e| e.state == State::Open).map(move |e| (i, e))
+        })
+    }
+
+    /// Sends `batch` on a free slot, meant for `intended` (empty in the
+    /// closed loop), at `sent`.
+    pub fn start(
+        &mut self,
+        batch: Batch,
+        intended: &[u64],
+        sent: u64,
+        out: &mut Delivery,
+    ) -> Verdict {
+        let depth = batch.depth();
+        let intended_of = |i: usize| intended.get(i).copied().unwrap_or(sent);
+        let requests = (0..depth).map(|i| (i, intended_of(i)));
+        let batch_intended = intended_of(0);
+        self.submit(batch, batch_intended, requests, sent, out)
+    }
+
+    /// Sends again a request a GOAWAY left unprocessed, on a free slot.
+    pub fn retry(&mut self, retry: Retry, sent: u64, out: &mut Delivery) -> Verdict {
+        let requests = std::iter::once((retry.index, retry.intended));
+        self.submit(retry.batch, retry.batch_intended, requests, sent, out)
+    }
+
+    fn submit(
+        &mut self,
+        batch: Batch,
+        batch_intended: u64,
+        requests: impl Iterator<Item = (usize, u64)>,
+        sent: u64,
+        out: &mut Delivery,
+    ) -> Verdict {
+        let Some(forms) = batch.http2.clone() else {
+            return Verdict::fail(ErrorKind::Write, "no HTTP/2 form of the request");
+        };
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.batches.push(Slot {
+                    batch: batch.clone(),
+                    batch_intended,
+                    sent_ns: sent,
+                    entries: Vec::with_capacity(self.depth),
+                    open: 0,
+                });
+                self.batches.len() - 1
+            }
+        };
+        let Some(session) = self.session.as_mut() else {
+            self.free.push(slot);
+            return Verdict::fail(ErrorKind::Write, "no HTTP/2 session");
+        };
+        let depth = self.depth;
+        let state = &mut self.batches[slot];
+        state.batch_intended = batch_intended;
+        state.sent_ns = sent;
+        state.entries.clear();
+        state.open = 0;
+        for (k, (request, intended)) in requests.enumerate() {
+            let Some(form) = forms.get(request) else { continue };
+            let body = form.body.as_ref().map(|bytes| Body::Bytes {
+                bytes: bytes.clone(),
+                start: 0,
+                end: bytes.len(),
+            });
+            let stream_slot = slot * depth + k;
+            match session.submit_request(form.field_slices(), body, stream_slot) {
+                Ok(stream_id) => {
+                    let open = State::Open;
+                    state.entries.push(Entry {
+                        request,
+                        stream_slot,
+                        intended,
+                        stream_id,
+                        state: open,
+                    });
+                    state.open += 1;
+                }
+                // The session takes no new stream (a GOAWAY came, or the
+                // stream ids ran out): the request goes elsewhere.
+                Err(_) => out.retry(Retry {
+                    batch: batch.clone(),
+                    index: request,
+                    intended,
+                    batch_intended,
+                }),
+            }
+        }
+        state.batch = batch;
+        if state.open == 0 {
+            self.free.push(slot);
+            return Verdict::Close;
+        }
+        self.busy += 1;
+        self.pump(sent, out)
+    }
+
+    /// Resets the streams that have waited longer than `timeout` at `now`
+    /// (`CANCEL`), counting each as a timeout.
+    pub fn expire(&mut self, now: u64, timeout: u64, out: &mut Delivery) -> Verdict {
+        let Some(session) = self.session.as_mut() else { return Verdict::Keep };
+        let mut cancelled = false;
+        for slot in self.batches.iter_mut().filter(|slot| slot.open > 0) {
+            if now.saturating_sub(slot.sent_ns) <= timeout {
+                continue;
+            }
+            for entry in slot.entries.iter_mut().filter(|e| e.state == State::Open) {
+                entry.state = State::Cancelled;
+                session.reset(entry.stream_id, session::CANCEL);
+                out.error(ErrorKind::Timeout, "no response within the timeout");
+                cancelled = true;
+            }
+        }
+        if cancelled {
+            self.pump(now, out)
+        } else {
+            Verdict::Keep
+        }
+    }
+
+    /// The bytes still to write.
+    #[inline]
+    pub fn unwritten(&self) -> &[u8] {
+        &self.out[self.written..]
+    }
+
+    pub fn wrote(&mut self, n: usize) {
+        self.written += n;
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        }
+    }
+
+    /// Bytes read from the socket, which arrived at `arrived`.
+    pub fn receive(&mut self, data: &[u8], arrived: u64, out: &mut Delivery) -> Verdict {
+        let Some(session) = self.session.as_mut() else {
+            return Verdict::fail(ErrorKind::Read, "data received before the HTTP/2 session");
+        };
+        if let Err(e) = session.receive(data) {
+            return Verdict::fail(ErrorKind::Read, e);
+        }
+        self.pump(arrived, out)
+    }
+
+    /// The peer closed the connection at `now`.
+    pub fn closed_by_peer(&mut self) -> Verdict {
+        match self.requests_in_flight() {
+            0 => Verdict::Close,
+            _ => Verdict::fail(ErrorKind::Read, "connection closed before the response"),
+        }
+    }
+
+    /// Acts on what the session reports, and queues what it has to send.
+    fn pump(&mut self, now: u64, out: &mut Delivery) -> Verdict {
+        self.handle_events(now, out);
+        let Some(session) = self.session.as_mut() else { return Verdict::Keep };
+        if let Err(e) = session.send(&mut self.out) {
+            return Verdict::fail(ErrorKind::Write, e);
+        }
+        // Streams may close while sending (refused after a GOAWAY).
+        self.handle_events(now, out);
+        let session = self.session.as_ref().expect("checked above");
+        if let Some(failure) = session.failure() {
+            return Verdict::fail(ErrorKind::Read, format!("HTTP/2 protocol error: {failure}"));
+        }
+        // After a GOAWAY, the connection ends once its streams are done.
+        if self.goaway.is_some() && self.busy == 0 {
+            return Verdict::Close;
+        }
+        Verdict::Keep
+    }
+
+    fn handle_events(&mut self, now: u64, out: &mut Delivery) {
+        let Some(session) = self.session.as_mut() else { return };
+        let mut events = std::mem::take(&mut self.events);
+        events.extend(session.events());
+        for event in events.drain(..) {
+            match event {
+                Event::Settings => self.settings(now, out),
+                Event::GoAway { last_stream_id, code } => {
+                    self.goaway = Some(last_stream_id);
+                    if code != session::NO_ERROR {
+                        let name = session::error_code_name(code);
+                        out.error(
+                            ErrorKind::Read,
+                            &format!("HTTP/2 GOAWAY from the server: {name}"),
+                        );
+                    }
+                }
+                Event::Closed { slot, stream_id, code } => {
+                    self.closed(slot, stream_id, code, now, out)
+                }
+                Event::Request { .. } => {}
+            }
+        }
+        self.events = events;
+    }
+
+    /// The server's SETTINGS: the slots this connection offers follow its
+    /// stream limit; new ones are tickets.
+    fn settings(&mut self, now: u64, out: &mut Delivery) {
+        let Some(session) = &self.session else { return };
+        let limit = session.peer_max_concurrent_streams();
+        let allowed = self.streams.min(usize::try_from(limit).unwrap_or(usize::MAX));
+        if allowed < self.streams {
+            out.recorder.stream_limit(limit);
+        }
+        let before = if self.greeted { self.slots } else { 0 };
+        self.greeted = true;
+        self.slots = (allowed / self.depth).max(1);
+        for _ in before..self.slots {
+            out.ready(self.generation, now);
+        }
+    }
+
+    /// The stream of `stream_slot` closed with `code`.
+    fn closed(
+        &mut self,
+        stream_slot: usize,
+        stream_id: i32,
+        code: u32,
+        now: u64,
+        out: &mut Delivery,
+    ) {
+        let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
+        let Some(state) = self.batches.get_mut(slot) else { return };
+        let Some(entry) = state.entries.get_mut(k).filter(|e| e.stream_id == stream_id) else {
+            return;
+        };
+        let was = std::mem::replace(&mut entry.state, State::Done);
+        let entry = *entry;
+        state.open -= 1;
+        let last_of_batch = state.open == 0;
+        let exchange = Exchange {
+            intended: entry.intended,
+            batch_intended: state.batch_intended,
+            sent: state.sent_ns,
+        };
+        let Some(session) = self.session.as_mut() else { return };
+        let (status, reset_by_peer) =
+            session.message(stream_slot).map_or((0, false), |m| (m.status, m.reset_by_peer));
+        let complete = was == State::Open && code == session::NO_ERROR && status > 0;
+        let captured = if self.capture && complete {
+            Some(captured(session.take_message(stream_slot)))
+        } else {
+            session.clear_message(stream_slot);
+            None
+        };
+        let refused_by_goaway = self.goaway.is_some_and(|last| stream_id > last)
+            && code == session::REFUSED_STREAM
+            && !reset_by_peer;
+        match was {
+            State::Cancelled | State::Done => {}
+            State::Open if complete => {
+                out.response(exchange, now, status, last_of_batch, captured);
+                out.succeeded();
+            }
+            State::Open if code == session::NO_ERROR => {
+                out.error(ErrorKind::Read, "HTTP/2 response without :status");
+            }
+            State::Open if refused_by_goaway => {
+                out.recorder.retried_after_goaway();
+                out.retry(Retry {
+                    batch: state.batch.clone(),
+                    index: entry.request,
+                    intended: exchange.intended,
+                    batch_intended: exchange.batch_intended,
+                });
+            }
+            State::Open => {
+                let name = session::error_code_name(code);
+                let cause = if reset_by_peer {
+                    format!("HTTP/2 stream reset by the server: {name}")
+                } else {
+                    format!("HTTP/2 stream error: {name}")
+                };
+                out.error(ErrorKind::Read, &cause);
+            }
+        }
+        if last_of_batch {
+            self.busy -= 1;
+            self.free.push(slot);
+            if self.accepting() {
+                out.ready(self.generation, now);
+            }
+        }
+    }
+}
+
+/// A response's header fields (without the pseudo-headers) and body, as
+/// the script's `response()` gets them.
+fn captured(message: Message) -> Captured {
+    let headers = message
+        .fields
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with(b":"))
+        .map(|(name, value)| {
+            (
+                String::from_utf8_lossy(&name).into_owned(),
+                String::from_utf8_lossy(&value).into_owned(),
+            )
+        })
+        .collect();
+    Captured { headers, body: message.body }
+}

@@ -1,0 +1,69 @@
+//! HTTP/2 (`--http2`, and `pace serve` on the same port as HTTP/1.1):
+//! nghttp2's session API behind a safe wrapper ([`session`]), and requests
+//! written as HTTP/1.1 text turned into HTTP/2 header blocks
+//! ([`request`]). The client's exchanges are in `engine/http2.rs`, the
+//! server's in `serve/`.
+
+pub mod request;
+pub mod session;
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::time::Duration;
+
+/// The client connection preface, then an empty SETTINGS frame.
+const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+/// Checks, with one blocking connection to `addr`, that the server speaks
+/// HTTP/2 without TLS (h2c with prior knowledge: pace sends no HTTP/1.1
+/// Upgrade): it must answer the preface with a SETTINGS frame. A server
+/// that does not is reported once, in words, before the run.
+pub fn check_prior_knowledge(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+    let failed = |e: std::io::Error| format!("{}", crate::error::io_reason(&e));
+    let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
+    socket.set_read_timeout(Some(timeout)).map_err(failed)?;
+    socket.set_write_timeout(Some(timeout)).map_err(failed)?;
+    socket.write_all(PREFACE).map_err(failed)?;
+    let mut answer = [0u8; 64];
+    let mut got = 0;
+    // A frame header is 9 bytes; an HTTP/1.1 status line is longer.
+    while got < 9 {
+        match socket.read(&mut answer[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                return Err(format!(
+                    "no answer to the HTTP/2 connection preface within {timeout:?}"
+                ))
+            }
+            Err(e) => return Err(failed(e)),
+        }
+    }
+    let answer = &answer[..got];
+    const SETTINGS: u8 = 4;
+    if answer.len() >= 9 && answer[3] == SETTINGS {
+        return Ok(());
+    }
+    Err(if answer.starts_with(b"HTTP/") {
+        let line = answer.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
+        format!(
+            "it answered the HTTP/2 connection preface in HTTP/1.x ('{}'): it does not speak h2c \
+             (HTTP/2 without TLS)",
+            String::from_utf8_lossy(line)
+        )
+    } else if answer.is_empty() {
+        "it closed the connection on the HTTP/2 connection preface: it does not speak h2c \
+         (HTTP/2 without TLS)"
+            .to_string()
+    } else {
+        "it did not answer the HTTP/2 connection preface with SETTINGS: it does not speak h2c \
+         (HTTP/2 without TLS)"
+            .to_string()
+    })
+}
