@@ -183,6 +183,23 @@ impl BenchConfig {
         }
     }
 
+    /// The protocol the run speaks, as the JSON names it: `http/1.1`, `h2`
+    /// (HTTP/2 over TLS) or `h2c` (HTTP/2 over TCP).
+    pub fn protocol(&self) -> &'static str {
+        match (self.http2, self.target.scheme) {
+            (false, _) => "http/1.1",
+            (true, crate::target::Scheme::Https) => "h2",
+            (true, crate::target::Scheme::Http) => "h2c",
+        }
+    }
+
+    /// Requests one connection can carry at once: `--streams` over HTTP/2
+    /// (or the fewer a server allowed, `allowed`), one over HTTP/1.1.
+    pub fn slots_per_connection(&self, allowed: Option<u32>) -> usize {
+        let allowed = allowed.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        self.streams.min(allowed).max(1)
+    }
+
     /// The rate the plan wants of this instance on average over the
     /// measured part of the run (after the warm-up), requests per second;
     /// None in the closed loop.

@@ -92,6 +92,8 @@ pub fn config(settings: &Settings) -> Result<BenchConfig, String> {
         start_at: settings.start_at,
         requests: settings.requests_limit,
         digits: settings.digits,
+        http2: settings.http2,
+        streams: settings.streams,
         ..BenchConfig::new(target)
     })
 }
@@ -405,6 +407,8 @@ mod tests {
                 plan: Some(PlanSpec::constant(300.0)),
                 warmup: Duration::ZERO,
                 seed: 0,
+                http2: false,
+                streams: 1,
             },
             result: RunResult {
                 threads: vec![(&total).into()],

@@ -18,7 +18,7 @@ use crate::config::Shard;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::signals::Interruption;
 use crate::stats::{
-    Errors, Generator, Interval, RunResult, StageStats, Stats, ThreadTotals, Warmup,
+    Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, ThreadTotals, Warmup,
 };
 
 /// One saved run: how it was run and what it measured.
@@ -54,6 +54,9 @@ pub struct Settings {
     pub plan: Option<PlanSpec>,
     pub warmup: Duration,
     pub seed: u64,
+    /// `--http2`, and `--streams`.
+    pub http2: bool,
+    pub streams: usize,
 }
 
 /// Reads the run saved in `path`.
@@ -114,6 +117,11 @@ struct Record {
     mode: String,
     threads: usize,
     connections: usize,
+    /// Absent before pace spoke HTTP/2: HTTP/1.1.
+    #[serde(default = "http1")]
+    protocol: String,
+    #[serde(default = "one")]
+    streams: usize,
     digits: u8,
     duration_s: Option<f64>,
     #[serde(default)]
@@ -184,6 +192,18 @@ struct FinalRecord {
     #[serde(default)]
     stages: Vec<StageRecord>,
     generator: GeneratorRecord,
+    #[serde(default)]
+    streams_allowed: Option<u32>,
+    #[serde(default)]
+    retried_after_goaway: u64,
+}
+
+fn http1() -> String {
+    "http/1.1".into()
+}
+
+fn one() -> usize {
+    1
 }
 
 #[derive(Deserialize)]
@@ -264,6 +284,10 @@ impl Record {
             waiting_for_generator_us: run.generator.waiting_for_generator_us,
             busiest_thread_cpu: run.generator.busiest_thread_cpu_share,
         };
+        stats.http2 = Http2Counts {
+            retried_after_goaway: run.retried_after_goaway,
+            stream_limit: run.streams_allowed,
+        };
         if let Some(warmup) = &run.warmup {
             stats.warmup = Warmup { requests: warmup.requests, errors: warmup.errors };
         }
@@ -292,6 +316,8 @@ impl Record {
             plan,
             warmup: run.warmup.as_ref().map_or(Ok(Duration::ZERO), |w| seconds(w.duration_s))?,
             seed: run.plan.as_ref().and_then(|plan| plan.seed).unwrap_or(0),
+            http2: self.protocol != "http/1.1",
+            streams: self.streams,
         };
         let (series, series_interval) = series(&run);
         let result = RunResult {

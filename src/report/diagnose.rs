@@ -151,16 +151,16 @@ pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
         found.push(server_timeouts(cfg, stats));
     }
     let lag = lag_weight(stats);
-    let connections = cfg.connections_of_instance();
+    let slots = Slots::of(cfg, stats);
     // Little's law; NaN (no response) compares false.
     let busy = rate * spectrum::mean(&stats.uncorrected) / 1e6;
-    let short_of_connections = busy > MAX_BUSY_SHARE * connections as f64;
+    let short_of_connections = busy > MAX_BUSY_SHARE * slots.total() as f64;
     let generator_share = generator_share(&stats.generator);
     let waited_for_connections = lag.matters && 1.0 - generator_share >= CAUSE_SHARE;
     if short_of_connections && (waited_for_connections || e.unsent > 0) {
-        found.push(too_few_connections(cfg, stats, rate, busy, lag));
+        found.push(too_few_connections(cfg, stats, rate, busy, lag, slots));
     } else if waited_for_connections && !failed && !timed_out {
-        found.push(server_slow_spells(stats, connections, busy, lag));
+        found.push(server_slow_spells(stats, slots, busy, lag));
     }
     if lag.matters && generator_share >= CAUSE_SHARE {
         found.push(generator_cpu(stats, lag, generator_share));
@@ -241,26 +241,27 @@ fn server_timeouts(cfg: &BenchConfig, stats: &Stats) -> Diagnostic {
     }
 }
 
-fn server_slow_spells(stats: &Stats, connections: usize, busy: f64, lag: LagWeight) -> Diagnostic {
+fn server_slow_spells(stats: &Stats, slots: Slots, busy: f64, lag: LagWeight) -> Diagnostic {
     let max_us = stats.uncorrected.max();
     Diagnostic {
         code: Code::ServerStalled,
         message: format!(
             "the server stalled at times: sends waited for a free connection (schedule lag p99 \
              {}) while responses took up to {} (uncorrected; p99 {}), though on average {} of \
-             the {connections} connections were busy; the corrected latency includes the \
-             wait",
+             the {} were busy; the corrected latency includes the wait",
             format_time_us(lag.lag_p99_us as f64),
             format_time_us(max_us as f64),
             format_time_us(lag.uncorrected_p99_us as f64),
-            format_busy(busy)
+            format_busy(busy),
+            slots.describe(),
         ),
         figures: vec![
             ("lag_p99_us", json!(lag.lag_p99_us)),
             ("uncorrected_p99_us", json!(lag.uncorrected_p99_us)),
             ("uncorrected_max_us", json!(max_us)),
             ("busy_connections", json!(round2(busy))),
-            ("connections", json!(connections)),
+            ("connections", json!(slots.connections)),
+            ("streams_per_connection", json!(slots.streams)),
         ],
     }
 }
@@ -271,31 +272,81 @@ fn too_few_connections(
     rate: f64,
     busy: f64,
     lag: LagWeight,
+    slots: Slots,
 ) -> Diagnostic {
-    let connections = cfg.connections_of_instance();
     let mean_us = spectrum::mean(&stats.uncorrected);
-    // -c is shared by all shards; this one's share of it must grow.
-    let suggested = (busy / COMFORTABLE_BUSY_SHARE).ceil() as u64 * cfg.shard.count as u64;
+    // -c is shared by all shards; this one's share of it must grow. Each
+    // connection carries `streams` requests at once.
+    let per_connection = COMFORTABLE_BUSY_SHARE * slots.streams as f64;
+    let suggested = (busy / per_connection).ceil() as u64 * cfg.shard.count as u64;
+    let more_streams = if cfg.http2 { " (or more --streams)" } else { "" };
     Diagnostic {
         code: Code::TooFewConnections,
         message: format!(
-            "too few connections: {connections} cannot carry {} requests/s at {} mean \
-             latency (Little's law: {} busy on average), so sends waited for a free one \
-             (schedule lag p99 {}); use -c {suggested} or more. The corrected latency \
-             includes the wait",
+            "too few connections: {} cannot carry {} requests/s at {} mean latency (Little's \
+             law: {} busy on average), so sends waited for a free one (schedule lag p99 {}); \
+             use -c {suggested} or more{more_streams}. The corrected latency includes the wait",
+            slots.count(),
             format_rate(rate),
             format_time_us(mean_us),
             format_busy(busy),
             format_time_us(lag.lag_p99_us as f64)
         ),
         figures: vec![
-            ("connections", json!(connections)),
+            ("connections", json!(slots.connections)),
+            ("streams_per_connection", json!(slots.streams)),
             ("target_rate", json!(rate)),
             ("mean_latency_us", json!(round2(mean_us))),
             ("busy_connections", json!(round2(busy))),
             ("suggested_connections", json!(suggested)),
             ("lag_p99_us", json!(lag.lag_p99_us)),
         ],
+    }
+}
+
+/// What carries requests at once: connections, each with its streams
+/// (HTTP/2), or one request each (HTTP/1.1).
+#[derive(Clone, Copy, Debug)]
+struct Slots {
+    connections: usize,
+    streams: usize,
+}
+
+impl Slots {
+    fn of(cfg: &BenchConfig, stats: &Stats) -> Slots {
+        Slots {
+            connections: cfg.connections_of_instance(),
+            streams: cfg.slots_per_connection(stats.http2.stream_limit),
+        }
+    }
+
+    fn total(self) -> usize {
+        self.connections.saturating_mul(self.streams)
+    }
+
+    /// `10 connections`, or with HTTP/2 streams `80 slots (10
+    /// connections x 8 streams)`.
+    fn describe(self) -> String {
+        match self.streams {
+            1 => format!("{} connections", self.connections),
+            streams => {
+                format!(
+                    "{} slots ({} connections x {streams} streams)",
+                    self.total(),
+                    self.connections
+                )
+            }
+        }
+    }
+
+    /// `10`, or with HTTP/2 streams `10 (x 8 streams: 80 slots)`.
+    fn count(self) -> String {
+        match self.streams {
+            1 => self.connections.to_string(),
+            streams => {
+                format!("{} (x {streams} streams: {} slots)", self.connections, self.total())
+            }
+        }
     }
 }
 

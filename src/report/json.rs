@@ -50,6 +50,10 @@ pub struct Report {
     pub mode: &'static str,
     pub threads: usize,
     pub connections: usize,
+    /// `"http/1.1"`, `"h2"` or `"h2c"`.
+    pub protocol: &'static str,
+    /// `--streams` (1 over HTTP/1.1).
+    pub streams: usize,
     pub digits: u8,
     pub target_requests_per_sec: Option<f64>,
     /// None: open-ended, until `-n` requests are done.
@@ -204,6 +208,11 @@ pub struct RunOnly {
     pub slo: Option<Vec<slo::Verdict>>,
     /// Why paced sends were late, and how busy the threads were.
     pub generator: GeneratorInfo,
+    /// HTTP/2: the lowest concurrent-stream limit a server set below
+    /// `--streams` (null: none did).
+    pub streams_allowed: Option<u32>,
+    /// HTTP/2: requests a GOAWAY left unprocessed, sent again.
+    pub retried_after_goaway: u64,
     /// The report's `Warning:` lines ([`diagnose`]); empty in closed loop.
     pub warnings: Vec<diagnose::Diagnostic>,
 }
@@ -377,6 +386,8 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
             waiting_for_generator_us: result.total.generator.waiting_for_generator_us,
             busiest_thread_cpu_share: result.total.generator.busiest_thread_cpu,
         },
+        streams_allowed: result.total.http2.stream_limit,
+        retried_after_goaway: result.total.http2.retried_after_goaway,
         warnings: diagnose::diagnose(cfg, result),
     });
     Ok(report)
@@ -465,6 +476,8 @@ fn common_fields(
         mode,
         threads: cfg.threads,
         connections: cfg.connections,
+        protocol: cfg.protocol(),
+        streams: cfg.streams,
         digits: cfg.digits,
         target_requests_per_sec: target,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),

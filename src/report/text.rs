@@ -15,7 +15,7 @@ use hdrhistogram::Histogram;
 use super::c_fixed;
 use super::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::config::{BenchConfig, Mode};
-use crate::stats::{RunResult, Stats};
+use crate::stats::{Http2Counts, RunResult, Stats};
 use crate::units::{
     format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
 };
@@ -47,6 +47,14 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         (None, n) => writeln!(out, "Running {} requests @ {url}", n.unwrap_or_default())?,
     }
     writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
+    if cfg.http2 {
+        let how = match cfg.protocol() {
+            "h2" => "h2, over TLS by ALPN",
+            _ => "h2c, prior knowledge",
+        };
+        let streams = if cfg.streams == 1 { "stream" } else { "streams" };
+        writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", cfg.streams)?;
+    }
     super::plan::write_header(out, cfg)
 }
 
@@ -341,7 +349,30 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     if stats.nil_requests > 0 {
         writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
     }
+    write_http2_notes(out, &stats.http2)?;
     write_statuses(out, &stats.statuses)
+}
+
+/// What HTTP/2 connections did besides carrying requests: a server that
+/// allowed fewer streams than `--streams`, requests sent again after a
+/// GOAWAY.
+fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()> {
+    if let Some(limit) = http2.stream_limit {
+        writeln!(
+            out,
+            "  HTTP/2: the server allows {limit} concurrent streams per connection, fewer than \
+             --streams: {limit} were used"
+        )?;
+    }
+    if http2.retried_after_goaway > 0 {
+        writeln!(
+            out,
+            "  HTTP/2: {} requests the server did not process (above its GOAWAY's last stream) \
+             went again on another connection, their latency counted from their intended time",
+            http2.retried_after_goaway
+        )?;
+    }
+    Ok(())
 }
 
 /// `  Status codes: 200: 9980, 503: 20`, in status order, when the
