@@ -53,7 +53,15 @@ pub(super) enum Outcome {
         wake_at: Option<u64>,
     },
     Close,
+    /// Its first bytes are the HTTP/2 connection preface: hand it over
+    /// ([`Conn::into_http2`]).
+    Http2,
 }
+
+/// The HTTP/2 connection preface (RFC 9113 3.4), which a client speaking
+/// HTTP/2 sends first, with prior knowledge (h2c) or after choosing h2 by
+/// ALPN.
+const HTTP2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
 
 pub(super) struct Conn {
     transport: Transport,
@@ -77,6 +85,10 @@ pub(super) struct Conn {
     linger_until: Option<u64>,
     /// The wake-up the event loop has queued for this connection.
     pub(super) timer: Option<u64>,
+    /// No request has been read yet: the input may be HTTP/2's preface.
+    fresh: bool,
+    /// The preface came: the connection is HTTP/2's.
+    http2: bool,
 }
 
 enum Parse {
@@ -108,7 +120,14 @@ impl Conn {
             close_when_flushed: false,
             linger_until: None,
             timer: None,
+            fresh: true,
+            http2: false,
         }
+    }
+
+    /// The socket and what was read of it, for the HTTP/2 server.
+    pub(super) fn into_http2(self) -> (Transport, Vec<u8>) {
+        (self.transport, self.input.data().to_vec())
     }
 
     pub(super) fn transport(&self) -> &Transport {
@@ -132,6 +151,9 @@ impl Conn {
         loop {
             if read && self.read_input(now, read_to_end, shared, counters).is_err() {
                 return Outcome::Close;
+            }
+            if self.http2 {
+                return Outcome::Http2;
             }
             let was_full = self.pending_full();
             if self.write_output(now, shared).is_err() {
@@ -172,6 +194,10 @@ impl Conn {
                 Ok((n, _)) => {
                     self.input.filled(n);
                     counters.requests_read(self.parse_input(now, shared));
+                    // The rest is for the HTTP/2 server to read.
+                    if self.http2 {
+                        break;
+                    }
                     // A short read from a TCP socket means its queue is
                     // empty, and later data raises a new edge: this saves
                     // the read that would only say EAGAIN. Unless the peer
@@ -211,6 +237,17 @@ impl Conn {
     }
 
     fn parse_head(&mut self, now: u64, shared: &Shared) -> Step {
+        if self.fresh {
+            let data = self.input.data();
+            let compared = data.len().min(HTTP2_PREFACE.len());
+            if data[..compared] == HTTP2_PREFACE[..compared] {
+                if compared < HTTP2_PREFACE.len() {
+                    return Step::NeedInput;
+                }
+                self.http2 = true;
+                return Step::NeedInput;
+            }
+        }
         let head = match request::parse_head(self.input.data()) {
             HeadParse::Complete(head) => head,
             HeadParse::Partial if self.input.data().len() < MAX_HEAD => return Step::NeedInput,
@@ -219,6 +256,7 @@ impl Conn {
             }
         };
         self.input.consume(head.len);
+        self.fresh = false;
         let request = head.request;
         let echo_too_large =
             matches!(head.body, BodyDecoder::Length(n) if n > MAX_ECHO_BODY as u64);

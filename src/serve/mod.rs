@@ -65,6 +65,7 @@
 mod conn;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzzing;
+mod http2;
 mod request;
 mod response;
 mod tls;

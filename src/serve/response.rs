@@ -14,7 +14,8 @@ pub(super) const NEVER: u64 = u64::MAX;
 pub(super) const TOKEN: &str = "tok123";
 
 /// The line `/bytes` and `/chunked` bodies repeat.
-const LINE: &[u8; 64] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+\n";
+pub(super) const LINE: &[u8; 64] =
+    b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+\n";
 
 /// A static buffer of [`LINE`]s that large bodies are written from, so a
 /// 100 MB response needs no 100 MB buffer.
@@ -329,7 +330,7 @@ fn render_chunks(count: u32, out: &mut Vec<u8>) {
     out.extend_from_slice(b"0\r\nX-Trailer: end\r\n\r\n");
 }
 
-fn stats_json(shared: &Shared) -> Vec<u8> {
+pub(super) fn stats_json(shared: &Shared) -> Vec<u8> {
     let stats = shared.stats();
     let mut json = Vec::with_capacity(96);
     json.extend_from_slice(b"{\"connections\":");

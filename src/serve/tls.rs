@@ -42,7 +42,9 @@ pub(super) fn local_identity() -> io::Result<Identity> {
         .with_no_client_auth()
         .with_single_cert(vec![certificate], key)
         .map_err(io::Error::other)?;
-    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    // HTTP/2 preferred, as servers do; a connection that chose it starts
+    // with the preface, which hands it over (see serve::http2).
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Identity { config: Arc::new(config), certificate_der: CERTIFICATE_DER })
 }
 

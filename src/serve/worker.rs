@@ -15,7 +15,8 @@ use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
 
 use super::conn::{Conn, Outcome, Wake};
-use super::{tls, Shared};
+use super::http2::Http2Conn;
+use super::{tls, Shared, ThreadCounters};
 use crate::http::transport::Transport;
 use crate::sys::{now_ns, set_minimal_timer_slack, Interest, Poller};
 
@@ -42,7 +43,42 @@ pub(super) struct Worker {
 
 struct Slot {
     generation: u32,
-    conn: Option<Conn>,
+    conn: Option<Served>,
+}
+
+/// A connection, as HTTP/1.1 (where every one starts) or HTTP/2.
+enum Served {
+    Http1(Conn),
+    Http2(Box<Http2Conn>),
+}
+
+impl Served {
+    fn timer(&mut self) -> &mut Option<u64> {
+        match self {
+            Served::Http1(conn) => &mut conn.timer,
+            Served::Http2(conn) => &mut conn.timer,
+        }
+    }
+
+    fn transport(&self) -> &Transport {
+        match self {
+            Served::Http1(conn) => conn.transport(),
+            Served::Http2(conn) => conn.transport(),
+        }
+    }
+
+    fn service(
+        &mut self,
+        now: u64,
+        wake: Wake,
+        shared: &Shared,
+        counters: &ThreadCounters,
+    ) -> Outcome {
+        match self {
+            Served::Http1(conn) => conn.service(now, wake, shared, counters),
+            Served::Http2(conn) => conn.service(now, wake, shared, counters),
+        }
+    }
 }
 
 fn token(slot: usize, generation: u32) -> u64 {
@@ -50,7 +86,7 @@ fn token(slot: usize, generation: u32) -> u64 {
 }
 
 /// The connection a token names, if it is still the one that got it.
-fn lookup(slots: &mut [Slot], token: u64) -> Option<&mut Conn> {
+fn lookup(slots: &mut [Slot], token: u64) -> Option<&mut Served> {
     let slot = slots.get_mut((token & u64::from(u32::MAX)) as usize)?;
     if u64::from(slot.generation) != token >> 32 {
         return None;
@@ -129,8 +165,8 @@ impl Worker {
             // Only the connection's current wake-up counts; others are
             // leftovers of plans that changed.
             let Some(conn) = lookup(&mut self.slots, token) else { continue };
-            if conn.timer == Some(due) {
-                conn.timer = None;
+            if *conn.timer() == Some(due) {
+                *conn.timer() = None;
                 self.service(token, now, Wake::Quiet);
             }
         }
@@ -144,11 +180,28 @@ impl Worker {
         let Some(conn) = lookup(&mut self.slots, token) else { return };
         match conn.service(now, wake, shared, counters) {
             Outcome::Close => self.close(token),
-            Outcome::Open { wake_at: Some(due) } if conn.timer != Some(due) => {
-                conn.timer = Some(due);
+            Outcome::Open { wake_at: Some(due) } if *conn.timer() != Some(due) => {
+                *conn.timer() = Some(due);
                 self.timers.push(Reverse((due, token)));
             }
             Outcome::Open { .. } => {}
+            Outcome::Http2 => self.hand_over(token, now),
+        }
+    }
+
+    /// The connection of `token` turned out to speak HTTP/2: the HTTP/2
+    /// server takes its socket and what was read, and reads on.
+    fn hand_over(&mut self, token: u64, now: u64) {
+        let index = (token & u64::from(u32::MAX)) as usize;
+        let Some(Served::Http1(conn)) = self.slots[index].conn.take() else { return };
+        let (transport, received) = conn.into_http2();
+        match Http2Conn::new(transport, &received) {
+            Ok(conn) => {
+                self.slots[index].conn = Some(Served::Http2(Box::new(conn)));
+                // What the socket still holds raises no new edge.
+                self.service(token, now, Wake::Input);
+            }
+            Err(_) => self.close(token),
         }
     }
 
@@ -186,7 +239,7 @@ impl Worker {
             self.free_slots.push(slot);
             return;
         }
-        self.slots[slot].conn = Some(Conn::new(transport));
+        self.slots[slot].conn = Some(Served::Http1(Conn::new(transport)));
         self.shared.counters[self.index].connection_accepted();
     }
 

@@ -1,0 +1,292 @@
+//! One HTTP/2 client connection of the built-in server: h2c by the
+//! connection preface on the plain port, h2 by ALPN with `--tls` (either
+//! way the connection starts as HTTP/1.1 and is handed over when its first
+//! bytes are the preface). The endpoints, the added latency and the stall
+//! are the HTTP/1.1 server's: each request gets its response's due time
+//! when it is complete, and responses leave when due, in any order (each
+//! on its stream).
+//!
+//! What HTTP/1.1 frames differently: `/chunked` sends its lines as plain
+//! DATA (HTTP/2 has no chunked coding; no trailer), `/eof` and `/close`
+//! answer and then end the connection with a GOAWAY, and no `100
+//! Continue` is sent.
+
+use std::io;
+
+use super::conn::{Outcome, Wake};
+use super::request::Request;
+use super::response::{self, Body, Endpoint, Response, NEVER};
+use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
+use crate::http::transport::Transport;
+use crate::http2::session::{self, Event, Role, Session};
+
+/// Concurrent streams a client may open on one connection (nginx's
+/// default).
+const MAX_CONCURRENT_STREAMS: u32 = 128;
+
+/// The read buffer.
+const READ_BUFFER: usize = 16 * 1024;
+
+/// The largest `/echo` request body kept, as over HTTP/1.1.
+const MAX_ECHO_BODY: usize = 1024 * 1024;
+
+/// A response waiting for its due time.
+struct Pending {
+    stream_id: i32,
+    slot: usize,
+    response: Response,
+}
+
+pub(super) struct Http2Conn {
+    transport: Transport,
+    session: Session,
+    pending: Vec<Pending>,
+    /// Frames to write; `out[written..]` is not written yet.
+    out: Vec<u8>,
+    written: usize,
+    buf: Vec<u8>,
+    peer_eof: bool,
+    /// A GOAWAY was sent (`/close`, `/eof`): end once the answers are out.
+    ending: bool,
+    /// The session's events being handled (kept for its memory).
+    events: Vec<Event>,
+    /// The wake-up the event loop has queued for this connection.
+    pub(super) timer: Option<u64>,
+}
+
+impl Http2Conn {
+    /// Takes over a connection whose input so far (`received`, the
+    /// preface at least) is HTTP/2.
+    pub(super) fn new(transport: Transport, received: &[u8]) -> io::Result<Http2Conn> {
+        let role = Role::Server { max_concurrent_streams: MAX_CONCURRENT_STREAMS };
+        let mut session = Session::new(role, true).map_err(io::Error::other)?;
+        session.receive(received).map_err(io::Error::other)?;
+        Ok(Http2Conn {
+            transport,
+            session,
+            pending: Vec::new(),
+            out: Vec::new(),
+            written: 0,
+            buf: vec![0; READ_BUFFER],
+            peer_eof: false,
+            ending: false,
+            events: Vec::new(),
+            timer: None,
+        })
+    }
+
+    pub(super) fn transport(&self) -> &Transport {
+        &self.transport
+    }
+
+    /// Does whatever can be done at `now`: read (if the socket signalled
+    /// it), answer what is due, write.
+    pub(super) fn service(
+        &mut self,
+        now: u64,
+        wake: Wake,
+        shared: &Shared,
+        counters: &ThreadCounters,
+    ) -> Outcome {
+        if wake != Wake::Quiet && self.read(wake == Wake::Hangup).is_err() {
+            return Outcome::Close;
+        }
+        self.handle_events(now, shared, counters);
+        if self.answer_due(now, shared).is_err() || self.write().is_err() {
+            return Outcome::Close;
+        }
+        // Streams closed while sending (a client's reset) drop their answers.
+        self.handle_events(now, shared, counters);
+        let done = self.session.is_over()
+            || self.session.failure().is_some()
+            || ((self.peer_eof || self.ending) && self.pending.is_empty());
+        if done && self.written >= self.out.len() {
+            return Outcome::Close;
+        }
+        let next = self.pending.iter().map(|p| p.response.due_ns).filter(|&due| due != NEVER).min();
+        Outcome::Open { wake_at: next.filter(|&due| due > now) }
+    }
+
+    /// Reads everything the socket has into the session.
+    fn read(&mut self, until_end: bool) -> io::Result<()> {
+        while !self.peer_eof {
+            match self.transport.read(&mut self.buf) {
+                Ok((0, _)) => self.peer_eof = true,
+                Ok((n, _)) => {
+                    self.session.receive(&self.buf[..n]).map_err(io::Error::other)?;
+                    if n < self.buf.len() && !until_end && self.transport.short_read_drains() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// Complete requests get their response's due time; streams the client
+    /// reset lose theirs.
+    fn handle_events(&mut self, now: u64, shared: &Shared, counters: &ThreadCounters) {
+        let mut events = std::mem::take(&mut self.events);
+        events.extend(self.session.events());
+        let mut requests = 0;
+        for event in events.drain(..) {
+            match event {
+                Event::Request { slot, stream_id } => {
+                    let message = self.session.take_message(slot);
+                    let request = request(&message);
+                    requests += u64::from(request.endpoint != Endpoint::Stats);
+                    let response = Response::answer(request, now, shared);
+                    self.pending.push(Pending { stream_id, slot, response });
+                }
+                Event::Closed { stream_id, .. } => {
+                    self.pending.retain(|p| p.stream_id != stream_id);
+                }
+                Event::GoAway { .. } | Event::Settings => {}
+            }
+        }
+        self.events = events;
+        counters.requests_read(requests);
+    }
+
+    /// Submits the responses due at `now`.
+    fn answer_due(&mut self, now: u64, shared: &Shared) -> io::Result<()> {
+        let mut k = 0;
+        while k < self.pending.len() {
+            if self.pending[k].response.due_ns > now {
+                k += 1;
+                continue;
+            }
+            let Pending { stream_id, slot, response } = self.pending.swap_remove(k);
+            self.submit(stream_id, slot, &response, shared)?;
+            if matches!(response.body, Body::DefaultUntilClose)
+                || response.connection == super::request::Connection::Close
+            {
+                self.session.go_away(session::NO_ERROR);
+                self.ending = true;
+            }
+        }
+        Ok(())
+    }
+
+    fn submit(
+        &mut self,
+        stream_id: i32,
+        slot: usize,
+        response: &Response,
+        shared: &Shared,
+    ) -> io::Result<()> {
+        let stats = match response.body {
+            Body::Stats => response::stats_json(shared),
+            _ => Vec::new(),
+        };
+        let (length, body) = body(response, shared, stats);
+        let status = response.status.to_string();
+        let length = length.map(|n| n.to_string());
+        let mut fields: Vec<(&[u8], &[u8])> =
+            vec![(b":status", status.as_bytes()), (b"server", b"pace")];
+        match response.body {
+            Body::None | Body::Interim => {}
+            Body::Stats => fields.push((b"content-type", b"application/json")),
+            _ => fields.push((b"content-type", b"text/plain")),
+        }
+        if let Some(length) = &length {
+            fields.push((b"content-length", length.as_bytes()));
+        }
+        if response.token {
+            fields.push((b"x-token", response::TOKEN.as_bytes()));
+        }
+        let body = body.filter(|_| !response.head_only);
+        self.session.submit_response(stream_id, slot, fields, body).map_err(io::Error::other)
+    }
+
+    /// Writes the frames the session has, until done or the socket is full.
+    fn write(&mut self) -> io::Result<()> {
+        if !self.transport.flush()? {
+            return Ok(());
+        }
+        loop {
+            if self.written >= self.out.len() {
+                self.out.clear();
+                self.written = 0;
+                self.session.send(&mut self.out).map_err(io::Error::other)?;
+                if self.out.is_empty() {
+                    return Ok(());
+                }
+            }
+            match self.transport.write(&self.out[self.written..]) {
+                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// What the response to an HTTP/2 request depends on, as for HTTP/1.1.
+fn request(message: &session::Message) -> Request {
+    let field = |name: &[u8]| message.fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..]);
+    let method = String::from_utf8_lossy(field(b":method").unwrap_or(b"GET")).into_owned();
+    let path = String::from_utf8_lossy(field(b":path").unwrap_or(b"/")).into_owned();
+    let endpoint = Endpoint::route(&path);
+    let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == response::TOKEN.as_bytes());
+    let echo = (endpoint == Endpoint::Echo).then(|| {
+        let mut text = format!("{method} {path}\n").into_bytes();
+        for (name, value) in message.fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
+            text.extend_from_slice(name);
+            text.extend_from_slice(b": ");
+            text.extend_from_slice(value);
+            text.push(b'\n');
+        }
+        text.push(b'\n');
+        text.extend_from_slice(&message.body[..message.body.len().min(MAX_ECHO_BODY)]);
+        text
+    });
+    Request {
+        endpoint,
+        head_only: method == "HEAD",
+        connection: super::request::Connection::KeepAlive,
+        has_token,
+        expect_continue: false,
+        echo,
+    }
+}
+
+/// The body of `response` for the session, and its length when the
+/// response has one.
+fn body(
+    response: &Response,
+    shared: &Shared,
+    stats: Vec<u8>,
+) -> (Option<u64>, Option<session::Body>) {
+    let text = |text: &'static [u8]| session::Body::Repeat {
+        pattern: text,
+        offset: 0,
+        len: text.len() as u64,
+    };
+    let owned = |bytes: Vec<u8>| {
+        let end = bytes.len();
+        session::Body::Bytes { bytes: bytes.into(), start: 0, end }
+    };
+    match &response.body {
+        Body::Default | Body::DefaultUntilClose => {
+            let len = shared.default_body.len() as u64;
+            (Some(len), Some(session::Body::Repeat { pattern: DEFAULT_BODY_TEXT, offset: 0, len }))
+        }
+        Body::Pattern(n) => {
+            (Some(*n), Some(session::Body::Repeat { pattern: response::LINE, offset: 0, len: *n }))
+        }
+        Body::Chunked(n) => {
+            let len = u64::from(*n) * response::LINE.len() as u64;
+            (None, Some(session::Body::Repeat { pattern: response::LINE, offset: 0, len }))
+        }
+        Body::Text(t) => (Some(t.len() as u64), Some(text(t.as_bytes()))),
+        Body::Echo(bytes) => (Some(bytes.len() as u64), Some(owned(bytes.clone()))),
+        Body::Stats => (Some(stats.len() as u64), Some(owned(stats))),
+        Body::None | Body::Interim => (None, None),
+    }
+}
