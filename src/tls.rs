@@ -44,7 +44,13 @@ impl TlsClient {
         } else {
             builder.with_root_certificates(system_roots()?).with_no_client_auth()
         };
-        config.alpn_protocols = vec![if http2 { b"h2".to_vec() } else { b"http/1.1".to_vec() }];
+        // With HTTP/2, offering HTTP/1.1 too lets a server that lacks h2
+        // say so by choosing it (rather than end the handshake), and the
+        // run then fails in words.
+        config.alpn_protocols = match http2 {
+            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
+            false => vec![b"http/1.1".to_vec()],
+        };
         let server_name = ServerName::try_from(host.to_string())
             .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?;
         Ok(TlsClient { config: Arc::new(config), server_name })
@@ -80,8 +86,8 @@ impl TlsClient {
                     format!("{} by ALPN", String::from_utf8_lossy(p))
                 });
                 Err(Error::Setup(format!(
-                    "--http2: the server at {addr} does not speak HTTP/2 over TLS: offered h2, it \
-                     chose {chose} (leave out --http2 to benchmark it over HTTP/1.1)"
+                    "--http2: the server at {addr} does not speak HTTP/2 over TLS: offered h2 and \
+                     http/1.1, it chose {chose} (leave out --http2 to benchmark it over HTTP/1.1)"
                 )))
             }
         }

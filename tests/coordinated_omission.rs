@@ -117,6 +117,23 @@ fn built_in_server_stall() {
     assert_stall_is_visible(&run, Freeze { min: length, max: length });
 }
 
+/// The same over HTTP/2 (one stream per connection: the model's 50
+/// requests in flight when the freeze begins).
+#[test]
+fn built_in_server_stall_over_http2() {
+    let _load = load_lock();
+    let server = serve(ServeOptions {
+        stall: Some(Stall { at: Duration::from_millis(2500), length: Duration::from_secs(1) }),
+        ..serve_options()
+    });
+    let target = url(server.addr(), "/");
+    let mut args = args(&target);
+    args.insert(0, "--http2");
+    let run = pace(&args, LIMIT);
+    let length = Duration::from_secs(1);
+    assert_stall_is_visible(&run, Freeze { min: length, max: length });
+}
+
 #[test]
 fn nginx_frozen_with_sigstop() {
     let _load = load_lock();

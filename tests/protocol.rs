@@ -203,17 +203,6 @@ fn tls_verifies_certificates_by_default() {
     assert_eq!(server.stats().requests, 0, "{run}");
 }
 
-/// The certificate of `pace serve --tls` in PEM, as a user gets it with
-/// `openssl s_client -connect HOST:PORT | openssl x509`.
-fn built_in_certificate_pem() -> String {
-    use base64::Engine;
-    let der = include_bytes!("../src/serve/cert/localhost.der");
-    let text = base64::engine::general_purpose::STANDARD.encode(der);
-    let lines: Vec<&str> =
-        text.as_bytes().chunks(64).map(|l| std::str::from_utf8(l).unwrap()).collect();
-    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
-}
-
 /// SSL_CERT_FILE names the certificates to trust instead of the system's
 /// (rustls-native-certs reads it, and SSL_CERT_DIR): with the built-in
 /// server's certificate in it (its own trust anchor), pace verifies the
@@ -224,7 +213,7 @@ fn ssl_cert_file_names_the_certificates_to_trust() {
     let server = tls_server();
     let dir = tempfile::tempdir().unwrap();
     let pem = dir.path().join("serve.pem");
-    std::fs::write(&pem, built_in_certificate_pem()).unwrap();
+    std::fs::write(&pem, common::built_in_certificate_pem()).unwrap();
     let trusted = [("SSL_CERT_FILE", pem.to_str().unwrap())];
     let run =
         spawn_pace_with_env(&["-t1", "-c2", "-d500ms", &https(&server)], &trusted).wait(LIMIT);

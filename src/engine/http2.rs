@@ -22,6 +22,7 @@ use crate::engine::conn::{Exchange, Ticket};
 use crate::engine::delivery::{Delivery, Retry, Verdict};
 use crate::engine::source::Batch;
 use crate::http::response::Captured;
+use crate::http2::canonical_name;
 use crate::http2::session::{self, Body, Event, Message, Role, Session};
 use crate::stats::ErrorKind;
 
@@ -470,19 +471,14 @@ impl Http2 {
     }
 }
 
-/// A response's header fields (without the pseudo-headers) and body, as
-/// the script's `response()` gets them.
+/// A response's header fields (without the pseudo-headers, names in their
+/// HTTP/1.1 case) and body, as the script's `response()` gets them.
 fn captured(message: Message) -> Captured {
     let headers = message
         .fields
         .into_iter()
         .filter(|(name, _)| !name.starts_with(b":"))
-        .map(|(name, value)| {
-            (
-                String::from_utf8_lossy(&name).into_owned(),
-                String::from_utf8_lossy(&value).into_owned(),
-            )
-        })
+        .map(|(name, value)| (canonical_name(&name), String::from_utf8_lossy(&value).into_owned()))
         .collect();
     Captured { headers, body: message.body }
 }

@@ -7,6 +7,21 @@
 pub mod request;
 pub mod session;
 
+/// A header name as HTTP/1.1 usually writes it (`content-type` becomes
+/// `Content-Type`, as Go's `CanonicalHeaderKey` does): HTTP/2 sends names
+/// in lower case, and scripts written for wrk look headers up by their
+/// HTTP/1.1 names (`headers["X-Token"]`).
+pub fn canonical_name(name: &[u8]) -> String {
+    let mut upper = true;
+    name.iter()
+        .map(|&byte| {
+            let c = if upper { byte.to_ascii_uppercase() } else { byte.to_ascii_lowercase() };
+            upper = byte == b'-';
+            char::from(c)
+        })
+        .collect()
+}
+
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
@@ -19,7 +34,7 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 /// Upgrade): it must answer the preface with a SETTINGS frame. A server
 /// that does not is reported once, in words, before the run.
 pub fn check_prior_knowledge(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
-    let failed = |e: std::io::Error| format!("{}", crate::error::io_reason(&e));
+    let failed = |e: std::io::Error| crate::error::io_reason(&e);
     let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
     socket.set_read_timeout(Some(timeout)).map_err(failed)?;
     socket.set_write_timeout(Some(timeout)).map_err(failed)?;
@@ -66,4 +81,17 @@ pub fn check_prior_knowledge(addr: SocketAddr, timeout: Duration) -> Result<(), 
          (HTTP/2 without TLS)"
             .to_string()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_in_their_http1_case() {
+        assert_eq!(canonical_name(b"x-token"), "X-Token");
+        assert_eq!(canonical_name(b"content-type"), "Content-Type");
+        assert_eq!(canonical_name(b"www-authenticate"), "Www-Authenticate");
+        assert_eq!(canonical_name(b"etag"), "Etag");
+    }
 }

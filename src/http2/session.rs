@@ -791,7 +791,7 @@ mod tests {
         }
     }
 
-    fn request<'a>(path: &'a [u8]) -> [(&'a [u8], &'a [u8]); 4] {
+    fn request(path: &[u8]) -> [(&[u8], &[u8]); 4] {
         [(b":method", b"POST"), (b":scheme", b"http"), (b":authority", b"h"), (b":path", path)]
     }
 

@@ -8,8 +8,9 @@
 //!
 //! What HTTP/1.1 frames differently: `/chunked` sends its lines as plain
 //! DATA (HTTP/2 has no chunked coding; no trailer), `/eof` and `/close`
-//! answer and then end the connection with a GOAWAY, and no `100
-//! Continue` is sent.
+//! answer and then end the connection with a GOAWAY, no `100 Continue` is
+//! sent, and `/echo` writes the header names in their HTTP/1.1 case
+//! (HTTP/2 sends them lower-cased).
 
 use std::io;
 
@@ -18,6 +19,7 @@ use super::request::Request;
 use super::response::{self, Body, Endpoint, Response, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
 use crate::http::transport::Transport;
+use crate::http2::canonical_name;
 use crate::http2::session::{self, Event, Role, Session};
 
 /// Concurrent streams a client may open on one connection (nginx's
@@ -236,8 +238,10 @@ fn request(message: &session::Message) -> Request {
     let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == response::TOKEN.as_bytes());
     let echo = (endpoint == Endpoint::Echo).then(|| {
         let mut text = format!("{method} {path}\n").into_bytes();
+        // Names as HTTP/1.1 writes them, so that an echo reads the same
+        // whichever protocol carried the request.
         for (name, value) in message.fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
-            text.extend_from_slice(name);
+            text.extend_from_slice(canonical_name(name).as_bytes());
             text.extend_from_slice(b": ");
             text.extend_from_slice(value);
             text.push(b'\n');

@@ -499,10 +499,52 @@ pub struct Nginx {
     dir: tempfile::TempDir,
 }
 
+/// How the nginx of a test listens and logs.
+#[derive(Clone, Debug)]
+pub struct NginxOptions {
+    pub listen: Listen,
+    /// `keepalive_requests`: after this many requests on a connection
+    /// nginx closes it (HTTP/1.1) or says GOAWAY (HTTP/2).
+    pub keepalive_requests: u64,
+    /// `http2_max_concurrent_streams` (nginx's default: 128).
+    pub max_concurrent_streams: u32,
+    /// Log each request's protocol, method, URI and status to
+    /// `access.log` ([`Nginx::access_log`]).
+    pub access_log: bool,
+}
+
+/// The protocol of nginx's port.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Listen {
+    Http1,
+    /// HTTP/2 without TLS (prior knowledge).
+    H2c,
+    /// TLS with the built-in server's certificate, HTTP/2 by ALPN.
+    H2,
+    /// TLS with that certificate, HTTP/1.1 only.
+    Https1,
+}
+
+impl Default for NginxOptions {
+    fn default() -> Self {
+        NginxOptions {
+            listen: Listen::Http1,
+            keepalive_requests: 1_000_000,
+            max_concurrent_streams: 128,
+            access_log: false,
+        }
+    }
+}
+
 impl Nginx {
     /// Starts nginx, or returns `None` (after saying so loudly) when it is
     /// not installed. In CI ([`in_ci`]) a missing nginx fails the test.
     pub fn start() -> Option<Nginx> {
+        Nginx::start_with(NginxOptions::default())
+    }
+
+    /// [`Nginx::start`] listening and logging as `options` say.
+    pub fn start_with(options: NginxOptions) -> Option<Nginx> {
         if !Path::new(NGINX).exists() {
             if in_ci() {
                 panic!("{NGINX} not found: CI must install nginx (apt-get install nginx-light)");
@@ -514,12 +556,16 @@ impl Nginx {
         let root = dir.path().join("html");
         fs::create_dir(&root).unwrap();
         fs::write(root.join("index.html"), "Hello, World!").unwrap();
+        if matches!(options.listen, Listen::H2 | Listen::Https1) {
+            fs::write(dir.path().join("cert.pem"), built_in_certificate_pem()).unwrap();
+            fs::write(dir.path().join("key.pem"), built_in_key_pem()).unwrap();
+        }
         // The port was free a moment ago; a rare clash shows as nginx
         // exiting, and the next attempt takes another port.
         for _ in 0..5 {
             let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
             let addr = SocketAddr::from(([127, 0, 0, 1], port));
-            let conf = write_nginx_conf(dir.path(), &root, port);
+            let conf = write_nginx_conf(dir.path(), &root, port, &options);
             // `-e`: even the messages before the configuration is read go
             // to the temporary directory, not to /var/log/nginx.
             let mut child = Command::new(NGINX)
@@ -535,13 +581,27 @@ impl Nginx {
                 .die_with_test()
                 .spawn()
                 .expect("start nginx");
-            if wait_ready(&mut child, addr, dir.path()) {
+            if wait_ready(&mut child, addr, dir.path(), options.listen) {
                 return Some(Nginx { child, addr, dir });
             }
             let _ = child.kill();
             let _ = child.wait();
         }
         panic!("nginx did not start; see its error log above");
+    }
+
+    /// What nginx logged, one line per request: `HTTP/2.0 GET /index.html
+    /// 200` (with [`NginxOptions::access_log`]). nginx writes each line as
+    /// it answers, so after the client is done all of them are there.
+    pub fn access_log(&self) -> Vec<String> {
+        let text = fs::read_to_string(self.dir.path().join("access.log")).unwrap_or_default();
+        text.lines().map(str::to_string).collect()
+    }
+
+    /// The certificate nginx presents over TLS (the built-in server's:
+    /// its own trust anchor), as a PEM file.
+    pub fn certificate_file(&self) -> PathBuf {
+        self.dir.path().join("cert.pem")
     }
 
     pub fn pid(&self) -> i32 {
@@ -568,8 +628,9 @@ impl Drop for Nginx {
     }
 }
 
-/// Polls until nginx answers a GET, or exits, or 5 s pass.
-fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path) -> bool {
+/// Polls until nginx accepts connections (and, on a plain HTTP/1.1 port,
+/// answers a GET), or exits, or 5 s pass.
+fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path, listen: Listen) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
@@ -577,7 +638,15 @@ fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path) -> bool {
             eprintln!("nginx exited with {status} before answering: {log}");
             return false;
         }
-        if http_get(addr, "/index.html").is_some_and(|r| r.starts_with("HTTP/1.1 200")) {
+        let ready = match listen {
+            Listen::Http1 => {
+                http_get(addr, "/index.html").is_some_and(|r| r.starts_with("HTTP/1.1 200"))
+            }
+            // nginx listens once its configuration is read: the port
+            // accepting a connection is the answer.
+            _ => TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok(),
+        };
+        if ready {
             return true;
         }
         thread::sleep(Duration::from_millis(20));
@@ -585,8 +654,28 @@ fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path) -> bool {
     false
 }
 
-fn write_nginx_conf(dir: &Path, root: &Path, port: u16) -> PathBuf {
+fn write_nginx_conf(dir: &Path, root: &Path, port: u16, options: &NginxOptions) -> PathBuf {
     let d = dir.display();
+    let access_log = if options.access_log {
+        format!(
+            "log_format requests '$server_protocol $request_method $request_uri $status';\n    \
+             access_log {d}/access.log requests;"
+        )
+    } else {
+        "access_log off;".to_string()
+    };
+    let listen = match options.listen {
+        Listen::Http1 => format!("listen 127.0.0.1:{port};"),
+        Listen::H2c => format!("listen 127.0.0.1:{port} http2;"),
+        Listen::H2 => format!("listen 127.0.0.1:{port} ssl http2;"),
+        Listen::Https1 => format!("listen 127.0.0.1:{port} ssl;"),
+    };
+    let tls = match options.listen {
+        Listen::H2 | Listen::Https1 => {
+            format!("ssl_certificate {d}/cert.pem;\n        ssl_certificate_key {d}/key.pem;")
+        }
+        _ => String::new(),
+    };
     let conf = format!(
         "daemon off;
 master_process off;
@@ -597,27 +686,114 @@ events {{
     worker_connections 1024;
 }}
 http {{
-    access_log off;
+    {access_log}
     client_body_temp_path {d}/client_body;
     proxy_temp_path {d}/proxy;
     fastcgi_temp_path {d}/fastcgi;
     uwsgi_temp_path {d}/uwsgi;
     scgi_temp_path {d}/scgi;
-    keepalive_requests 1000000;
+    keepalive_requests {keepalive};
     keepalive_timeout 60s;
+    http2_max_concurrent_streams {streams};
     server {{
-        listen 127.0.0.1:{port};
+        {listen}
+        {tls}
         root {root};
         location / {{
+        }}
+        location /post {{
+            return 200 \"posted\";
         }}
     }}
 }}
 ",
+        keepalive = options.keepalive_requests,
+        streams = options.max_concurrent_streams,
         root = root.display()
     );
     let path = dir.join("nginx.conf");
     fs::write(&path, conf).unwrap();
     path
+}
+
+/// The built-in server's certificate (`pace serve --tls`) in PEM: its own
+/// trust anchor, valid for localhost and 127.0.0.1.
+pub fn built_in_certificate_pem() -> String {
+    pem("CERTIFICATE", include_bytes!("../../src/serve/cert/localhost.der"))
+}
+
+/// Its private key (PKCS #8) in PEM, for nginx.
+fn built_in_key_pem() -> String {
+    pem("PRIVATE KEY", include_bytes!("../../src/serve/cert/localhost-key.der"))
+}
+
+fn pem(label: &str, der: &[u8]) -> String {
+    use base64::Engine;
+    let text = base64::engine::general_purpose::STANDARD.encode(der);
+    let lines: Vec<&str> =
+        text.as_bytes().chunks(64).map(|l| std::str::from_utf8(l).unwrap()).collect();
+    format!("-----BEGIN {label}-----\n{}\n-----END {label}-----\n", lines.join("\n"))
+}
+
+// ----- nghttpd: an independent HTTP/2 server --------------------------------------
+
+const NGHTTPD: &str = "/usr/sbin/nghttpd";
+
+/// nghttp2's server (Debian's nghttp2-server), h2c on a free port of
+/// 127.0.0.1, serving `dir`'s files; killed on drop.
+pub struct Nghttpd {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl Nghttpd {
+    /// Starts nghttpd with these extra arguments (`-m 2`, `-w 16`...), or
+    /// returns `None` (loudly) when it is not installed; in CI a missing
+    /// nghttpd fails the test.
+    pub fn start(dir: &Path, args: &[&str]) -> Option<Nghttpd> {
+        if !Path::new(NGHTTPD).exists() {
+            if in_ci() {
+                panic!("{NGHTTPD} not found: CI must install it (apt-get install nghttp2-server)");
+            }
+            eprintln!("\n!!!!!!!!!! SKIPPED: {NGHTTPD} is not installed (apt-get install nghttp2-server); this nghttpd test did not run !!!!!!!!!!\n");
+            return None;
+        }
+        for _ in 0..5 {
+            let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+            let addr = SocketAddr::from(([127, 0, 0, 1], port));
+            let mut child = Command::new(NGHTTPD)
+                .args(["--no-tls", "-a", "127.0.0.1", "-d"])
+                .arg(dir)
+                .args(args)
+                .arg(port.to_string())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .die_with_test()
+                .spawn()
+                .expect("start nghttpd");
+            let deadline = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break;
+                }
+                if TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_ok() {
+                    return Some(Nghttpd { child, addr });
+                }
+                thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("nghttpd did not start");
+    }
+}
+
+impl Drop for Nghttpd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 /// One blocking HTTP/1.0 GET; the whole response, or `None` on any error.
