@@ -141,7 +141,7 @@ fn streams_multiply_what_one_connection_carries() {
     };
     let (one, ten) = (carried("1"), carried("10"));
     // One stream: a request per 50 ms, about 40 in 2 s; ten: about 400.
-    assert!(one >= 20.0 && one <= 41.0, "{one} requests with one stream");
+    assert!((20.0..=41.0).contains(&one), "{one} requests with one stream");
     assert!(ten >= 6.0 * one && ten <= 10.5 * one + 10.0, "{ten} with ten streams, {one} with one");
 }
 
@@ -250,7 +250,10 @@ fn lua_scripts_run_unchanged_over_http2() {
     let run = pace(&["--http2", "-t1", "-c2", "-d500ms", "-s", script!("pipeline"), &root], LIMIT);
     run.assert_ok();
     let requests = run.report().requests();
-    assert!(requests > 0 && requests % 3 == 0, "{requests} responses, batches of 3\n{run}");
+    assert!(
+        requests > 0 && requests.is_multiple_of(3),
+        "{requests} responses, batches of 3\n{run}"
+    );
     assert_eq!(server.stats().requests - before, requests, "{run}");
 }
 
