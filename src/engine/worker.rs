@@ -143,10 +143,13 @@ impl Worker {
         if let Some(plan) = self.schedule.rest_of_plan() {
             self.recorder.give_up(plan, sending_ended, sending_ended);
         }
-        for retry in self.connections.take_retries() {
-            self.recorder.give_up_one(retry.intended, sending_ended);
-        }
         self.collect_in_flight();
+        // Requests a GOAWAY left unprocessed that found no connection
+        // again before the end (or during the wait for the last responses).
+        let now = sys::now_ns();
+        for retry in self.connections.take_retries() {
+            self.recorder.give_up_one(retry.intended, now);
+        }
         let finished_ns = if self.hurried() {
             sys::now_ns()
         } else {
