@@ -40,7 +40,7 @@ fn run(command: Command) -> Result<i32, Error> {
                 .map(|()| 0)
                 .map_err(|err| Error::Setup(format!("cannot serve on {bind}: {err}")))
         }
-        Command::Demo => crate::demo::run(),
+        Command::Demo { http2 } => crate::demo::run(http2),
         Command::Merge(args) => crate::merge::run(&args),
         Command::Report(args) => crate::merge::report(&args),
         Command::Help(text) | Command::Version(text) => {

@@ -23,7 +23,8 @@ const DURATION: Duration = Duration::from_secs(10);
 const STALL_AT: Duration = Duration::from_secs(5);
 const STALL_FOR: Duration = Duration::from_secs(1);
 
-pub fn run() -> Result<i32, Error> {
+/// Runs the demo, over HTTP/2 (h2c) with `http2`.
+pub fn run(http2: bool) -> Result<i32, Error> {
     let server = serve::start(ServeOptions {
         bind: "127.0.0.1:0".parse().expect("literal address"),
         threads: 1,
@@ -41,6 +42,7 @@ pub fn run() -> Result<i32, Error> {
         latency: true,
         u_latency: true,
         outputs: OutputOptions { progress: true, ..OutputOptions::default() },
+        http2,
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
     };
     eprintln!(
@@ -48,7 +50,8 @@ pub fn run() -> Result<i32, Error> {
         STALL_FOR.as_secs(),
         STALL_AT.as_secs()
     );
-    eprintln!("Same as: pace -t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
+    let protocol = if http2 { "--http2 " } else { "" };
+    eprintln!("Same as: pace {protocol}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
     let finished = run::measure(&cfg, addr, run::fixed_workload(&cfg, addr)?);
     server.stop();
     let result = finished?.result;

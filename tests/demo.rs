@@ -9,8 +9,20 @@ use common::{assert_monotonic, load_lock, pace, Block};
 
 #[test]
 fn demo_shows_coordinated_omission() {
+    demo(&["demo"]);
+}
+
+/// The same over HTTP/2: the built-in server speaks it too.
+#[test]
+fn demo_over_http2() {
+    let stdout = demo(&["demo", "--http2"]);
+    assert!(stdout.contains("\n  HTTP/2 (h2c, prior knowledge), 1 stream per connection\n"));
+}
+
+/// Runs the demo with `args` and checks what it shows; returns its stdout.
+fn demo(args: &[&str]) -> String {
     let _load = load_lock();
-    let run = pace(&["demo"], Duration::from_secs(30));
+    let run = pace(args, Duration::from_secs(30));
     run.assert_ok();
     assert!(
         run.stderr.contains("pace demo: the built-in server listens on http://127.0.0.1:"),
@@ -52,4 +64,5 @@ fn demo_shows_coordinated_omission() {
     assert!(explanation.contains("  p99:  corrected "), "{run}");
     assert!(explanation.contains("coordinated omission"), "{run}");
     assert!(explanation.contains("The server froze for 1 s"), "{run}");
+    run.stdout.clone()
 }

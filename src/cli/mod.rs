@@ -35,8 +35,8 @@ pub enum Command {
     },
     /// `pace serve`: run the built-in target server.
     Serve(ServeOptions),
-    /// `pace demo`.
-    Demo,
+    /// `pace demo`, over HTTP/2 with `--http2`.
+    Demo { http2: bool },
     /// `pace merge`: report saved runs as one.
     Merge(crate::merge::MergeArgs),
     /// `pace report`: report one saved run again.
@@ -128,7 +128,8 @@ mod tests {
     #[test]
     fn subcommands_by_first_word_only() {
         assert!(matches!(run(&["serve"]), Ok(Command::Serve(_))));
-        assert!(matches!(run(&["demo"]), Ok(Command::Demo)));
+        assert!(matches!(run(&["demo"]), Ok(Command::Demo { http2: false })));
+        assert!(matches!(run(&["demo", "--http2"]), Ok(Command::Demo { http2: true })));
         // Elsewhere the words are URLs (and not valid ones).
         assert!(
             matches!(run(&["-t1", "serve"]), Err(Error::Usage(m)) if m.contains("invalid URL"))

@@ -75,14 +75,29 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
 /// Parses the words after `pace demo`: only `-h/--help`.
 pub(super) fn parse_demo(args: Vec<OsString>) -> Result<Command, Error> {
     let mut options = Options::new(args, DEMO_SPECS);
-    match options.next()? {
-        None => Ok(Command::Demo),
-        Some(Item::Option(_help)) => Ok(Command::Help(usage::demo())),
-        Some(Item::Word(word)) => Err(unexpected_word("demo", word)),
+    let mut http2 = false;
+    while let Some(item) = options.next()? {
+        match item {
+            Item::Option(found) => match found.flag {
+                DemoFlag::Http2 => http2 = true,
+                DemoFlag::Help => return Ok(Command::Help(usage::demo())),
+            },
+            Item::Word(word) => return Err(unexpected_word("demo", word)),
+        }
     }
+    Ok(Command::Demo { http2 })
 }
 
-pub(super) const DEMO_SPECS: &[Spec<()>] = &[Spec { short: Some('h'), long: "help", flag: () }];
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum DemoFlag {
+    Http2,
+    Help,
+}
+
+pub(super) const DEMO_SPECS: &[Spec<DemoFlag>] = &[
+    Spec { short: None, long: "http2", flag: DemoFlag::Http2 },
+    Spec { short: Some('h'), long: "help", flag: DemoFlag::Help },
+];
 
 fn unexpected_word(command: &str, word: OsString) -> Error {
     Error::Usage(format!(

@@ -180,11 +180,14 @@ Usage: pace report <options> <file>
 /// `pace demo -h`.
 pub(super) fn demo() -> String {
     "\
-Usage: pace demo
+Usage: pace demo [--http2]
   Starts the built-in server on a free loopback port with an injected
   stall, benchmarks it at a fixed rate for a few seconds and prints the
   corrected and uncorrected latency side by side: what coordinated
   omission hides. Needs no network access and no other setup.
+  Options:
+        --http2            Over HTTP/2 (h2c) instead of HTTP/1.1
+    -h, --help             Print this help
 "
     .to_string()
 }
