@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn demo() {
-        assert!(matches!(parse(["demo".into()]), Ok(Command::Demo)));
+        assert!(matches!(parse(["demo".into()]), Ok(Command::Demo { http2: false })));
         assert!(matches!(parse(["demo".into(), "-h".into()]), Ok(Command::Help(_))));
         assert_eq!(error(&["demo", "-c", "1"]), "unknown option '-c'");
         assert_eq!(error(&["demo", "x"]), "unexpected argument 'x' (try 'pace demo --help')");
