@@ -43,8 +43,9 @@ measure it too, in the same run ("base"), for before/after ratios; h2 too if
 it has --http2.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
-generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
-taskset, /usr/bin/time; for paced/wide/shards/wire tcpdump (run as root);
+generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, taskset,
+/usr/bin/time; for closed/lua/static/wire wrk; for paced/wide/shards/wire/h2
+tcpdump (run as root);
 for paced/wide/shards/h2 python3-numpy (Debian); a release build of pace;
 optionally wrk2 and oha:
 $WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
@@ -384,7 +385,10 @@ def h2load_figures(out):
 
 def pace_figures(out):
     """(requests, req/s, {kind: count} of errors, the JSON) from a pace -e report."""
-    report = json.loads(out)
+    try:
+        report = json.loads(out)
+    except ValueError:
+        sys.exit('compare.py: pace printed no JSON report: ' + (out.strip().splitlines() or ['(nothing)'])[-1][:200])
     return report['requests'], report['requests_per_sec'], report['errors'], report
 
 
@@ -402,6 +406,15 @@ def h2(rounds, base):
     warned = {}  # pace's warnings (codes) over the paced runs -> in how many runs
     paced_runs = 0
 
+    def completed(name, requests, out):
+        """A run that completed nothing (h2c refused, another server on the
+        port) stops compare.py with one line."""
+        if requests == 0:
+            said = [l for l in out.strip().splitlines() if l.strip()]
+            sys.exit(f'compare.py: {name} completed no requests on {H2_URL}'
+                     + (f': {said[-1].strip()[:200]}' if said else ''))
+        return requests
+
     def note_errors(name, counts):
         for kind, count in counts.items():
             errors.setdefault(name, {}).setdefault(kind, 0)
@@ -417,7 +430,7 @@ def h2(rounds, base):
             requests, rps, failed = (h2load_figures if name == 'h2load' else pace_figures)(out)[:3]
             note_errors(name, failed)
             rows[name]['rps'].append(rps)
-            rows[name]['cpu_us'].append(cpu / max(requests, 1) * 1e6)
+            rows[name]['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
     median_table(f'h2 closed loop -t1 -c{c}, {m} streams each, h2c (median of {rounds})', rows)
     for name, _ in paces_:
         print(f'  {name} rps / h2load = '
@@ -452,7 +465,7 @@ def h2(rounds, base):
                     row['lag_p99'].append(lag['99'])
                 note_errors(name, failed)
                 row['reported'].append(reported)
-                row['cpu_us'].append(cpu / max(requests, 1) * 1e6)
+                row['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
         median_table(f'h2 paced -R {rate} -t1 -c{c}, {m} streams each (h2load --rps {rate // c} per client), '
                      f'h2c (median of {rounds})', rows)
         for name, _ in paces_:
