@@ -31,20 +31,29 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            -t1 -c1 for 5 s under bench/wire.py, which captures the traffic
            and takes each request's gap to its response on the wire; the
            p50/p99 each tool reports, the wire's, and reported - wire (us)
+  h2       HTTP/2: pace --http2 --streams 10 vs h2load -m10 on nginx's h2c
+           port, -t1 -c10: closed loop (requests/s, CPU per request), then
+           paced at 10000/s and 50000/s (h2load --rps R/10 per client):
+           achieved rate, pace's schedule lag p50/p99, pacing jitter on the
+           wire (bench/pacing.py --h2: one HEADERS frame is one request),
+           CPU per request. Skipped with a line when h2load is missing.
 
 $PACE_BASE names an earlier pace binary: closed, paced, wide, plans and wire then
-measure it too, in the same run ("base"), for before/after ratios.
+measure it too, in the same run ("base"), for before/after ratios; h2 too if
+it has --http2.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
-generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, wrk,
-taskset, /usr/bin/time; for paced/wide/shards/wire tcpdump (run as root);
-for paced/wide/shards python3-numpy (Debian); a release build of pace;
+generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, taskset,
+/usr/bin/time; for closed/lua/static/wire wrk; for paced/wide/shards/wire/h2
+tcpdump (run as root);
+for paced/wide/shards/h2 python3-numpy (Debian); a release build of pace;
 optionally wrk2 and oha:
 $WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
-built in bench/peers/ (or $PEERS). $BENCH_PORT (default 18080) is nginx's
-port.
+built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
+Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
+port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire,h2]
 """
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -64,13 +73,17 @@ def peer(variable, name, built):
 
 WRK2 = peer('WRK2', 'wrk2', ('wrk2', 'wrk'))
 OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
+H2LOAD = os.environ.get('H2LOAD') or shutil.which('h2load')
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
+# nginx's h2c listener (HTTP/2 by prior knowledge), the same locations.
+H2_PORT = int(os.environ.get('BENCH_H2_PORT', '18081'))
+H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
 # nginx's /post answers 200 "posted" to a GET and to a POST with a body.
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2')
 
 
 def have(path):
@@ -84,12 +97,13 @@ def missing_tools(parts):
         if not ok:
             missing.append((what, how))
     need(shutil.which('nginx') or os.path.exists('/usr/sbin/nginx'), 'nginx', 'apt-get install nginx-light')
-    need(WRK, 'wrk', 'apt-get install wrk')
+    if {'closed', 'lua', 'static', 'wire'} & set(parts):
+        need(WRK, 'wrk', 'apt-get install wrk')
     need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
     need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
-    if {'paced', 'wide', 'shards', 'wire'} & set(parts):
+    if {'paced', 'wide', 'shards', 'wire', 'h2'} & set(parts):
         need(shutil.which('tcpdump') or os.path.exists('/usr/sbin/tcpdump'), 'tcpdump', 'apt-get install tcpdump')
-    if {'paced', 'wide', 'shards'} & set(parts):
+    if {'paced', 'wide', 'shards', 'h2'} & set(parts):
         numpy = have(PYTHON_WITH_NUMPY) and subprocess.run(
             [PYTHON_WITH_NUMPY, '-c', 'import numpy'], capture_output=True).returncode == 0
         need(numpy, f'numpy for {PYTHON_WITH_NUMPY}',
@@ -131,14 +145,15 @@ def p50s(out):
     return tuple(to_us(v) for v in values[:2])
 
 
-def paced_run(cmd, rate):
+def paced_run(cmd, rate, port=PORT, h2=False):
     """Runs cmd on CPU 1 under bench/pacing.py (which watches the request
-    packets on the wire); returns (pacing figures, stdout, cpu s)."""
+    packets on the wire; with h2, the HEADERS frames of h2c); returns
+    (pacing figures, stdout, cpu s)."""
     with tempfile.NamedTemporaryFile('r') as t, tempfile.NamedTemporaryFile('r') as o:
         wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c',
                    'exec taskset -c 1 ' + shlex.join(cmd) + ' > ' + o.name]
-        report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(HERE, 'pacing.py'), str(PORT), str(rate), '2',
-                                 '--'] + wrapped, capture_output=True, text=True).stdout
+        report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(HERE, 'pacing.py')] + (['--h2'] if h2 else [])
+                                + [str(port), str(rate), '2', '--'] + wrapped, capture_output=True, text=True).stdout
         figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
         user, system = map(float, t.read().split()[-2:])
         return figures, o.read(), user + system
@@ -349,6 +364,125 @@ def wire(rounds):
               + '  '.join(f'{k}={m[k]:.1f}' for k in keys[2:]))
 
 
+def speaks_http2(binary):
+    """Whether a pace binary takes --http2 and --streams (an earlier one stops
+    at the unknown option)."""
+    return subprocess.run([binary, '--http2', '--streams', '2', '--version'], capture_output=True).returncode == 0
+
+
+def h2load_figures(out):
+    """(requests done, req/s, {kind: count} of failures) from h2load's summary."""
+    rate = re.search(r'^finished in \S+, ([\d.]+) req/s', out, re.M)
+    counts = re.search(r'^requests: \d+ total, \d+ started, (\d+) done, \d+ succeeded, (\d+) failed, '
+                       r'(\d+) errored, (\d+) timeout', out, re.M)
+    status = re.search(r'^status codes: \d+ 2xx, \d+ 3xx, (\d+) 4xx, (\d+) 5xx', out, re.M)
+    if not (rate and counts and status):
+        raise ValueError('no h2load summary in output:\n' + out[-1500:])
+    failures = dict(zip(('failed', 'errored', 'timeout', '4xx', '5xx'),
+                        map(int, counts.groups()[1:] + status.groups())))
+    return int(counts.group(1)), float(rate.group(1)), failures
+
+
+def pace_figures(out):
+    """(requests, req/s, {kind: count} of errors, the JSON) from a pace -e report."""
+    try:
+        report = json.loads(out)
+    except ValueError:
+        sys.exit('compare.py: pace printed no JSON report: ' + (out.strip().splitlines() or ['(nothing)'])[-1][:200])
+    return report['requests'], report['requests_per_sec'], report['errors'], report
+
+
+H2_CONNS, H2_STREAMS = 10, 10
+H2_RATES = (10000, 50000)
+
+
+def h2(rounds, base):
+    """pace --http2 vs h2load on nginx's h2c port, -t1 -c10 with 10 streams
+    each: closed loop, then paced. pace runs with -e (its JSON: requests,
+    errors, schedule lag)."""
+    c, m = H2_CONNS, H2_STREAMS
+    paces_ = [('pace', PACE)] + ([('base', PACE_BASE)] if base else [])
+    errors = {}  # tool -> {kind: count} over the h2 runs: what it says failed or was not sent
+    warned = {}  # pace's warnings (codes) over the paced runs -> in how many runs
+    paced_runs = 0
+
+    def completed(name, requests, out):
+        """A run that completed nothing (h2c refused, another server on the
+        port) stops compare.py with one line."""
+        if requests == 0:
+            said = [l for l in out.strip().splitlines() if l.strip()]
+            sys.exit(f'compare.py: {name} completed no requests on {H2_URL}'
+                     + (f': {said[-1].strip()[:200]}' if said else ''))
+        return requests
+
+    def note_errors(name, counts):
+        for kind, count in counts.items():
+            errors.setdefault(name, {}).setdefault(kind, 0)
+            errors[name][kind] += count
+
+    tools = [(name, [binary, '--http2', '--streams', str(m), '-t1', f'-c{c}', '-d5s', '-e', H2_URL])
+             for name, binary in paces_]
+    tools.append(('h2load', [H2LOAD, '-t1', f'-c{c}', f'-m{m}', '-D', '5', H2_URL]))
+    rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
+    for _ in range(rounds):
+        for name, cmd in tools:
+            out, cpu = timed(cmd)
+            requests, rps, failed = (h2load_figures if name == 'h2load' else pace_figures)(out)[:3]
+            note_errors(name, failed)
+            rows[name]['rps'].append(rps)
+            rows[name]['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
+    median_table(f'h2 closed loop -t1 -c{c}, {m} streams each, h2c (median of {rounds})', rows)
+    for name, _ in paces_:
+        print(f'  {name} rps / h2load = '
+              f'{statistics.median(rows[name]["rps"]) / statistics.median(rows["h2load"]["rps"]):.2f}   '
+              f'{name} CPU per request / h2load = '
+              f'{statistics.median(rows[name]["cpu_us"]) / statistics.median(rows["h2load"]["cpu_us"]):.2f}')
+
+    for rate in H2_RATES:
+        tools = [(name, [binary, '--http2', '--streams', str(m), '-t1', f'-c{c}', '-d10s', '-R', str(rate), '-e',
+                         H2_URL]) for name, binary in paces_]
+        tools.append(('h2load', [H2LOAD, '-t1', f'-c{c}', f'-m{m}', '-D', '10', '--rps', str(rate // c), H2_URL]))
+        keys = ('achieved', 'reported', 'lag_p50', 'lag_p99', 'grid_p50', 'grid_p99', 'win1ms_p99', 'per_segment',
+                'cpu_us')
+        rows = {name: {k: [] for k in keys} for name, _ in tools}
+        for _ in range(rounds):
+            for name, cmd in tools:
+                figures, out, cpu = paced_run(cmd, rate, H2_PORT, h2=True)
+                row = rows[name]
+                for key in ('achieved', 'grid_p50', 'grid_p99', 'win1ms_p99', 'per_segment'):
+                    if key in figures:
+                        row[key].append(figures[key])
+                if name == 'h2load':
+                    requests, reported, failed = h2load_figures(out)
+                else:
+                    requests, reported, failed, report = pace_figures(out)
+                    lag = report['schedule_lag']['percentiles_us']
+                    if name == 'pace':
+                        paced_runs += 1
+                        for code in {w.get('code', '?') for w in report.get('warnings', [])}:
+                            warned[code] = warned.get(code, 0) + 1
+                    row['lag_p50'].append(lag['50'])
+                    row['lag_p99'].append(lag['99'])
+                note_errors(name, failed)
+                row['reported'].append(reported)
+                row['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
+        median_table(f'h2 paced -R {rate} -t1 -c{c}, {m} streams each (h2load --rps {rate // c} per client), '
+                     f'h2c (median of {rounds})', rows)
+        for name, _ in paces_:
+            if rows[name]['grid_p99'] and rows['h2load']['grid_p99']:
+                print(f'  {name} grid_p99 / h2load = '
+                      f'{statistics.median(rows[name]["grid_p99"]) / max(statistics.median(rows["h2load"]["grid_p99"]), 1):.3f}   '
+                      f'{name} CPU per request / h2load = '
+                      f'{statistics.median(rows[name]["cpu_us"]) / statistics.median(rows["h2load"]["cpu_us"]):.2f}')
+    for name, counts in errors.items():
+        if any(counts.values()):
+            print(f'  note: {name} over the h2 runs: ' + ', '.join(f'{kind} {n}' for kind, n in counts.items() if n))
+    if warned:
+        print(f'  note: pace warned in its paced runs: '
+              + ', '.join(f'{code} in {n} of {paced_runs}' for code, n in sorted(warned.items()))
+              + ' (generator_cpu: the machine did not give pace the CPU; the lag and grid figures are the machine\'s)')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
@@ -364,6 +498,14 @@ def main():
         sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
     if PACE_BASE and not have(PACE_BASE):
         sys.exit(f'compare.py: no pace binary at PACE_BASE={PACE_BASE}')
+    if 'h2' in parts and not have(H2LOAD):
+        print('h2: skipped, no h2load (apt-get install nghttp2-client, or set H2LOAD)')
+        parts.remove('h2')
+        if not parts:
+            return
+    h2_base = bool(PACE_BASE) and 'h2' in parts and speaks_http2(PACE_BASE)
+    if PACE_BASE and 'h2' in parts and not h2_base:
+        print(f'note: {PACE_BASE} (PACE_BASE) has no --http2: h2 without base')
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
@@ -392,6 +534,8 @@ def main():
             shards(args.rounds)
         if 'wire' in parts:
             wire(args.rounds)
+        if 'h2' in parts:
+            h2(args.rounds, h2_base)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
