@@ -152,6 +152,7 @@ fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
     same_everywhere(runs, "the duration (-d, -n)", |s| s.duration)?;
     same_everywhere(runs, "-n", |s| s.requests_limit)?;
     same_everywhere(runs, "-c", |s| s.connections)?;
+    same_everywhere(runs, "the protocol (--http2, --streams)", |s| (s.http2, s.streams))?;
     let count = runs[0].settings.shard.count;
     let missing: Vec<String> =
         (0..count).filter(|i| !seen.contains_key(i)).map(|i| format!("{i}/{count}")).collect();
@@ -220,6 +221,13 @@ fn run_settings(runs: &[SavedRun], notes: &mut Vec<String>) -> Settings {
             (Some(PlanSpec::constant(rate)), Duration::ZERO, longest)
         }
     };
+    if common(runs, |s| (s.http2, s.streams)).is_none() {
+        notes.push(
+            "the runs spoke different protocols (HTTP/1.1, HTTP/2, --streams): the header names \
+             the first's"
+                .into(),
+        );
+    }
     let limits: Option<Vec<u64>> = runs.iter().map(|r| r.settings.requests_limit).collect();
     Settings {
         plan,
@@ -564,6 +572,21 @@ mod tests {
         let merged = combine(&[run("a", (0, 1), &[100], 0), c]).unwrap();
         assert_eq!(config(&merged.settings).unwrap().target_rate(), Some(400.0));
         assert!(merged.notes[0].contains("different plans"), "{:?}", merged.notes);
+    }
+
+    #[test]
+    fn protocols_must_agree_for_shards_and_are_noted_for_runs() {
+        let mut b = run("b", (1, 3), &[200], 0);
+        b.settings.http2 = true;
+        let error = combine(&[run("a", (0, 3), &[100], 0), b.clone()]).err().unwrap();
+        assert!(error.contains("differ in the protocol (--http2, --streams)"), "{error}");
+        b.settings.shard = Shard::WHOLE;
+        let merged = combine(&[run("a", (0, 1), &[100], 0), b]).unwrap();
+        assert!(
+            merged.notes.iter().any(|n| n.contains("different protocols")),
+            "{:?}",
+            merged.notes
+        );
     }
 
     #[test]
