@@ -576,11 +576,14 @@ mod tests {
 
     #[test]
     fn protocols_must_agree_for_shards_and_are_noted_for_runs() {
-        let mut b = run("b", (1, 3), &[200], 0);
-        b.settings.http2 = true;
-        let error = combine(&[run("a", (0, 3), &[100], 0), b.clone()]).err().unwrap();
+        let http2 = |shard| {
+            let mut b = run("b", shard, &[200], 0);
+            b.settings.http2 = true;
+            b
+        };
+        let error = combine(&[run("a", (0, 3), &[100], 0), http2((1, 3))]).err().unwrap();
         assert!(error.contains("differ in the protocol (--http2, --streams)"), "{error}");
-        b.settings.shard = Shard::WHOLE;
+        let b = http2((0, 1));
         let merged = combine(&[run("a", (0, 1), &[100], 0), b]).unwrap();
         assert!(
             merged.notes.iter().any(|n| n.contains("different protocols")),
