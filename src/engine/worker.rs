@@ -372,18 +372,46 @@ impl Worker {
     }
 
     /// After the sends: the requests in flight may still answer, each
-    /// until its own timeout; their latencies count. A second signal ends
-    /// the wait at once.
+    /// until its own timeout; their latencies count. A request an HTTP/2
+    /// server's GOAWAY left unprocessed is one of them (sent in the window,
+    /// not new load): it goes again for up to the timeout, unless the run
+    /// was stopped. A second signal ends the wait at once.
     fn collect_in_flight(&mut self) {
         let scan_every = self.timeout_scan_interval();
-        while self.connections.any_in_flight() && !self.hurried() {
+        let retry_until = sys::now_ns().saturating_add(self.run.timeout_ns);
+        loop {
             let now = sys::now_ns();
+            let retrying = self.connections.has_retry() && !self.stopped() && now < retry_until;
+            if self.hurried() || !(self.connections.any_in_flight() || retrying) {
+                return;
+            }
             self.connections.expire_timeouts(now, &mut self.recorder);
-            let until = now.saturating_add(scan_every);
+            let mut until = now.saturating_add(scan_every);
+            if retrying {
+                until = until.min(retry_until);
+                if let Some(at) = self.connections.next_reopen_at() {
+                    until = until.min(at.max(now));
+                }
+            }
             self.connections.poll(wake::events_until(now, until), &mut self.recorder);
-            // Responses still reach the script; nothing more is sent.
+            // Responses still reach the script; nothing new is sent.
             self.deliver_responses();
-            self.connections.take_ready().for_each(drop);
+            if retrying {
+                self.reopen_due();
+                self.send_retries();
+            } else {
+                self.connections.take_ready().for_each(drop);
+            }
+        }
+    }
+
+    /// Sends what waits to go again on the slots that became ready.
+    fn send_retries(&mut self) {
+        let tickets: Vec<Ticket> = self.connections.take_ready().collect();
+        for ticket in tickets {
+            if self.connections.has_retry() && self.connections.is_ready(ticket) {
+                self.connections.send_retry(ticket.conn, &mut self.recorder);
+            }
         }
     }
 
