@@ -486,3 +486,13 @@ fn captured(message: Message) -> Captured {
         .collect();
     Captured { headers, body: message.body }
 }
+
+/// For the fuzz target `http2_response` (`crate::fuzzing`), which checks
+/// the tickets given out against the slots.
+#[cfg(any(test, feature = "fuzzing"))]
+impl Http2 {
+    /// The slots offered, the slots busy, and the readiness number.
+    pub fn slots_busy_generation(&self) -> (usize, usize, u32) {
+        (self.slots, self.busy, self.generation)
+    }
+}
