@@ -128,6 +128,8 @@ impl Http2 {
         self.generation = self.generation.wrapping_add(1);
         self.free.clear();
         self.free.extend((0..self.batches.len()).rev());
+        // Their streams went with the socket: none is in flight any more.
+        self.batches.iter_mut().for_each(|slot| slot.open = 0);
         self.busy = 0;
         self.out.clear();
         self.written = 0;
