@@ -248,7 +248,9 @@ impl Op {
                 streams.sent(id, false, true);
             }
             Op::GoAway { last, code } => {
-                let mut payload = last_stream_id(*last, opened).to_be_bytes().to_vec();
+                let last = last_stream_id(*last, opened);
+                streams.went_away(last);
+                let mut payload = last.to_be_bytes().to_vec();
                 payload.extend(error_code(*code).to_be_bytes());
                 frame(&mut out, GOAWAY, 0, 0, &payload);
             }
@@ -309,8 +311,9 @@ fn headers_frame(out: &mut Vec<u8>, stream: u32, choice: u8, block: &[u8]) {
 }
 
 /// The client's streams as the peer's frames see them: those opened (ids
-/// 1, 3, 5...) and which of them the peer's frames ended (END_STREAM, or
-/// RST_STREAM), so that a choice names a stream that is still open.
+/// 1, 3, 5...) and which of them the peer's frames ended (END_STREAM,
+/// RST_STREAM, GOAWAY), so that a choice names a stream that is still
+/// open.
 #[derive(Default)]
 pub struct Streams {
     /// Per stream opened: the peer's frames ended it.
@@ -346,6 +349,13 @@ impl Streams {
             0..=0xef => 2 * opened + 1,
             _ => [0, 2, 0x7fff_ffff, 0x8000_0001, 2 * opened + 3, 2 * opened + 101, 4, 1]
                 [usize::from(choice & 7)],
+        }
+    }
+
+    /// A GOAWAY: the streams above `last` will not be answered.
+    fn went_away(&mut self, last: u32) {
+        for (k, ended) in self.ended.iter_mut().enumerate() {
+            *ended |= 2 * k as u64 + 1 > u64::from(last);
         }
     }
 
