@@ -424,7 +424,7 @@ impl Http2 {
         let Some(session) = self.session.as_mut() else { return };
         let (status, reset_by_peer) =
             session.message(stream_slot).map_or((0, false), |m| (m.status, m.reset_by_peer));
-        let complete = was == State::Open && code == session::NO_ERROR && status > 0;
+        let complete = was == State::Open && code == session::NO_ERROR && status >= 200;
         let captured = if self.capture && complete {
             Some(captured(session.take_message(stream_slot)))
         } else {
