@@ -234,7 +234,9 @@ impl Op {
                 let block: Vec<u8> =
                     fields.iter().flat_map(|&field| FIELDS[field_index(field)]).copied().collect();
                 let end = if flags & 1 == 0 { END_HEADERS } else { 0 };
-                frame(&mut out, CONTINUATION, end, id(*stream), &block);
+                let id = id(*stream);
+                frame(&mut out, CONTINUATION, end, id, &block);
+                streams.sent(id, false, false);
             }
             Op::Data { stream, flags, length } => {
                 let data = vec![b'd'; DATA_LENGTHS[usize::from(length % 8)]];
@@ -257,12 +259,19 @@ impl Op {
             Op::Ping { flags } => frame(&mut out, PING, flags & ACK, 0, b"pingpong"),
             Op::WindowUpdate { stream, increment } => {
                 let increment = INCREMENTS[usize::from(increment % 8)];
-                frame(&mut out, WINDOW_UPDATE, 0, id(*stream), &increment.to_be_bytes());
+                let id = id(*stream);
+                frame(&mut out, WINDOW_UPDATE, 0, id, &increment.to_be_bytes());
+                streams.sent(id, false, false);
             }
             Op::Frame { kind, flags, stream, payload } => {
-                frame(&mut out, *kind, *flags, id(*stream), payload)
+                let id = id(*stream);
+                frame(&mut out, *kind, *flags, id, payload);
+                streams.sent(id, false, false);
             }
-            Op::Raw(bytes) => out.extend_from_slice(bytes),
+            Op::Raw(bytes) => {
+                out.extend_from_slice(bytes);
+                streams.named = None;
+            }
             _ => return None,
         }
         Some(out)
@@ -320,11 +329,14 @@ pub struct Streams {
     ended: Vec<bool>,
     /// The peer opens them, with HEADERS on the next id (it is the client).
     pub peer_opens: bool,
+    /// The largest stream id the peer's frames named, unless it sent raw
+    /// bytes (which may name any).
+    pub named: Option<u32>,
 }
 
 impl Streams {
     pub fn new(peer_opens: bool) -> Streams {
-        Streams { ended: Vec::new(), peer_opens }
+        Streams { ended: Vec::new(), peer_opens, named: Some(0) }
     }
 
     /// `n` more streams were opened.
@@ -361,6 +373,7 @@ impl Streams {
 
     /// A frame on stream `id` with `end` (END_STREAM, RST_STREAM) went out.
     fn sent(&mut self, id: u32, headers: bool, end: bool) {
+        self.named = self.named.map(|named| named.max(id));
         if headers && self.peer_opens && id == 2 * self.opened() + 1 {
             self.open(1);
         }
@@ -444,6 +457,28 @@ pub const STATUSES: [&[u8]; 16] = [
     b"\x20\x88",     // a dynamic table size update (to 0), then 200
 ];
 
+/// The start of a request's header block (for the server): the four
+/// pseudo-headers for the endpoints, with methods, and requests that are
+/// malformed for a reason.
+pub const REQUESTS: [&[u8]; 16] = [
+    b"\x82\x86\x84\x01\x01h", // GET http / (static 2, 6, 4), :authority h
+    b"\x83\x86\x84\x01\x01h", // POST
+    b"\x42\x04HEAD\x86\x84\x01\x01h", // HEAD
+    b"\x82\x86\x04\x05/echo\x01\x01h", // GET /echo
+    b"\x83\x86\x04\x05/echo\x01\x01h", // POST /echo
+    b"\x82\x86\x04\x08/chunked\x01\x01h", // GET /chunked
+    b"\x82\x86\x04\x06/close\x01\x01h", // GET /close
+    b"\x82\x86\x04\x04/eof\x01\x01h", // GET /eof
+    b"\x82\x86\x04\x0b/delay/1000\x01\x01h", // GET /delay/1000 (ms)
+    b"\x82\x86\x04\x05/hang\x01\x01h", // GET /hang
+    b"\x82\x86\x04\x0c/bytes/70000\x01\x01h", // GET /bytes/70000
+    b"\x82\x86\x04\x0b/status/204\x01\x01h", // GET /status/204
+    b"\x82\x86\x04\x06/stats\x01\x01h", // GET /stats
+    b"\x82\x84\x01\x01h",     // no :scheme
+    b"\x86\x84\x01\x01h",     // no :method
+    b"\x82\x86\x84\x84\x01\x01h", // :path twice
+];
+
 /// Header fields to add to a block: framing, names HTTP/2 forbids, a
 /// second `:status`, HPACK instructions misplaced or out of range.
 const FIELDS: [&[u8]; 16] = [
@@ -480,12 +515,14 @@ pub struct FrameReader {
     preface: bool,
     /// The frames so far.
     pub frames: usize,
+    /// Frames on streams above this are answers to streams never opened.
+    pub stream_limit: Option<u32>,
 }
 
 impl FrameReader {
     /// `client`: pace is the client, its output starts with the preface.
     pub fn new(client: bool) -> FrameReader {
-        FrameReader { pending: Vec::new(), preface: client, frames: 0 }
+        FrameReader { pending: Vec::new(), preface: client, frames: 0, stream_limit: None }
     }
 
     /// Takes more output and checks the frames it completes.
@@ -549,6 +586,9 @@ impl FrameReader {
         // Streams a client opens are odd; a server answers on them.
         if kind == HEADERS || kind == DATA {
             assert_eq!(stream % 2, 1, "{what}: on an even stream");
+        }
+        if let Some(limit) = self.stream_limit {
+            assert!(stream <= limit, "{what}: on a stream the peer never named (up to {limit})");
         }
     }
 }

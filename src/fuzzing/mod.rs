@@ -21,6 +21,6 @@ mod tests;
 
 pub use self::http::{built_request, chunked_body, request_batch, response_stream, run_responses};
 pub use self::http2::http2_responses;
-pub use crate::serve::fuzzing::{serve_connection, serve_requests};
+pub use crate::serve::fuzzing::{serve_connection, serve_http2, serve_requests};
 pub use lua::lua_transfer;
 pub use text::{command_line, units, url};

@@ -624,12 +624,72 @@ fn http2_client_on_generated_servers() {
     });
 }
 
+/// The stream choice that opens the next stream (see `Streams::id`).
+const NEXT_STREAM: u8 = 0xe0;
+
+/// A program of [`Op`]s for [`serve_http2`], as the client: requests for
+/// the endpoints (the first 13 choices of `REQUESTS`, the rest malformed)
+/// on new streams, with bodies in DATA, and resets, window updates,
+/// settings, pings, time passing, reads of it all cut at random points;
+/// now and then an op at random.
+fn http2_request_ops(random: &mut Random) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for _ in 0..random.below(30) {
+        let stream = if random.chance(8) { random.next() as u8 } else { choice(random, 3) };
+        match random.below(16) {
+            0..=5 => {
+                let first = if random.chance(8) { random.next() as u8 } else { choice(random, 13) };
+                let body = random.below(3);
+                let fields = (0..random.below(2)).map(|_| 4 + choice(random, 2)).collect();
+                let flags = u8::from(body == 0);
+                ops.push(Op::Headers { stream: NEXT_STREAM, flags, first, fields });
+                for k in 1..=body {
+                    let flags = u8::from(k == body);
+                    ops.push(Op::Data { stream: 0, flags, length: choice(random, 5) });
+                }
+            }
+            6..=8 => ops.push(Op::Read { cuts: some_cuts(random) }),
+            9 => ops.push(Op::RstStream { stream, code: random.next() as u8 }),
+            10 => ops.push(Op::WindowUpdate { stream, increment: choice(random, 6) }),
+            11 => {
+                let entries =
+                    (0..random.below(3)).map(|_| [random.next() as u8, random.next() as u8]);
+                ops.push(Op::Settings { flags: 0, entries: entries.collect() });
+            }
+            12 => ops.push(match random.chance(2) {
+                true => Op::Ping { flags: 0 },
+                false => Op::GoAway { last: random.next() as u8, code: choice(random, 2) },
+            }),
+            13 => ops.push(Op::Submit { count: 0, choice: 0 }),
+            14 => ops.push(Op::Expire { timeout: 0 }),
+            _ => ops.push(match random.below(20) {
+                0 => Op::Fail,
+                1 => Op::PeerClose,
+                _ => any_op(random),
+            }),
+        }
+    }
+    ops.push(Op::Read { cuts: some_cuts(random) });
+    ops
+}
+
+#[test]
+fn http2_server_on_generated_clients() {
+    property("http2 server", 1500, 0x5eed_000e, |random| {
+        let ops = http2_request_ops(random);
+        // The client starts with the preface but once in 8.
+        let preface = u8::from(random.chance(8));
+        let header = [random.below(4) as u8, 0, preface];
+        serve_http2(&program(random, &header, &ops));
+    });
+}
+
 /// Replays every file in `fuzz/regressions/<target>/` (inputs that made a
 /// target fail once) and `fuzz/seeds/<target>/` through the target.
 #[test]
 fn fuzz_regressions_and_seeds_pass() {
     type Check = fn(&[u8]);
-    let targets: [(&str, Check); 11] = [
+    let targets: [(&str, Check); 12] = [
         ("response", response_stream),
         ("http2_response", http2_responses),
         ("chunked", chunked_body),
@@ -637,6 +697,7 @@ fn fuzz_regressions_and_seeds_pass() {
         ("build_request", built_request),
         ("serve_request", |data| drop(serve_requests(data))),
         ("serve_conn", serve_connection),
+        ("serve_http2", serve_http2),
         ("url", url),
         ("units", units),
         ("cli", command_line),
