@@ -38,11 +38,11 @@ const TIMEOUTS: [u64; 4] = [0, MS, 3 * MS, 1000 * MS];
 /// 0: capture responses, bits 1-2: requests per batch (1 + n mod 3), bit
 /// 3: the server does not start each connection with an empty SETTINGS
 /// (the program sends what it sends first); byte 1: `--streams` (1, 2,
-/// 3, 8, 128); then a program of [`Op`]s: the
-/// server's frames and bytes, each [`Op::Read`] delivering what was sent
-/// so far cut at its points, with requests going out, timeouts, socket
-/// failures and the server's close in between. After the program, the
-/// client reads what is left, then the server closes.
+/// 3, 8, 128); then a program of [`Op`]s: the server's frames and bytes,
+/// each [`Op::Read`] delivering what was sent so far cut at its points,
+/// with requests going out, timeouts, socket failures and the server's
+/// close in between. After the program, the client reads what is left,
+/// then the server closes.
 ///
 /// What must hold, after every step: no panic; each request sent ends at
 /// most once, as a response recorded, an error counted (by the exchange,
@@ -226,6 +226,8 @@ impl Client {
             let now = self.now;
             let verdict = self.deliver(|http2, out| http2.receive(piece, now, out));
             self.act(verdict);
+            // Asked after each read by the connection layer; it looks at
+            // the session's messages half received.
             self.http2.receiving_large();
             if !self.alive {
                 break;

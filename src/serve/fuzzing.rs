@@ -328,6 +328,9 @@ struct Peer {
     frames: FrameReader,
     /// The server closed its end.
     eof: bool,
+    /// A request may never be answered: `/hang`, or bytes and frames the
+    /// client sent as they are (which may hold any request).
+    may_hang: bool,
 }
 
 impl Peer {
@@ -374,8 +377,9 @@ const JUMP: u64 = 1 << 47;
 /// exactly when the client's first bytes are the preface; a wake-up is
 /// always after now (no busy loop); once HTTP/2, what the server writes is
 /// well-formed frames, SETTINGS first, HEADERS and DATA on odd streams,
-/// none on a stream the client never named; after the FIN it closes or
-/// waits.
+/// none on a stream the client never named; after the FIN it closes,
+/// unless a request may never be answered (`/hang`, or bytes sent as
+/// they are).
 pub fn serve_http2(data: &[u8]) {
     let mut input = Input::new(data);
     let shared = shared(&mut input);
@@ -396,6 +400,7 @@ pub fn serve_http2(data: &[u8]) {
         streams: Streams::new(true),
         frames: FrameReader::new(false),
         eof: false,
+        may_hang: false,
     };
     if greets {
         peer.unsent.extend_from_slice(PREFACE);
@@ -404,6 +409,11 @@ pub fn serve_http2(data: &[u8]) {
     let request = |choice: u8| REQUESTS[usize::from(choice % 16)];
     while !input.is_empty() && !server.closed() {
         let op = Op::read(&mut input);
+        peer.may_hang |= match &op {
+            Op::Headers { first, .. } => request(*first).windows(5).any(|w| w == b"/hang"),
+            Op::Raw(_) | Op::Frame { .. } => true,
+            _ => false,
+        };
         if let Some(bytes) = op.bytes(&mut peer.streams, request) {
             peer.unsent.extend_from_slice(&bytes);
             continue;
@@ -435,6 +445,11 @@ pub fn serve_http2(data: &[u8]) {
     }
     if peer.sent.starts_with(PREFACE) {
         assert!(server.http2, "the preface came and the connection is not HTTP/2's");
+    }
+    // Every `/delay` came due: only a response that never comes keeps the
+    // connection of a client that has gone.
+    if server.http2 && !peer.may_hang {
+        assert!(server.closed(), "open after the client's FIN, with nothing to wait for");
     }
 }
 
