@@ -296,10 +296,12 @@ impl Server<'_> {
             };
             let (transport, received) = conn.into_http2();
             assert!(received.starts_with(PREFACE), "handed over without the preface");
+            // Handed over, even if what came with the preface ends it (a
+            // flood of CONTINUATION frames is a fatal error for nghttp2).
+            self.http2 = true;
             match Http2Conn::new(transport, &received) {
                 Ok(conn) => {
                     self.conn = Some(Served::Http2(Box::new(conn)));
-                    self.http2 = true;
                     // What the socket still holds raises no new edge.
                     self.service(Wake::Input, 0);
                 }
