@@ -17,6 +17,7 @@ for target in "${targets[@]}"; do
     case $target in
         cli) dict=dict/cli.dict ;;
         url) dict=dict/url.dict ;;
+        http2_response | serve_http2) dict=dict/http2.dict ;;
         units | lua_transfer) dict= ;;
         *) dict=dict/http.dict ;;
     esac

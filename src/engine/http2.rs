@@ -129,6 +129,8 @@ impl Http2 {
         self.generation = self.generation.wrapping_add(1);
         self.free.clear();
         self.free.extend((0..self.batches.len()).rev());
+        // Their streams went with the socket: none is in flight any more.
+        self.batches.iter_mut().for_each(|slot| slot.open = 0);
         self.busy = 0;
         self.out.clear();
         self.written = 0;
@@ -423,7 +425,7 @@ impl Http2 {
         let Some(session) = self.session.as_mut() else { return };
         let (status, reset_by_peer) =
             session.message(stream_slot).map_or((0, false), |m| (m.status, m.reset_by_peer));
-        let complete = was == State::Open && code == session::NO_ERROR && status > 0;
+        let complete = was == State::Open && code == session::NO_ERROR && status >= 200;
         let captured = if self.capture && complete {
             Some(captured(session.take_message(stream_slot)))
         } else {
@@ -481,4 +483,14 @@ fn captured(message: Message) -> Captured {
         .map(|(name, value)| (canonical_name(&name), String::from_utf8_lossy(&value).into_owned()))
         .collect();
     Captured { headers, body: message.body }
+}
+
+/// For the fuzz target `http2_response` (`crate::fuzzing`), which checks
+/// the tickets given out against the slots.
+#[cfg(any(test, feature = "fuzzing"))]
+impl Http2 {
+    /// The slots offered, the slots busy, and the readiness number.
+    pub fn slots_busy_generation(&self) -> (usize, usize, u32) {
+        (self.slots, self.busy, self.generation)
+    }
 }

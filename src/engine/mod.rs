@@ -382,6 +382,16 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// What the fuzz target `http2_response` drives (`crate::fuzzing`): the
+/// HTTP/2 exchange of a connection, what it delivers to, and the recorder.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod fuzzing {
+    pub(crate) use super::conn::Ticket;
+    pub(crate) use super::delivery::{CapturedResponse, Delivery, Retry, Verdict};
+    pub(crate) use super::http2::Http2;
+    pub(crate) use super::recorder::{PeriodChannel, Recorder, RecorderSetup};
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

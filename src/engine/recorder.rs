@@ -349,6 +349,16 @@ fn record_us(histogram: &mut hdrhistogram::Histogram<u64>, ns: u64) {
     let _ = histogram.record(us);
 }
 
+/// For the fuzz target `http2_response` (`crate::fuzzing`), which checks
+/// what was recorded against what was sent.
+#[cfg(any(test, feature = "fuzzing"))]
+impl Recorder {
+    /// The measurements of the current period.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::mpsc;

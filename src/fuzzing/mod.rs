@@ -9,7 +9,9 @@
 //! Only the normal build of the library leaves this module out; it is no
 //! API. `fuzz/README.md` lists the targets and how to run them.
 
+pub(crate) mod frames;
 mod http;
+mod http2;
 pub(crate) mod input;
 mod lua;
 mod text;
@@ -18,6 +20,7 @@ mod text;
 mod tests;
 
 pub use self::http::{built_request, chunked_body, request_batch, response_stream, run_responses};
-pub use crate::serve::fuzzing::{serve_connection, serve_requests};
+pub use self::http2::http2_responses;
+pub use crate::serve::fuzzing::{serve_connection, serve_http2, serve_requests};
 pub use lua::lua_transfer;
 pub use text::{command_line, units, url};

@@ -5,6 +5,7 @@
 
 use std::time::Instant;
 
+use super::frames::Op;
 use super::http::{arbitrary_request, chunk};
 use super::input::Input;
 use super::*;
@@ -480,18 +481,223 @@ fn lua_values_copy_between_states() {
     property("lua values", 1000, 0x5eed_000b, |random| lua_transfer(&lua_program(random)));
 }
 
+/// A byte below `bound`.
+fn choice(random: &mut Random, bound: usize) -> u8 {
+    random.below(bound) as u8
+}
+
+/// Cut points for [`Op::Read`]: none, or a few anywhere.
+fn some_cuts(random: &mut Random) -> Vec<u16> {
+    (0..random.below(4)).map(|_| random.next() as u16).collect()
+}
+
+/// A message on the `stream`-th latest stream: header blocks that start
+/// with one of the first `starts` choices (a `:status`, or a request's
+/// pseudo-headers), mostly valid fields, DATA within a frame's limit, the
+/// stream ended by the last frame or by trailers, and now and then an
+/// interim response (`:status` 100) first.
+fn http2_message(random: &mut Random, stream: u8, starts: usize, ops: &mut Vec<Op>) {
+    // Mostly fields that do not break the message (x-a, x-b).
+    let field = |random: &mut Random| match random.chance(8) {
+        true => random.next() as u8,
+        false => 4 + choice(random, 2),
+    };
+    let fields = |random: &mut Random| (0..random.below(3)).map(|_| field(random)).collect();
+    if starts == 5 && random.chance(8) {
+        ops.push(Op::Headers { stream, flags: 0, first: 8, fields: vec![] });
+    }
+    let first = choice(random, starts);
+    // 204 and 304 have no body.
+    let frames = if starts == 5 && (first == 1 || first == 2) { 0 } else { random.below(4) };
+    let end = u8::from(frames == 0);
+    ops.push(Op::Headers { stream, flags: end, first, fields: fields(random) });
+    for k in 1..=frames {
+        if k == frames && random.chance(4) {
+            // Trailers end it.
+            ops.push(Op::Headers { stream, flags: 1, first: 7, fields: vec![4] });
+            break;
+        }
+        let flags = match random.chance(4) {
+            true => PADDED_CHOICE | (random.next() as u8 & 0xf0),
+            false => 0,
+        } | u8::from(k == frames);
+        ops.push(Op::Data { stream, flags, length: choice(random, 6) });
+    }
+}
+
+/// Bit 3 of a [`Op::Data`] flags choice: padded.
+const PADDED_CHOICE: u8 = 0x8;
+
+/// An op at random, of any kind, with any choices.
+fn any_op(random: &mut Random) -> Op {
+    let mut bytes = vec![random.below(15) as u8];
+    bytes.extend(random.bytes(40));
+    Op::read(&mut Input::new(&bytes))
+}
+
+/// A program of [`Op`]s for the HTTP/2 targets: mostly what a peer says
+/// (SETTINGS, messages on the latest streams, resets, GOAWAY, PING,
+/// WINDOW_UPDATE), reads of it cut at random points, and requests,
+/// timeouts, failures and closes in between; now and then an op at
+/// random. `starts`: how many choices of a header block's start are
+/// valid (they come first in the table).
+fn http2_ops(random: &mut Random, starts: usize) -> Vec<Op> {
+    let mut ops = Vec::new();
+    if random.chance(2) {
+        ops.push(Op::Settings { flags: 0, entries: vec![[2, random.below(7) as u8]] });
+    }
+    ops.push(Op::Read { cuts: some_cuts(random) });
+    ops.push(Op::Submit { count: choice(random, 4), choice: random.next() as u8 });
+    for _ in 0..random.below(30) {
+        // The latest streams mostly.
+        let stream = if random.chance(8) { random.next() as u8 } else { choice(random, 4) };
+        match random.below(20) {
+            0..=6 => http2_message(random, stream, starts, &mut ops),
+            7..=9 => ops.push(Op::Read { cuts: some_cuts(random) }),
+            10..=11 => {
+                ops.push(Op::Submit { count: choice(random, 4), choice: random.next() as u8 })
+            }
+            12 => ops.push(Op::RstStream { stream, code: random.next() as u8 }),
+            13 => ops.push(Op::GoAway { last: choice(random, 4), code: choice(random, 2) }),
+            14 => ops.push(match random.chance(2) {
+                true => Op::Ping { flags: random.next() as u8 },
+                false => Op::WindowUpdate { stream, increment: choice(random, 6) },
+            }),
+            15 => {
+                let entries =
+                    (0..random.below(3)).map(|_| [random.next() as u8, random.next() as u8]);
+                ops.push(Op::Settings { flags: 0, entries: entries.collect() });
+            }
+            16 => ops.push(Op::Expire { timeout: random.next() as u8 }),
+            17 => {
+                ops.push(if random.chance(2) { Op::Fail } else { Op::PeerClose });
+                // The next connection: its SETTINGS, requests on it.
+                ops.push(Op::Read { cuts: some_cuts(random) });
+                ops.push(Op::Submit { count: choice(random, 4), choice: random.next() as u8 });
+            }
+            _ => ops.push(any_op(random)),
+        }
+    }
+    ops
+}
+
+/// The bytes of `ops` after a header, with a few bytes changed now and then.
+fn program(random: &mut Random, header: &[u8], ops: &[Op]) -> Vec<u8> {
+    let mut bytes = header.to_vec();
+    ops.iter().for_each(|op| op.write(&mut bytes));
+    if random.chance(4) {
+        for _ in 0..1 + random.below(3) {
+            let at = random.below(bytes.len());
+            bytes[at] = random.next() as u8;
+        }
+    }
+    bytes
+}
+
+#[test]
+fn http2_ops_read_back_as_written() {
+    property("http2 ops", 2000, 0x5eed_000c, |random| {
+        let bytes = random.some_bytes(200);
+        let mut input = Input::new(&bytes);
+        let mut ops = Vec::new();
+        while !input.is_empty() {
+            ops.push(Op::read(&mut input));
+        }
+        let mut written = Vec::new();
+        ops.iter().for_each(|op| op.write(&mut written));
+        let mut again = Input::new(&written);
+        for op in &ops {
+            assert_eq!(&Op::read(&mut again), op);
+        }
+        assert!(again.is_empty());
+    });
+}
+
+#[test]
+fn http2_client_on_generated_servers() {
+    property("http2 responses", 3000, 0x5eed_000d, |random| {
+        let ops = http2_ops(random, 5);
+        // The server starts each connection with SETTINGS but once in 8.
+        let greeting = if random.chance(8) { 0x8 } else { 0 };
+        let header = [random.next() as u8 & !0x8 | greeting, random.next() as u8];
+        http2_responses(&program(random, &header, &ops));
+    });
+}
+
+/// The stream choice that opens the next stream (see `Streams::id`).
+const NEXT_STREAM: u8 = 0xe0;
+
+/// A program of [`Op`]s for [`serve_http2`], as the client: requests for
+/// the endpoints (the first 13 choices of `REQUESTS`, the rest malformed)
+/// on new streams, with bodies in DATA, and resets, window updates,
+/// settings, pings, time passing, reads of it all cut at random points;
+/// now and then an op at random.
+fn http2_request_ops(random: &mut Random) -> Vec<Op> {
+    let mut ops = Vec::new();
+    for _ in 0..random.below(30) {
+        let stream = if random.chance(8) { random.next() as u8 } else { choice(random, 3) };
+        match random.below(16) {
+            0..=5 => {
+                let first = if random.chance(8) { random.next() as u8 } else { choice(random, 13) };
+                let body = random.below(3);
+                let fields = (0..random.below(2)).map(|_| 4 + choice(random, 2)).collect();
+                let flags = u8::from(body == 0);
+                ops.push(Op::Headers { stream: NEXT_STREAM, flags, first, fields });
+                for k in 1..=body {
+                    let flags = u8::from(k == body);
+                    ops.push(Op::Data { stream: 0, flags, length: choice(random, 5) });
+                }
+            }
+            6..=8 => ops.push(Op::Read { cuts: some_cuts(random) }),
+            9 => ops.push(Op::RstStream { stream, code: random.next() as u8 }),
+            10 => ops.push(Op::WindowUpdate { stream, increment: choice(random, 6) }),
+            11 => {
+                let entries =
+                    (0..random.below(3)).map(|_| [random.next() as u8, random.next() as u8]);
+                ops.push(Op::Settings { flags: 0, entries: entries.collect() });
+            }
+            12 => ops.push(match random.chance(2) {
+                true => Op::Ping { flags: 0 },
+                false => Op::GoAway { last: random.next() as u8, code: choice(random, 2) },
+            }),
+            13 => ops.push(Op::Submit { count: 0, choice: 0 }),
+            14 => ops.push(Op::Expire { timeout: 0 }),
+            _ => ops.push(match random.below(20) {
+                0 => Op::Fail,
+                1 => Op::PeerClose,
+                _ => any_op(random),
+            }),
+        }
+    }
+    ops.push(Op::Read { cuts: some_cuts(random) });
+    ops
+}
+
+#[test]
+fn http2_server_on_generated_clients() {
+    property("http2 server", 1500, 0x5eed_000e, |random| {
+        let ops = http2_request_ops(random);
+        // The client starts with the preface but once in 8.
+        let preface = u8::from(random.chance(8));
+        let header = [random.below(4) as u8, 0, preface];
+        serve_http2(&program(random, &header, &ops));
+    });
+}
+
 /// Replays every file in `fuzz/regressions/<target>/` (inputs that made a
 /// target fail once) and `fuzz/seeds/<target>/` through the target.
 #[test]
 fn fuzz_regressions_and_seeds_pass() {
     type Check = fn(&[u8]);
-    let targets: [(&str, Check); 10] = [
+    let targets: [(&str, Check); 12] = [
         ("response", response_stream),
+        ("http2_response", http2_responses),
         ("chunked", chunked_body),
         ("request_batch", request_batch),
         ("build_request", built_request),
         ("serve_request", |data| drop(serve_requests(data))),
         ("serve_conn", serve_connection),
+        ("serve_http2", serve_http2),
         ("url", url),
         ("units", units),
         ("cli", command_line),

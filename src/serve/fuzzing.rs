@@ -1,6 +1,7 @@
 //! The built-in server on hostile input, for the fuzz targets and property
-//! tests (`crate::fuzzing`): its request parsing on its own, and a whole
-//! connection ([`Conn`]) over a socket pair.
+//! tests (`crate::fuzzing`): its request parsing on its own, a whole
+//! connection ([`Conn`]) over a socket pair, and one that speaks HTTP/2
+//! ([`Http2Conn`]).
 
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -8,9 +9,11 @@ use std::os::fd::OwnedFd;
 use std::os::unix::net::UnixStream;
 
 use super::conn::{Conn, Outcome, Wake};
+use super::http2::Http2Conn;
 use super::request::{parse_head, BodyDecoder, BodyStatus, HeadParse, MAX_HEAD};
 use super::response::Response;
 use super::{ServeOptions, Shared, ThreadCounters};
+use crate::fuzzing::frames::{frame, FrameReader, Op, Streams, PREFACE, REQUESTS, SETTINGS};
 use crate::fuzzing::input::{cut, Input};
 use crate::fuzzing::run_responses;
 use crate::http::request::count_requests;
@@ -251,6 +254,224 @@ pub fn serve_connection(data: &[u8]) {
             let text = String::from_utf8_lossy(stream);
             let complete = parser.eof().is_ok() || client.tail == CONTINUE;
             assert!(complete, "the server closed within a response to {text:?}");
+        }
+    }
+}
+
+/// A connection of the server as its worker holds it: HTTP/1.1 until the
+/// preface hands it over to HTTP/2.
+enum Served {
+    Http1(Box<Conn>),
+    Http2(Box<Http2Conn>),
+}
+
+/// The server's end of [`serve_http2`], serviced as its worker does.
+struct Server<'a> {
+    conn: Option<Served>,
+    shared: &'a Shared,
+    counters: ThreadCounters,
+    now: u64,
+    outcome: Outcome,
+    /// The connection was handed over to HTTP/2 (it may have closed since).
+    http2: bool,
+}
+
+impl Server<'_> {
+    /// One service call at `now` plus `advance`; hands the connection over
+    /// to HTTP/2 when its first bytes are the preface, as the worker does.
+    fn service(&mut self, wake: Wake, advance: u64) {
+        self.now += advance;
+        let (shared, counters, now) = (self.shared, &self.counters, self.now);
+        self.outcome = match &mut self.conn {
+            Some(Served::Http1(conn)) => conn.service(now, wake, shared, counters),
+            Some(Served::Http2(conn)) => conn.service(now, wake, shared, counters),
+            None => Outcome::Close,
+        };
+        if let Outcome::Open { wake_at: Some(due) } = self.outcome {
+            assert!(due > now, "woken at {due}, not after now ({now}): a busy loop");
+        }
+        if self.outcome == Outcome::Http2 {
+            let Some(Served::Http1(conn)) = self.conn.take() else {
+                panic!("an HTTP/2 connection asked to be handed over");
+            };
+            let (transport, received) = conn.into_http2();
+            assert!(received.starts_with(PREFACE), "handed over without the preface");
+            // Handed over, even if what came with the preface ends it (a
+            // flood of CONTINUATION frames is a fatal error for nghttp2).
+            self.http2 = true;
+            match Http2Conn::new(transport, &received) {
+                Ok(conn) => {
+                    self.conn = Some(Served::Http2(Box::new(conn)));
+                    // What the socket still holds raises no new edge.
+                    self.service(Wake::Input, 0);
+                }
+                Err(_) => self.outcome = Outcome::Close,
+            }
+        }
+        if self.outcome == Outcome::Close {
+            self.conn = None;
+        }
+    }
+
+    fn closed(&self) -> bool {
+        self.conn.is_none()
+    }
+}
+
+/// The client's end of [`serve_http2`]: what it has still to send, and
+/// what it read of the server's output.
+struct Peer {
+    socket: TcpStream,
+    unsent: Vec<u8>,
+    /// Everything sent, from the start.
+    sent: Vec<u8>,
+    streams: Streams,
+    /// The server's output once it is HTTP/2's.
+    frames: FrameReader,
+    /// The server closed its end.
+    eof: bool,
+    /// A request may never be answered: `/hang`, or bytes and frames the
+    /// client sent as they are (which may hold any request).
+    may_hang: bool,
+}
+
+impl Peer {
+    /// Reads what the server wrote; once it speaks HTTP/2, checks that it
+    /// is well-formed frames on the streams the client opened.
+    fn drain(&mut self, http2: bool) {
+        let mut buf = [0; 64 * 1024];
+        let mut total = 0;
+        while total < DRAIN_MAX && !self.eof {
+            match self.socket.read(&mut buf) {
+                Ok(0) => self.eof = true,
+                Ok(n) => {
+                    total += n;
+                    if http2 {
+                        self.frames.stream_limit = self.streams.named;
+                        self.frames.feed(&buf[..n]);
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    }
+}
+
+/// The clock jumps this far for [`Op::Expire`]: every `/delay` comes due.
+const JUMP: u64 = 1 << 47;
+
+/// The built-in server's HTTP/2 (`serve/http2.rs`, handed over from
+/// `serve/conn.rs` by the preface) with a client that sends anything,
+/// over a Unix socket pair. The input: 2 bytes: body size as in
+/// `serve_conn`; byte 2 bit 0: the client does *not* start with the
+/// preface and an empty SETTINGS (the program sends what it sends); then
+/// a program of [`Op`]s (see `crate::fuzzing::frames`) as the client:
+/// requests (the endpoints, HEAD, malformed ones), DATA, resets, PING,
+/// WINDOW_UPDATE, GOAWAY, any frame, raw bytes; [`Op::Read`] sends what
+/// was built so far cut at its points, servicing the server after each
+/// piece; [`Op::Submit`] lets 1 ms pass, [`Op::Expire`] jumps the clock
+/// ahead; [`Op::Fail`] resets the client's socket, [`Op::PeerClose`]
+/// sends its FIN. After the program the client sends the rest, its FIN,
+/// and the server is serviced a few more times.
+///
+/// What must hold: no panic; the connection is handed over to HTTP/2
+/// exactly when the client's first bytes are the preface; a wake-up is
+/// always after now (no busy loop); once HTTP/2, what the server writes is
+/// well-formed frames, SETTINGS first, HEADERS and DATA on odd streams,
+/// none on a stream the client never named; after the FIN it closes,
+/// unless a request may never be answered (`/hang`, or bytes sent as
+/// they are).
+pub fn serve_http2(data: &[u8]) {
+    let mut input = Input::new(data);
+    let shared = shared(&mut input);
+    let greets = input.byte() & 1 == 0;
+    let Ok((client, server)) = connection() else { return };
+    let mut server = Server {
+        conn: Some(Served::Http1(Box::new(Conn::new(Transport::plain(server))))),
+        shared: &shared,
+        counters: ThreadCounters::default(),
+        now: 1_000_000_000,
+        outcome: Outcome::Open { wake_at: None },
+        http2: false,
+    };
+    let mut peer = Peer {
+        socket: client,
+        unsent: Vec::new(),
+        sent: Vec::new(),
+        streams: Streams::new(true),
+        frames: FrameReader::new(false),
+        eof: false,
+        may_hang: false,
+    };
+    if greets {
+        peer.unsent.extend_from_slice(PREFACE);
+        frame(&mut peer.unsent, SETTINGS, 0, 0, &[]);
+    }
+    let request = |choice: u8| REQUESTS[usize::from(choice % 16)];
+    while !input.is_empty() && !server.closed() {
+        let op = Op::read(&mut input);
+        peer.may_hang |= match &op {
+            Op::Headers { first, .. } => request(*first).windows(5).any(|w| w == b"/hang"),
+            Op::Raw(_) | Op::Frame { .. } => true,
+            _ => false,
+        };
+        if let Some(bytes) = op.bytes(&mut peer.streams, request) {
+            peer.unsent.extend_from_slice(&bytes);
+            continue;
+        }
+        match op {
+            Op::Read { cuts } => send(&mut peer, &mut server, &cuts),
+            Op::Submit { .. } => server.service(Wake::Quiet, 1_000_000),
+            Op::Expire { .. } => server.service(Wake::Quiet, JUMP),
+            Op::Fail => {
+                let _ = peer.socket.shutdown(Shutdown::Both);
+                peer.eof = true;
+                break;
+            }
+            Op::PeerClose => break,
+            _ => unreachable!("{op:?} is bytes"),
+        }
+        peer.drain(server.http2);
+    }
+    send(&mut peer, &mut server, &[]);
+    let _ = peer.socket.shutdown(Shutdown::Write);
+    let mut wake = Wake::Hangup;
+    for _ in 0..ROUNDS_AFTER_EOF {
+        if server.closed() {
+            break;
+        }
+        server.service(wake, JUMP);
+        wake = Wake::Input;
+        peer.drain(server.http2);
+    }
+    if peer.sent.starts_with(PREFACE) {
+        assert!(server.http2, "the preface came and the connection is not HTTP/2's");
+    }
+    // Every `/delay` came due: only a response that never comes keeps the
+    // connection of a client that has gone.
+    if server.http2 && !peer.may_hang {
+        assert!(server.closed(), "open after the client's FIN, with nothing to wait for");
+    }
+}
+
+/// Sends what the client has built, cut at `cuts`, servicing the server
+/// after each piece (as long as it reads).
+fn send(peer: &mut Peer, server: &mut Server, cuts: &[u16]) {
+    let unsent = std::mem::take(&mut peer.unsent);
+    let mut refused = 0;
+    for mut piece in cut(&unsent, cuts) {
+        while !piece.is_empty() && !server.closed() && refused < MAX_REFUSED_WRITES {
+            match peer.socket.write(piece) {
+                Ok(n) => {
+                    peer.sent.extend_from_slice(&piece[..n]);
+                    piece = &piece[n..];
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => refused += 1,
+                Err(_) => return,
+            }
+            server.service(Wake::Input, 1000);
+            peer.drain(server.http2);
         }
     }
 }
