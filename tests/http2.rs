@@ -278,7 +278,7 @@ fn a_stream_that_times_out_is_reset_and_counted() {
 #[test]
 fn reset_streams_are_counted_by_code() {
     let _load = load_lock();
-    let server = ResettingServer::start(7); // REFUSED_STREAM
+    let server = ResettingServer::start(7, Answer::Nothing); // REFUSED_STREAM
     let target = format!("http://{}/", server.addr);
     let run =
         pace(&["--http2", "--streams", "2", "-t1", "-c1", "-n", "20", "-d2s", &target], LIMIT);
@@ -291,29 +291,66 @@ fn reset_streams_are_counted_by_code() {
     assert!(report.error_causes().iter().any(|c| c.starts_with(cause)), "{run}");
 }
 
+/// A RST_STREAM with NO_ERROR ends a stream without an error code: after
+/// the server's END_STREAM the response is whole (RFC 9113 8.1: a server
+/// may answer before the request ended, then reset it), before it the
+/// response was cut short and is an error, not a latency.
+#[test]
+fn a_reset_with_no_error_counts_only_whole_responses() {
+    let _load = load_lock();
+    for (answer, whole) in [(Answer::Partial, false), (Answer::Whole, true)] {
+        let server = ResettingServer::start(0, answer); // NO_ERROR
+        let target = format!("http://{}/", server.addr);
+        let args = ["--http2", "--streams", "2", "-t1", "-c1", "-n", "20", "-d2s", &target];
+        let run = pace(&args, LIMIT);
+        run.assert_ok();
+        let report = run.report();
+        let errors = report.errors();
+        if whole {
+            assert!(report.requests() >= 20, "{run}");
+            assert_eq!(errors.read, 0, "{errors:?}\n{run}");
+        } else {
+            assert_eq!(report.requests(), 0, "{run}");
+            assert!(errors.read >= 20, "{errors:?}\n{run}");
+            let cause = "read: HTTP/2 stream reset by the server before the response ended";
+            assert!(report.error_causes().iter().any(|c| c.starts_with(cause)), "{run}");
+        }
+    }
+}
+
 /// An HTTP/2 server that resets every stream it gets with one error code:
-/// enough of the protocol for that, written here (a frame layer, no HPACK:
-/// it never reads a header block).
+/// enough of the protocol for that, written here (a frame layer, no HPACK
+/// decoder: it never reads a header block).
 struct ResettingServer {
     addr: std::net::SocketAddr,
 }
 
+/// What the server sends on a stream before it resets it.
+#[derive(Clone, Copy)]
+enum Answer {
+    Nothing,
+    /// `:status 200` and some body, the stream left open.
+    Partial,
+    /// `:status 200` and a body that ends the stream (END_STREAM).
+    Whole,
+}
+
 impl ResettingServer {
-    fn start(code: u32) -> ResettingServer {
+    fn start(code: u32, answer: Answer) -> ResettingServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
         thread::spawn(move || {
             for socket in listener.incoming().flatten() {
-                thread::spawn(move || reset_every_stream(socket, code));
+                thread::spawn(move || reset_every_stream(socket, code, answer));
             }
         });
         ResettingServer { addr }
     }
 }
 
-/// The server side of one connection: SETTINGS, then RST_STREAM for each
-/// HEADERS frame, until the client goes.
-fn reset_every_stream(mut socket: TcpStream, code: u32) {
+/// The server side of one connection: SETTINGS, then for each HEADERS
+/// frame its answer and a RST_STREAM, until the client goes.
+fn reset_every_stream(mut socket: TcpStream, code: u32, answer: Answer) {
     let mut preface = [0u8; 24];
     if socket.read_exact(&mut preface).is_err() {
         return;
@@ -334,7 +371,20 @@ fn reset_every_stream(mut socket: TcpStream, code: u32) {
         }
         let reply = match kind {
             4 if flags & 1 == 0 => frame(4, 1, 0, &[]),
-            1 => frame(3, 0, stream, &code.to_be_bytes()),
+            1 => {
+                // 0x88: HPACK static table entry 8, `:status 200`.
+                let mut reply = match answer {
+                    Answer::Nothing => vec![],
+                    Answer::Partial | Answer::Whole => frame(1, END_HEADERS, stream, &[0x88]),
+                };
+                match answer {
+                    Answer::Nothing => {}
+                    Answer::Partial => reply.extend(frame(0, 0, stream, b"part")),
+                    Answer::Whole => reply.extend(frame(0, END_STREAM, stream, b"whole")),
+                }
+                reply.extend(frame(3, 0, stream, &code.to_be_bytes()));
+                reply
+            }
             6 if flags & 1 == 0 => frame(6, 1, 0, &payload),
             _ => continue,
         };
@@ -343,6 +393,9 @@ fn reset_every_stream(mut socket: TcpStream, code: u32) {
         }
     }
 }
+
+const END_STREAM: u8 = 0x1;
+const END_HEADERS: u8 = 0x4;
 
 /// One HTTP/2 frame: type, flags, stream, payload (RFC 9113 4.1).
 fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {

@@ -423,9 +423,12 @@ impl Http2 {
             sent: state.sent_ns,
         };
         let Some(session) = self.session.as_mut() else { return };
-        let (status, reset_by_peer) =
-            session.message(stream_slot).map_or((0, false), |m| (m.status, m.reset_by_peer));
-        let complete = was == State::Open && code == session::NO_ERROR && status >= 200;
+        let (status, reset_by_peer, ended) = session
+            .message(stream_slot)
+            .map_or((0, false, false), |m| (m.status, m.reset_by_peer, m.ended));
+        // An interim (1xx) status, or a stream closed before the server's
+        // END_STREAM, is not a whole response.
+        let complete = was == State::Open && code == session::NO_ERROR && status >= 200 && ended;
         let captured = if self.capture && complete {
             Some(captured(session.take_message(stream_slot)))
         } else {
@@ -441,7 +444,7 @@ impl Http2 {
                 out.response(exchange, now, status, last_of_batch, captured);
                 out.succeeded();
             }
-            State::Open if code == session::NO_ERROR => {
+            State::Open if code == session::NO_ERROR && ended => {
                 out.error(ErrorKind::Read, "HTTP/2 response without :status");
             }
             State::Open if refused_by_goaway => {
@@ -455,7 +458,9 @@ impl Http2 {
             }
             State::Open => {
                 let name = session::error_code_name(code);
-                let cause = if reset_by_peer {
+                let cause = if reset_by_peer && code == session::NO_ERROR {
+                    "HTTP/2 stream reset by the server before the response ended (NO_ERROR)".into()
+                } else if reset_by_peer {
                     format!("HTTP/2 stream reset by the server: {name}")
                 } else {
                     format!("HTTP/2 stream error: {name}")

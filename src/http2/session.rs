@@ -61,6 +61,10 @@ pub struct Message {
     pub body_len: u64,
     /// The peer reset the stream (`RST_STREAM`), rather than this end.
     pub reset_by_peer: bool,
+    /// The peer ended its side of the stream (END_STREAM): the message is
+    /// whole. A stream that closes without it (a `RST_STREAM` with
+    /// `NO_ERROR` mid-body) carried only part of one.
+    pub ended: bool,
 }
 
 /// What a read (or a send) brought about, in order.
@@ -318,6 +322,7 @@ impl Session {
             message.body.clear();
             message.body_len = 0;
             message.reset_by_peer = false;
+            message.ended = false;
         }
     }
 
@@ -664,11 +669,14 @@ unsafe extern "C" fn on_frame(
                 message.reset_by_peer = true;
             }
         }
-        ng::NGHTTP2_HEADERS | ng::NGHTTP2_DATA
-            if end_stream && matches!(state.role, Role::Server { .. }) =>
-        {
+        ng::NGHTTP2_HEADERS | ng::NGHTTP2_DATA if end_stream => {
             if let Some(slot) = slot_of(session, hd.stream_id) {
-                state.events.push(Event::Request { slot, stream_id: hd.stream_id });
+                if let Some(message) = state.message(slot) {
+                    message.ended = true;
+                }
+                if matches!(state.role, Role::Server { .. }) {
+                    state.events.push(Event::Request { slot, stream_id: hd.stream_id });
+                }
             }
         }
         _ => {}
