@@ -110,6 +110,9 @@ pub struct BenchConfig {
     /// `--streams`: requests in flight on one HTTP/2 connection at once
     /// (1 without `--http2`).
     pub streams: usize,
+    /// `--proxy`: the proxy the run goes through, or why `--proxy env`
+    /// found none (None: no `--proxy`, the run goes direct).
+    pub proxy: Option<crate::proxy::Route>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -180,6 +183,7 @@ impl BenchConfig {
             slo: Vec::new(),
             http2: false,
             streams: 1,
+            proxy: None,
         }
     }
 

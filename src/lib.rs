@@ -28,6 +28,7 @@ mod outfile;
 mod output;
 mod plan;
 mod progress;
+mod proxy;
 mod report;
 mod requests;
 mod resolve;

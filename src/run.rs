@@ -19,6 +19,7 @@ use crate::http::request::count_requests;
 use crate::limits;
 use crate::output::Outputs;
 use crate::progress::{self, Progress};
+use crate::proxy;
 use crate::report;
 use crate::requests;
 use crate::resolve::resolve_target;
@@ -46,7 +47,11 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     // A file that cannot be written stops pace before it connects.
     let mut outputs = Outputs::start(cfg)?;
-    let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
+    // Through a proxy, every connection goes to the proxy.
+    let addrs = match proxy::proxy_of(cfg) {
+        Some(proxy) => proxy.resolve(cfg.timeout.min(MAX_PROBE_TIMEOUT))?,
+        None => resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?,
+    };
     let workload = match script.as_mut() {
         Some(script) => {
             requests::note_script_overrides(cfg);
@@ -59,6 +64,7 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     sys::flush_c_stdout();
     let written = outputs.finish(cfg, &finished.result);
     report_interruption(&finished.result);
+    proxy::note_refusals(cfg, &finished.result.total.statuses);
     if !finished.overran.is_empty() {
         return overran(&finished);
     }
@@ -312,7 +318,8 @@ fn scripted_workload(
         }
         let http2 =
             cfg.http2.then(|| Http2Form::new(&cfg.target.scheme_name, &cfg.target.host_header()));
-        sources.push(RequestSource::Script { script: Box::new(thread), heads, http2 });
+        let absolute = proxy::absolute_form_of(cfg, &cfg.target);
+        sources.push(RequestSource::Script { script: Box::new(thread), heads, http2, absolute });
     }
     Ok(Workload { sources })
 }

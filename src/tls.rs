@@ -61,6 +61,18 @@ impl TlsClient {
     /// choose `h2`) is reported once, clearly, before the run instead of as
     /// a connect error on every connection.
     pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
+        let socket = TcpStream::connect_timeout(&addr, timeout);
+        self.check_handshake_on(socket, &addr.to_string(), timeout)
+    }
+
+    /// [`TlsClient::check_handshake`] on `socket`, connected to `addr` (a
+    /// proxy's tunnel to it), or the error of connecting.
+    pub fn check_handshake_on(
+        &self,
+        socket: io::Result<TcpStream>,
+        addr: &str,
+        timeout: Duration,
+    ) -> Result<(), Error> {
         let failed = |why: String| {
             let hint = if why.contains("certificate") {
                 " (use -k/--insecure to skip certificate verification)"
@@ -71,7 +83,7 @@ impl TlsClient {
         };
         let mut session = self.session().map_err(|e| failed(e.to_string()))?;
         let io_failed = |e: io::Error| failed(describe_handshake_error(&e, Some(timeout)));
-        let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(io_failed)?;
+        let mut socket = socket.map_err(io_failed)?;
         socket.set_read_timeout(Some(timeout)).map_err(io_failed)?;
         socket.set_write_timeout(Some(timeout)).map_err(io_failed)?;
         while session.is_handshaking() {

@@ -43,6 +43,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::proxy;
 use crate::requests::{self, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
@@ -87,6 +88,7 @@ pub(super) enum Flag {
     Slo,
     Http2,
     Streams,
+    Proxy,
     Version,
     Help,
 }
@@ -134,6 +136,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: None, long: "http2", flag: Flag::Http2 },
     Spec { short: None, long: "streams", flag: Flag::Streams },
+    Spec { short: None, long: "proxy", flag: Flag::Proxy },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -250,6 +253,8 @@ struct BenchArgs {
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
+    /// `--proxy`: a proxy URL, or `env`.
+    proxy: Option<String>,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -286,6 +291,7 @@ impl Default for BenchArgs {
             slo: Vec::new(),
             http2: false,
             streams: None,
+            proxy: None,
             print_version: false,
             words: Vec::new(),
         }
@@ -368,6 +374,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
+            Flag::Proxy => typed.proxy = Some(options.text(name)?),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -434,6 +441,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     if let Some(credentials) = target.basic_authorization().filter(|_| !authorized && typed_url) {
         headers.push(("Authorization".to_string(), credentials));
     }
+    let proxy = typed.proxy.as_deref().map(|value| proxy::route(value, &target));
+    let proxy = proxy.transpose().map_err(Error::Usage)?;
     let seed = plan::seed(&typed.plan);
     let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
     let requests = typed.requests.map(|n| n as u64);
@@ -469,6 +478,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         slo: typed.slo,
         http2: typed.http2,
         streams: typed.streams.unwrap_or(1),
+        proxy,
     };
     // What needs the mode: a share of the target rate, the schedule lag.
     slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;

@@ -43,6 +43,10 @@ Usage: pace <options> <url> [script args...]
         --streams         <N>  HTTP/2 requests in flight per connection
                                (default 1; the server may allow fewer)
     -k, --insecure             Do not verify TLS certificates
+        --proxy           <U>  Go through an HTTP proxy, e.g.
+                               http://user:pass@proxy:3128 (CONNECT
+                               for https://), or env (http_proxy,
+                               https_proxy, no_proxy as curl reads them)
     -v, --version              Print version details
     -h, --help                 Print this help
 

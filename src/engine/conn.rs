@@ -5,12 +5,15 @@
 use crate::engine::http1::Http1;
 use crate::engine::http2::Http2;
 use crate::http::transport::Transport;
+use crate::proxy::tunnel::Handshake;
 
 /// Where a connection is in its life cycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// TCP connect started; waiting for the socket to become writable.
     Connecting,
+    /// TCP is up to a proxy; opening the CONNECT tunnel through it.
+    Tunneling,
     /// TCP is up; TLS handshake in progress.
     Handshaking,
     /// Set up: the protocol carries requests (HTTP/2 once the server's
@@ -63,6 +66,8 @@ pub struct Conn {
     pub failures: u32,
     /// A large part of a response has arrived and the rest has not.
     pub receiving_large: bool,
+    /// The CONNECT exchange, while [`Phase::Tunneling`].
+    pub tunnel: Option<Box<Handshake>>,
 }
 
 impl Conn {
@@ -74,6 +79,7 @@ impl Conn {
             connect_started_ns: 0,
             failures: 0,
             receiving_large: false,
+            tunnel: None,
         }
     }
 
@@ -85,11 +91,11 @@ impl Conn {
         }
     }
 
-    /// The socket is being set up (TCP connect, TLS handshake, or the
-    /// HTTP/2 greeting).
+    /// The socket is being set up (TCP connect, a proxy's tunnel, TLS
+    /// handshake, or the HTTP/2 greeting).
     pub fn opening(&self) -> bool {
         match self.phase {
-            Phase::Connecting | Phase::Handshaking => true,
+            Phase::Connecting | Phase::Tunneling | Phase::Handshaking => true,
             Phase::Open => matches!(&self.protocol, Protocol::Http2(http2) if !http2.greeted()),
             Phase::Closed => false,
         }

@@ -23,6 +23,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
@@ -34,6 +35,7 @@ use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
 use crate::error::io_reason;
 use crate::http::transport::Transport;
+use crate::proxy::tunnel::Tunnel;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
 use crate::tls::{describe_handshake_error, TlsClient};
@@ -61,6 +63,8 @@ pub enum Wire {
 pub struct ConnectionSetup {
     pub connections: usize,
     pub tls: Option<TlsClient>,
+    /// Through a proxy: the CONNECT tunnel each connection opens first.
+    pub tunnel: Option<Arc<Tunnel>>,
     pub wire: Wire,
     /// Capture headers and bodies (for the script's `response()`).
     pub capture: bool,
@@ -281,7 +285,11 @@ impl Connections {
             let conn = &mut self.conns[i];
             if conn.opening() {
                 if now.saturating_sub(conn.connect_started_ns) > timeout {
-                    self.fail(i, ErrorKind::Connect, "connect timed out", recorder);
+                    let cause = match (conn.phase, &self.setup.tunnel) {
+                        (Phase::Tunneling, Some(tunnel)) => tunnel.timed_out(),
+                        _ => "connect timed out".to_string(),
+                    };
+                    self.fail(i, ErrorKind::Connect, &cause, recorder);
                 }
                 continue;
             }
@@ -334,6 +342,7 @@ impl Connections {
     fn on_writable(&mut self, i: usize, recorder: &mut Recorder) {
         match self.conns[i].phase {
             Phase::Connecting => self.finish_connect(i, recorder),
+            Phase::Tunneling => self.continue_tunnel(i, recorder),
             Phase::Handshaking => self.continue_handshake(i, recorder),
             Phase::Open => self.write_more(i, recorder),
             Phase::Closed => {}
@@ -344,6 +353,7 @@ impl Connections {
     /// an end of stream that only a read returning 0 reveals.
     fn on_readable(&mut self, i: usize, closing: bool, recorder: &mut Recorder) {
         match self.conns[i].phase {
+            Phase::Tunneling => self.continue_tunnel(i, recorder),
             Phase::Handshaking => self.continue_handshake(i, recorder),
             Phase::Open => self.read(i, closing, recorder),
             Phase::Connecting | Phase::Closed => {}
@@ -363,6 +373,31 @@ impl Connections {
         if let Err(e) = stream.socket().peer_addr() {
             return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
+        if self.setup.tunnel.is_some() {
+            conn.phase = Phase::Tunneling;
+            conn.tunnel = Some(Box::default());
+            return self.continue_tunnel(i, recorder);
+        }
+        conn.phase = Phase::Handshaking;
+        self.continue_handshake(i, recorder);
+    }
+
+    /// Goes on with the CONNECT exchange through the proxy; once the
+    /// tunnel is open, the connection goes on as if connected to the
+    /// target. A refusal is a connect error, in the proxy's words.
+    fn continue_tunnel(&mut self, i: usize, recorder: &mut Recorder) {
+        let conn = &mut self.conns[i];
+        let (Some(stream), Some(handshake), Some(tunnel)) =
+            (conn.stream.as_ref(), conn.tunnel.as_mut(), self.setup.tunnel.as_ref())
+        else {
+            return;
+        };
+        match handshake.advance(stream.socket(), tunnel) {
+            Ok(true) => {}
+            Ok(false) => return,
+            Err(cause) => return self.fail(i, ErrorKind::Connect, &cause, recorder),
+        }
+        conn.tunnel = None;
         conn.phase = Phase::Handshaking;
         self.continue_handshake(i, recorder);
     }
@@ -436,6 +471,7 @@ impl Connections {
             Protocol::Http2(http2) => http2.forget(),
         }
         conn.phase = Phase::Closed;
+        conn.tunnel = None;
         self.set_receiving_large(i, false);
         self.reopen.push(Reverse((sys::now_ns().saturating_add(after), i)));
     }

@@ -26,6 +26,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
+use crate::proxy::tunnel::Tunnel;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
 use crate::stats::{Interval, RunResult, Stats};
@@ -129,24 +130,48 @@ impl Before {
 pub struct Engine<'a> {
     cfg: &'a BenchConfig,
     tls: Option<TlsClient>,
+    /// Through a proxy: the CONNECT tunnel every connection opens first.
+    tunnel: Option<Arc<Tunnel>>,
 }
 
 impl<'a> Engine<'a> {
     /// Checks what can be checked before the run: for https, a complete
     /// handshake with `addr` (so an untrusted certificate is one clear
-    /// error, not an error on every connection).
+    /// error, not an error on every connection). Through a proxy (`addr`
+    /// is then the proxy's), the checks go through a CONNECT tunnel, whose
+    /// refusal is the error.
     pub fn prepare(cfg: &'a BenchConfig, addr: SocketAddr) -> Result<Engine<'a>, Error> {
         let check_within = cfg.timeout.min(Duration::from_secs(5));
+        let tunnel = crate::proxy::tunnel_of(cfg).map(Arc::new);
+        let tunnel_open = || match &tunnel {
+            Some(tunnel) => tunnel.open(addr, check_within).map(Some).map_err(Error::Setup),
+            None => Ok(None),
+        };
+        // The server the checks reach, for their messages.
+        let server = match &tunnel {
+            Some(_) => format!(
+                "{} (through the proxy)",
+                crate::proxy::authority(&cfg.target.host, cfg.target.port)
+            ),
+            None => addr.to_string(),
+        };
         let tls = match cfg.target.scheme {
             Scheme::Https => {
                 let tls = TlsClient::new(&cfg.target.host, cfg.insecure, cfg.http2)?;
-                tls.check_handshake(addr, check_within)?;
+                match tunnel_open()? {
+                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within)?,
+                    None => tls.check_handshake(addr, check_within)?,
+                }
                 Some(tls)
             }
             Scheme::Http if cfg.http2 => {
-                crate::http2::check_prior_knowledge(addr, check_within).map_err(|why| {
+                let checked = match tunnel_open()? {
+                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
+                    None => crate::http2::check_prior_knowledge(addr, check_within),
+                };
+                checked.map_err(|why| {
                     Error::Setup(format!(
-                        "--http2: the server at {addr} does not speak HTTP/2: {why} (leave out \
+                        "--http2: the server at {server} does not speak HTTP/2: {why} (leave out \
                          --http2 to benchmark it over HTTP/1.1, or use an https:// URL for h2)"
                     ))
                 })?;
@@ -154,7 +179,7 @@ impl<'a> Engine<'a> {
             }
             Scheme::Http => None,
         };
-        Ok(Engine { cfg, tls })
+        Ok(Engine { cfg, tls, tunnel })
     }
 
     /// Runs the benchmark, until the duration is over or `stop` is set.
@@ -197,6 +222,7 @@ impl<'a> Engine<'a> {
             let connections = Connections::new(ConnectionSetup {
                 connections: cfg.connections_of_thread(thread),
                 tls: self.tls.clone(),
+                tunnel: self.tunnel.clone(),
                 wire,
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),

@@ -11,6 +11,7 @@ use crate::http::request::RequestError;
 use crate::http::response::Captured;
 use crate::http2::request::{convert, Request2};
 use crate::plan::random::Draws;
+use crate::proxy::absolute::AbsoluteForm;
 use crate::script::{Interrupter, ScriptError, ThreadScript};
 
 /// One write's worth of requests: their bytes, and for each request in
@@ -60,8 +61,14 @@ pub enum RequestSource {
     Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
     /// A Lua state per thread; every batch has the depth and HEAD flags of
     /// the script's first request (as in wrk). With `--http2`, `http2`
-    /// turns each request into its HTTP/2 form.
-    Script { script: Box<ThreadScript>, heads: Arc<[bool]>, http2: Option<Http2Form> },
+    /// turns each request into its HTTP/2 form; through a proxy (plain
+    /// HTTP), `absolute` into the form a proxy takes.
+    Script {
+        script: Box<ThreadScript>,
+        heads: Arc<[bool]>,
+        http2: Option<Http2Form>,
+        absolute: Option<AbsoluteForm>,
+    },
 }
 
 /// How a thread's script requests get their HTTP/2 form: converted when
@@ -136,8 +143,16 @@ impl RequestSource {
                 let index = (random.uniform() * batches.len() as f64) as usize;
                 Ok(Some(batches[index.min(batches.len() - 1)].clone()))
             }
-            RequestSource::Script { script, heads, http2 } => {
-                let Some(bytes) = script.request()? else { return Ok(None) };
+            RequestSource::Script { script, heads, http2, absolute } => {
+                let Some(mut bytes) = script.request()? else { return Ok(None) };
+                if let Some(form) = absolute {
+                    bytes = form.of(bytes).map_err(|e| {
+                        ScriptError(format!(
+                            "the script's request is not valid HTTP, so not sent through the \
+                             proxy: {e}"
+                        ))
+                    })?;
+                }
                 let batch = Batch::new(bytes, heads.clone());
                 match http2 {
                     None => Ok(Some(batch)),

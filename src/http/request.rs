@@ -11,6 +11,7 @@
 //! which requests are HEAD, so that their responses are read without a body.
 
 use std::fmt;
+use std::ops::Range;
 
 use httparse::Status;
 
@@ -105,18 +106,30 @@ const INCOMPLETE: &str = "incomplete request";
 /// Parses a buffer of one or more pipelined requests, which must all be
 /// complete. Empty lines between requests are skipped, as http_parser does.
 pub fn count_requests(buf: &[u8]) -> Result<RequestBatch, RequestError> {
-    let mut is_head = Vec::new();
+    let is_head = parse_all(buf)?.into_iter().map(|(_, is_head)| is_head).collect();
+    Ok(RequestBatch { is_head })
+}
+
+/// Where each request of a buffer of complete requests (as
+/// [`count_requests`] takes it) starts and ends.
+pub fn request_spans(buf: &[u8]) -> Result<Vec<Range<usize>>, RequestError> {
+    Ok(parse_all(buf)?.into_iter().map(|(span, _)| span).collect())
+}
+
+/// Every request of `buf`: its span, and whether it is a HEAD.
+fn parse_all(buf: &[u8]) -> Result<Vec<(Range<usize>, bool)>, RequestError> {
+    let mut requests = Vec::new();
     let mut offset = skip_empty_lines(buf, 0);
     while offset < buf.len() {
         let request =
             parse_request(&buf[offset..]).map_err(|failure| failure.locate(buf, offset))?;
-        is_head.push(request.is_head);
+        requests.push((offset..offset + request.length, request.is_head));
         offset = skip_empty_lines(buf, offset + request.length);
     }
-    if is_head.is_empty() {
+    if requests.is_empty() {
         return Err(Failure::incomplete(buf.len()).locate(buf, 0));
     }
-    Ok(RequestBatch { is_head })
+    Ok(requests)
 }
 
 fn skip_empty_lines(buf: &[u8], from: usize) -> usize {

@@ -35,7 +35,13 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 /// that does not is reported once, in words, before the run.
 pub fn check_prior_knowledge(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
     let failed = |e: std::io::Error| crate::error::io_reason(&e);
-    let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
+    let socket = TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
+    check_prior_knowledge_on(socket, timeout)
+}
+
+/// [`check_prior_knowledge`] on `socket` (a proxy's tunnel to the server).
+pub fn check_prior_knowledge_on(mut socket: TcpStream, timeout: Duration) -> Result<(), String> {
+    let failed = |e: std::io::Error| crate::error::io_reason(&e);
     socket.set_read_timeout(Some(timeout)).map_err(failed)?;
     socket.set_write_timeout(Some(timeout)).map_err(failed)?;
     socket.write_all(PREFACE).map_err(failed)?;

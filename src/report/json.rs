@@ -54,6 +54,9 @@ pub struct Report {
     pub protocol: &'static str,
     /// `--streams` (1 over HTTP/1.1).
     pub streams: usize,
+    /// `--proxy`: the proxy the run went through; absent without it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<crate::proxy::ProxyReport>,
     pub digits: u8,
     pub target_requests_per_sec: Option<f64>,
     /// None: open-ended, until `-n` requests are done.
@@ -478,6 +481,7 @@ fn common_fields(
         connections: cfg.connections,
         protocol: cfg.protocol(),
         streams: cfg.streams,
+        proxy: crate::proxy::report_of(cfg),
         digits: cfg.digits,
         target_requests_per_sec: target,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),

@@ -112,10 +112,28 @@ pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
             .iter()
             .map(|target| {
                 let body = target.body.as_deref().or(body);
-                request(&target.method, &target.target, &cfg.headers, &target.headers, body)
+                let batch =
+                    request(&target.method, &target.target, &cfg.headers, &target.headers, body);
+                through_proxy(cfg, &target.target, batch)
             })
             .collect(),
-        None => vec![request(&cfg.method, &cfg.target, &cfg.headers, &[], body)],
+        None => {
+            let batch = request(&cfg.method, &cfg.target, &cfg.headers, &[], body);
+            vec![through_proxy(cfg, &cfg.target, batch)]
+        }
+    }
+}
+
+/// `batch`, to `target`, in the form a proxy takes when the run goes
+/// through one in plain HTTP ([`crate::proxy::absolute`]).
+fn through_proxy(cfg: &BenchConfig, target: &Target, batch: Batch) -> Batch {
+    match crate::proxy::absolute_form_of(cfg, target) {
+        // Built here, so valid: the rewriting cannot fail.
+        Some(form) => match form.rewrite(&batch.bytes) {
+            Ok(bytes) => Batch::new(bytes.into(), batch.heads),
+            Err(_) => batch,
+        },
+        None => batch,
     }
 }
 
