@@ -22,8 +22,14 @@ pub struct AbsoluteForm {
     origin: String,
     /// `Basic ...`, when the proxy URL has credentials.
     authorization: Option<String>,
-    /// The last request rewritten, and what it became.
-    last: Option<(Arc<[u8]>, Arc<[u8]>)>,
+    last: Option<Rewritten>,
+}
+
+/// The last request rewritten, and what it became.
+#[derive(Clone, Debug)]
+struct Rewritten {
+    original: Arc<[u8]>,
+    rewritten: Arc<[u8]>,
 }
 
 impl AbsoluteForm {
@@ -42,13 +48,13 @@ impl AbsoluteForm {
     /// as the last one (a script returning a request it made once) is not
     /// rewritten again.
     pub fn of(&mut self, bytes: Arc<[u8]>) -> Result<Arc<[u8]>, RequestError> {
-        if let Some((original, rewritten)) = &self.last {
-            if Arc::ptr_eq(original, &bytes) || **original == *bytes {
-                return Ok(rewritten.clone());
+        if let Some(last) = &self.last {
+            if Arc::ptr_eq(&last.original, &bytes) || *last.original == *bytes {
+                return Ok(last.rewritten.clone());
             }
         }
         let rewritten: Arc<[u8]> = self.rewrite(&bytes)?.into();
-        self.last = Some((bytes, rewritten.clone()));
+        self.last = Some(Rewritten { original: bytes, rewritten: rewritten.clone() });
         Ok(rewritten)
     }
 }

@@ -142,7 +142,7 @@ pub fn header_line(cfg: &BenchConfig) -> Option<String> {
                 true => {
                     format!("CONNECT tunnel to {}", authority(&cfg.target.host, cfg.target.port))
                 }
-                false => "requests in absolute form".to_string(),
+                false => "absolute-form requests".to_string(),
             };
             format!("Through the proxy {} ({named}), {how}", proxy.shown())
         }
@@ -213,7 +213,7 @@ mod tests {
         assert!(tunnel_of(&plain).is_none() && absolute_form_of(&plain, &plain.target).is_some());
         assert_eq!(
             header_line(&plain).unwrap(),
-            "Through the proxy http://u@127.0.0.1:3128 (--proxy), requests in absolute form"
+            "Through the proxy http://u@127.0.0.1:3128 (--proxy), absolute-form requests"
         );
         let tls = config("https://example.com/", "http://127.0.0.1:3128", false);
         assert!(tunnel_of(&tls).is_some() && absolute_form_of(&tls, &tls.target).is_none());

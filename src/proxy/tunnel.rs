@@ -158,7 +158,8 @@ fn judge(head: &[u8], tunnel: &Tunnel) -> Result<(), String> {
     let status = format!("{code} {}", reason.unwrap_or_default()).trim_end().to_string();
     let hint = match (code, tunnel.credentials) {
         (407, false) => " (give the proxy's credentials: --proxy http://user:password@host:port)",
-        (407, true) => " (it did not accept the credentials of the proxy URL)",
+        // tinyproxy answers 401 to credentials it does not accept.
+        (407 | 401, true) => " (it did not accept the credentials of the proxy URL)",
         _ => "",
     };
     Err(format!("proxy refused CONNECT to {}: {status}{hint}", tunnel.target))

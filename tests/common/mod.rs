@@ -32,7 +32,7 @@ pub fn load_lock() -> MutexGuard<'static, ()> {
 /// Children that must not outlive the test, even if the test binary is
 /// killed (a CI time limit): the kernel kills them when the thread that
 /// started them ends.
-trait DieWithTest {
+pub trait DieWithTest {
     fn die_with_test(&mut self) -> &mut Self;
 }
 
