@@ -455,6 +455,33 @@ mod tests {
     }
 
     #[test]
+    fn targets_add_up_by_label_in_turn() {
+        let target = |label: &str, requests: u64| {
+            let mut t = TargetStats::new(Arc::from(label), 3);
+            for _ in 0..requests {
+                t.response(200);
+                t.corrected.record(requests).unwrap();
+            }
+            t
+        };
+        let mut a = Stats::new(3);
+        a.targets = vec![target("GET /x", 1), target("GET /x", 2), target("GET /y", 3)];
+        let mut b = Stats::new(3);
+        // Another order, a label a lacks, the same label twice.
+        b.targets = vec![target("GET /z", 4), target("GET /x", 5), target("GET /y", 6)];
+        b.targets.push(target("GET /x", 7));
+        a.merge(&b);
+        let got: Vec<(&str, u64, u64)> =
+            a.targets.iter().map(|t| (&*t.label, t.requests, t.corrected.len())).collect();
+        assert_eq!(got, [("GET /x", 6, 6), ("GET /x", 9, 9), ("GET /y", 9, 9), ("GET /z", 4, 4)]);
+        // Threads of one run: the same targets, added in place.
+        let mut c = a.clone();
+        c.merge(&a);
+        assert_eq!(c.targets[3].requests, 8);
+        assert_eq!(c.targets[1].statuses[&200], 18);
+    }
+
+    #[test]
     fn histograms_grow_to_the_values_they_see() {
         let mut h = latency_histogram(3);
         assert_eq!(h.buckets(), 1);

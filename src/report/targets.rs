@@ -73,7 +73,7 @@ pub fn write_targets(out: &mut dyn Write, result: &RunResult) -> io::Result<()> 
     if rows.is_empty() {
         return Ok(());
     }
-    writeln!(out, "Per target (corrected latency):")?;
+    writeln!(out, "Per target:")?;
     writeln!(
         out,
         "  {:<width$}  {:>9}  {:>10}  {:>9}  {:>9}  {:>7}  statuses",
@@ -149,7 +149,7 @@ mod tests {
         write_targets(&mut out, &result(vec![a, b])).unwrap();
         let text = String::from_utf8(out).unwrap();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "Per target (corrected latency):");
+        assert_eq!(lines[0], "Per target:");
         assert!(lines[1].starts_with("  target   "), "{}", lines[1]);
         let first: Vec<&str> = lines[2].split_whitespace().collect();
         assert_eq!(

@@ -97,7 +97,7 @@ pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
     }
     let targets = tables::targets(page);
     if !targets.is_empty() {
-        section(out, "targets", "Per target (corrected latency)", &targets)?;
+        section(out, "targets", "Per target", &targets)?;
     }
     let mut rows = tables::threads(page);
     rows.push_str(&tables::inputs(page));
