@@ -200,3 +200,18 @@ fn too_few_connections_for_the_origins_is_a_usage_error() {
         "{run}"
     );
 }
+
+#[test]
+fn an_origin_that_fails_its_check_is_named_before_the_run() {
+    let server = serve(serve_options());
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("targets.txt");
+    // The second origin speaks plain HTTP to an https:// target.
+    let text = format!("GET http://{0}/a\nGET https://{0}/b\n", server.addr());
+    std::fs::write(&file, text).unwrap();
+    let run = pace(&["--targets", file.to_str().unwrap(), "-t1", "-c2", "-d1s"], LIMIT);
+    run.assert_code(2);
+    let origin = format!("pace: origin https://{}: TLS handshake", server.addr());
+    assert!(run.stderr.contains(&origin), "{run}");
+    assert_eq!(server.stats().requests, 0, "nothing was sent: {run}");
+}
