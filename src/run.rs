@@ -21,13 +21,14 @@ use crate::output::Outputs;
 use crate::progress::{self, Progress};
 use crate::proxy;
 use crate::report;
-use crate::requests;
+use crate::requests::{self, Origins};
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
 use crate::slo;
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
+use crate::target::Target;
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
@@ -47,20 +48,29 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     // A file that cannot be written stops pace before it connects.
     let mut outputs = Outputs::start(cfg)?;
-    // Through a proxy, every connection goes to the proxy.
-    let addrs = match proxy::proxy_of(cfg) {
-        Some(proxy) => proxy.resolve(cfg.timeout.min(MAX_PROBE_TIMEOUT))?,
-        None => resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?,
+    // Every origin is resolved (and reachable) before anything is sent;
+    // through a proxy, every connection goes to the proxy.
+    let origins = Origins::of(cfg);
+    let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
+    let resolved = match proxy::proxy_of(cfg) {
+        Some(proxy) => vec![proxy.resolve(probe_within)?; origins.list.len()],
+        None => (origins.list.iter())
+            .map(|(target, _)| resolve_target(target, probe_within))
+            .collect::<Result<Vec<_>, _>>()?,
     };
+    let addrs = &resolved[0];
     let workload = match script.as_mut() {
         Some(script) => {
             requests::note_script_overrides(cfg);
-            scripted_workload(cfg, &addrs, script)?
+            scripted_workload(cfg, addrs, script)?
         }
         None => fixed_workload(cfg, addrs[0])?,
     };
+    let places = (origins.list.iter().zip(&resolved))
+        .map(|((target, _), addrs)| (target.clone(), addrs[0]))
+        .collect();
     let signals = Signals::install()?;
-    let (finished, interval_error) = measure_with(cfg, addrs[0], workload, &signals, &mut outputs)?;
+    let (finished, interval_error) = measure_with(cfg, places, workload, &signals, &mut outputs)?;
     sys::flush_c_stdout();
     let written = outputs.finish(cfg, &finished.result);
     report_interruption(&finished.result);
@@ -92,20 +102,22 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
 pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(cfg)?;
-    measure_with(cfg, addr, workload, &signals, &mut outputs).map(|(finished, _)| finished)
+    let places = vec![(cfg.target.clone(), addr)];
+    measure_with(cfg, places, workload, &signals, &mut outputs).map(|(finished, _)| finished)
 }
 
-/// [`measure`], writing the header and every reporting period (as soon as
-/// it is complete) to `outputs`. Also returns the first error of those
-/// writes: the run goes on regardless.
+/// [`measure`] against every origin of `places` (its target and address),
+/// writing the header and every reporting period (as soon as it is
+/// complete) to `outputs`. Also returns the first error of those writes:
+/// the run goes on regardless.
 fn measure_with(
     cfg: &BenchConfig,
-    addr: SocketAddr,
+    places: Vec<(Target, SocketAddr)>,
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
 ) -> Result<(Finished, Option<Error>), Error> {
-    let engine = Engine::prepare(cfg, addr)?;
+    let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
     // Rust's: each report first pushes out what the scripts printed before
     // it (in setup() and init() before the header), so that lines never

@@ -5,6 +5,7 @@
 //! HdrHistograms with the same geometry add count by count.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use hdrhistogram::Histogram;
@@ -127,6 +128,8 @@ pub struct Stats {
     pub warmup: Warmup,
     /// Per stage of `--stages` (by intended send time); empty without.
     pub stages: Vec<StageStats>,
+    /// Per target of a targets file of several; empty otherwise.
+    pub targets: Vec<TargetStats>,
     /// Where the schedule lag came from and what the threads cost.
     pub generator: Generator,
     /// What HTTP/2 connections had to do besides requests.
@@ -221,6 +224,82 @@ impl StageStats {
     }
 }
 
+/// What the requests of one target of a targets file measured.
+#[derive(Clone, Debug)]
+pub struct TargetStats {
+    /// `METHOD scheme://host:port/path`.
+    pub label: Arc<str>,
+    /// Completed responses.
+    pub requests: u64,
+    /// Responses with status > 399, and requests lost to a timeout or a
+    /// read or write error (a failed connect is its origin's, not a
+    /// target's: it is in the run's errors only).
+    pub errors: u64,
+    pub statuses: BTreeMap<u16, u64>,
+    /// Latency from the intended send time, us.
+    pub corrected: Histogram<u64>,
+}
+
+impl TargetStats {
+    pub fn new(label: Arc<str>, digits: u8) -> TargetStats {
+        TargetStats {
+            label,
+            requests: 0,
+            errors: 0,
+            statuses: BTreeMap::new(),
+            corrected: latency_histogram(digits),
+        }
+    }
+
+    /// Records a completed response.
+    #[inline]
+    pub fn response(&mut self, status: u16) {
+        self.requests += 1;
+        self.errors += u64::from(status > 399);
+        *self.statuses.entry(status).or_insert(0) += 1;
+    }
+
+    fn clear(&mut self) {
+        self.requests = 0;
+        self.errors = 0;
+        self.statuses.clear();
+        self.corrected.reset();
+    }
+
+    fn merge(&mut self, other: &TargetStats) {
+        self.requests += other.requests;
+        self.errors += other.errors;
+        for (status, n) in &other.statuses {
+            *self.statuses.entry(*status).or_insert(0) += n;
+        }
+        self.corrected.add(&other.corrected).expect("auto-resizing histogram");
+    }
+}
+
+/// Adds `other`'s targets to `mine`: the n-th target of a label to the
+/// n-th of the same label (one targets file may name a request twice),
+/// targets `mine` lacks at the end. Threads of one run have the same
+/// targets; runs merged by `pace merge` may not.
+fn merge_targets(mine: &mut Vec<TargetStats>, other: &[TargetStats]) {
+    let lined_up = mine.len() == other.len()
+        && mine
+            .iter()
+            .zip(other)
+            .all(|(a, b)| Arc::ptr_eq(&a.label, &b.label) || a.label == b.label);
+    if lined_up {
+        mine.iter_mut().zip(other).for_each(|(a, b)| a.merge(b));
+        return;
+    }
+    for (i, target) in other.iter().enumerate() {
+        let nth = other[..i].iter().filter(|t| t.label == target.label).count();
+        let same = mine.iter().enumerate().filter(|(_, t)| t.label == target.label).nth(nth);
+        match same.map(|(j, _)| j) {
+            Some(j) => mine[j].merge(target),
+            None => mine.push(target.clone()),
+        }
+    }
+}
+
 impl Stats {
     pub fn new(digits: u8) -> Stats {
         Stats {
@@ -237,16 +316,19 @@ impl Stats {
             nil_requests: 0,
             warmup: Warmup::default(),
             stages: Vec::new(),
+            targets: Vec::new(),
             generator: Generator::default(),
             http2: Http2Counts::default(),
             oldest_waiting_us: 0,
         }
     }
 
-    /// Measurements with room for `stages` stages.
-    pub fn with_stages(digits: u8, stages: usize) -> Stats {
+    /// Measurements with room for `stages` stages and the targets of
+    /// these `labels`.
+    pub fn with_parts(digits: u8, stages: usize, labels: &[Arc<str>]) -> Stats {
         Stats {
             stages: (0..stages).map(|_| StageStats::new(digits)).collect(),
+            targets: labels.iter().map(|label| TargetStats::new(label.clone(), digits)).collect(),
             ..Stats::new(digits)
         }
     }
@@ -295,6 +377,7 @@ impl Stats {
             stage.requests = 0;
             stage.corrected.reset();
         }
+        self.targets.iter_mut().for_each(TargetStats::clear);
     }
 
     /// Adds another thread's measurements to these.
@@ -326,6 +409,7 @@ impl Stats {
                 None => self.stages.push(stage.clone()),
             }
         }
+        merge_targets(&mut self.targets, &other.targets);
     }
 }
 
@@ -368,6 +452,33 @@ mod tests {
             busiest_thread_cpu: 0.5,
         };
         assert_eq!(a.generator, expected);
+    }
+
+    #[test]
+    fn targets_add_up_by_label_in_turn() {
+        let target = |label: &str, requests: u64| {
+            let mut t = TargetStats::new(Arc::from(label), 3);
+            for _ in 0..requests {
+                t.response(200);
+                t.corrected.record(requests).unwrap();
+            }
+            t
+        };
+        let mut a = Stats::new(3);
+        a.targets = vec![target("GET /x", 1), target("GET /x", 2), target("GET /y", 3)];
+        let mut b = Stats::new(3);
+        // Another order, a label a lacks, the same label twice.
+        b.targets = vec![target("GET /z", 4), target("GET /x", 5), target("GET /y", 6)];
+        b.targets.push(target("GET /x", 7));
+        a.merge(&b);
+        let got: Vec<(&str, u64, u64)> =
+            a.targets.iter().map(|t| (&*t.label, t.requests, t.corrected.len())).collect();
+        assert_eq!(got, [("GET /x", 6, 6), ("GET /x", 9, 9), ("GET /y", 9, 9), ("GET /z", 4, 4)]);
+        // Threads of one run: the same targets, added in place.
+        let mut c = a.clone();
+        c.merge(&a);
+        assert_eq!(c.targets[3].requests, 8);
+        assert_eq!(c.targets[1].statuses[&200], 18);
     }
 
     #[test]

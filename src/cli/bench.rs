@@ -44,7 +44,7 @@ use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
 use crate::proxy;
-use crate::requests::{self, Targets, TargetsOrder};
+use crate::requests::{self, Origins, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
 use crate::units::{parse_count, parse_metric};
@@ -428,10 +428,6 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         (None, Some(targets)) => targets.first().target.clone(),
         (None, None) => return Err(missing_url()),
     };
-    let run_is = if url.is_some() { "the run's URL" } else { "the first target" };
-    if let Some(targets) = &targets {
-        targets.check_origin(&target, run_is).map_err(Error::Usage)?;
-    }
     // `user:password@` in the URL is Basic authorization (as curl sends
     // it), unless an -H header says otherwise. A target's own (the URL
     // taken from the first target) is that target's alone.
@@ -480,6 +476,8 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         streams: typed.streams.unwrap_or(1),
         proxy,
     };
+    let fewest = (0..config.threads).map(|t| config.connections_of_thread(t)).min();
+    Origins::of(&config).check(fewest.unwrap_or(0), config.threads).map_err(Error::Usage)?;
     // What needs the mode: a share of the target rate, the schedule lag.
     slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
     Ok(config)
@@ -1358,25 +1356,16 @@ mod tests {
             error(&["--targets", &file]),
             format!("{file}:2: invalid header 'not a header': expected 'Name: value'")
         );
+        // Several origins: each thread needs a connection to each.
         let (_dir, file) =
             targets_file("GET http://127.0.0.1:8080/a\nGET http://localhost:8080/b\n");
-        let message = error(&["--targets", &file]);
-        assert!(
-            message.starts_with(&format!(
-                "{file}:2: http://localhost:8080/b is not on http://127.0.0.1:8080 (the first \
-                 target); pace sends all targets over the same connections"
-            )),
-            "{message}"
+        assert_eq!(
+            error(&["--targets", &file, "-t2", "-c3"]),
+            "the targets name 2 origins (scheme, host and port) and every thread needs a \
+             connection to each: with -t 2, -c must be at least 4"
         );
-        assert!(message.ends_with("benchmark other hosts in separate runs"), "{message}");
-        let (_dir, file) = targets_file(TARGETS);
-        let message = error(&["--targets", &file, "http://127.0.0.1:9999/"]);
-        assert!(
-            message.starts_with(&format!(
-                "{file}:1: http://127.0.0.1:8080/a is not on http://127.0.0.1:9999 (the run's URL)"
-            )),
-            "{message}"
-        );
+        let cfg = config(&["--targets", &file, "-t2", "-c4"]);
+        assert_eq!(cfg.target.url, "http://127.0.0.1:8080/a");
         // Still: no URL and no targets.
         assert_eq!(error(&["-m", "POST"]), "missing URL (try 'pace --help')");
     }

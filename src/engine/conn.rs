@@ -45,6 +45,8 @@ pub struct Exchange {
     pub batch_intended: u64,
     /// When the batch's first byte was written.
     pub sent: u64,
+    /// The batch's target ([`crate::engine::Batch::target`]).
+    pub target: u32,
 }
 
 /// The protocol of a connection. HTTP/1.1's exchange stays inline, on the
@@ -57,6 +59,8 @@ pub enum Protocol {
 }
 
 pub struct Conn {
+    /// Which origin of the thread's it connects to.
+    pub origin: usize,
     pub stream: Option<Transport>,
     pub phase: Phase,
     pub protocol: Protocol,
@@ -71,8 +75,9 @@ pub struct Conn {
 }
 
 impl Conn {
-    pub fn new(protocol: Protocol) -> Conn {
+    pub fn new(origin: usize, protocol: Protocol) -> Conn {
         Conn {
+            origin,
             stream: None,
             phase: Phase::Closed,
             protocol,

@@ -30,15 +30,16 @@ use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
 use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
 use crate::engine::http1::Http1;
 use crate::engine::http2::Http2;
+use crate::engine::origin::Origin;
 use crate::engine::recorder::Recorder;
 use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
 use crate::error::io_reason;
 use crate::http::transport::Transport;
-use crate::proxy::tunnel::Tunnel;
+use crate::requests::origins::origin_name;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::{describe_handshake_error, TlsClient};
+use crate::tls::describe_handshake_error;
 
 /// A thread's read buffer starts at this size: enough for typical
 /// responses, cheap for thousands of threads.
@@ -61,10 +62,10 @@ pub enum Wire {
 
 /// What every connection of a thread has in common.
 pub struct ConnectionSetup {
-    pub connections: usize,
-    pub tls: Option<TlsClient>,
-    /// Through a proxy: the CONNECT tunnel each connection opens first.
-    pub tunnel: Option<Arc<Tunnel>>,
+    /// Where the connections go: the run's origins, and how many of the
+    /// thread's connections go to each (at least one each).
+    pub origins: Arc<[Origin]>,
+    pub per_origin: Vec<usize>,
     pub wire: Wire,
     /// Capture headers and bodies (for the script's `response()`).
     pub capture: bool,
@@ -92,15 +93,22 @@ pub struct Connections {
 
 impl Connections {
     pub fn new(setup: ConnectionSetup) -> io::Result<Connections> {
-        let poller = Poller::new(setup.connections + 8)?;
-        let conns = (0..setup.connections)
-            .map(|_| {
-                Conn::new(match setup.wire {
-                    Wire::Http1 => Protocol::Http1(Http1::new(setup.capture)),
-                    Wire::Http2 { streams, depth } => {
-                        Protocol::Http2(Box::new(Http2::new(setup.capture, streams, depth)))
-                    }
-                })
+        let origin_of_conn: Vec<usize> = (setup.per_origin.iter().enumerate())
+            .flat_map(|(origin, &n)| std::iter::repeat_n(origin, n))
+            .collect();
+        let poller = Poller::new(origin_of_conn.len() + 8)?;
+        let conns = origin_of_conn
+            .into_iter()
+            .map(|origin| {
+                Conn::new(
+                    origin,
+                    match setup.wire {
+                        Wire::Http1 => Protocol::Http1(Http1::new(setup.capture)),
+                        Wire::Http2 { streams, depth } => {
+                            Protocol::Http2(Box::new(Http2::new(setup.capture, streams, depth)))
+                        }
+                    },
+                )
             })
             .collect();
         Ok(Connections {
@@ -117,7 +125,9 @@ impl Connections {
         })
     }
 
-    /// Starts opening every connection to `addr`.
+    /// Starts opening every connection; `addr` is where the first
+    /// origin's go (a script's `thread.addr` may change it, see
+    /// [`Connections::address`]).
     pub fn open_all(&mut self, addr: SocketAddr, recorder: &mut Recorder) {
         let now = sys::now_ns();
         for i in 0..self.conns.len() {
@@ -156,6 +166,19 @@ impl Connections {
                 Protocol::Http2(http2) => http2.oldest_in_flight(),
             })
             .min()
+    }
+
+    /// The origin connection `i` goes to.
+    #[inline]
+    pub fn origin_of(&self, i: usize) -> usize {
+        self.conns[i].origin
+    }
+
+    /// Some request waiting to be sent again goes to connection `i`'s
+    /// origin.
+    pub fn has_retry_for(&self, i: usize) -> bool {
+        let origin = self.conns[i].origin as u32;
+        self.retries.iter().any(|retry| retry.batch.origin == origin)
     }
 
     /// The ticket's connection can still carry a batch, as it could when
@@ -222,10 +245,14 @@ impl Connections {
         sent
     }
 
-    /// Sends the oldest request waiting to go again on connection `i`
-    /// (an HTTP/2 connection with a free slot).
+    /// Sends the oldest request waiting to go again to connection `i`'s
+    /// origin on it (an HTTP/2 connection with a free slot).
     pub fn send_retry(&mut self, i: usize, recorder: &mut Recorder) {
-        let Some(retry) = self.retries.pop_front() else { return };
+        let origin = self.conns[i].origin as u32;
+        let Some(at) = self.retries.iter().position(|retry| retry.batch.origin == origin) else {
+            return;
+        };
+        let Some(retry) = self.retries.remove(at) else { return };
         let Protocol::Http2(http2) = &mut self.conns[i].protocol else {
             self.retries.push_front(retry);
             return;
@@ -260,7 +287,8 @@ impl Connections {
         self.reopen.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// Reopens, to `addr`, the connections whose back-off is over.
+    /// Reopens the connections whose back-off is over (`addr`: where the
+    /// first origin's go).
     pub fn reopen_due(&mut self, now: u64, addr: SocketAddr, recorder: &mut Recorder) {
         while let Some(&Reverse((at, i))) = self.reopen.peek() {
             if at > now {
@@ -285,7 +313,8 @@ impl Connections {
             let conn = &mut self.conns[i];
             if conn.opening() {
                 if now.saturating_sub(conn.connect_started_ns) > timeout {
-                    let cause = match (conn.phase, &self.setup.tunnel) {
+                    let tunnel = &self.setup.origins[conn.origin].tunnel;
+                    let cause = match (conn.phase, tunnel) {
                         (Phase::Tunneling, Some(tunnel)) => tunnel.timed_out(),
                         _ => "connect timed out".to_string(),
                     };
@@ -318,13 +347,22 @@ impl Connections {
 
     // ----- connection life cycle --------------------------------------------
 
-    fn connect(&mut self, i: usize, addr: SocketAddr, now: u64, recorder: &mut Recorder) {
+    /// Where connection `i` goes: its origin's address; `first` for the
+    /// first origin (its source's address, which a script may change).
+    fn address(&self, i: usize, first: SocketAddr) -> SocketAddr {
+        match self.conns[i].origin {
+            0 => first,
+            origin => self.setup.origins[origin].addr,
+        }
+    }
+
+    fn connect(&mut self, i: usize, first: SocketAddr, now: u64, recorder: &mut Recorder) {
         self.conns[i].connect_started_ns = now;
-        let stream = match start_connect(addr) {
+        let stream = match start_connect(self.address(i, first)) {
             Ok(socket) => socket,
             Err(e) => return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder),
         };
-        let stream = match &self.setup.tls {
+        let stream = match &self.setup.origins[self.conns[i].origin].tls {
             None => Transport::plain(stream),
             Some(tls) => match tls.session() {
                 Ok(session) => Transport::tls(stream, session),
@@ -373,7 +411,7 @@ impl Connections {
         if let Err(e) = stream.socket().peer_addr() {
             return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
-        if self.setup.tunnel.is_some() {
+        if self.setup.origins[conn.origin].tunnel.is_some() {
             conn.phase = Phase::Tunneling;
             conn.tunnel = Some(Box::default());
             return self.continue_tunnel(i, recorder);
@@ -387,8 +425,9 @@ impl Connections {
     /// target. A refusal is a connect error, in the proxy's words.
     fn continue_tunnel(&mut self, i: usize, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
+        let tunnel = self.setup.origins[conn.origin].tunnel.as_ref();
         let (Some(stream), Some(handshake), Some(tunnel)) =
-            (conn.stream.as_ref(), conn.tunnel.as_mut(), self.setup.tunnel.as_ref())
+            (conn.stream.as_ref(), conn.tunnel.as_mut(), tunnel)
         else {
             return;
         };
@@ -415,7 +454,8 @@ impl Connections {
         let chosen = stream.alpn_protocol();
         if let Protocol::Http2(_) = self.conns[i].protocol {
             // HTTP/2 over TLS only when the server chose it by ALPN.
-            if self.setup.tls.is_some() && chosen.as_deref() != Some(b"h2".as_slice()) {
+            let tls = self.setup.origins[self.conns[i].origin].tls.is_some();
+            if tls && chosen.as_deref() != Some(b"h2".as_slice()) {
                 let chose = chosen.map_or("no protocol".to_string(), |p| {
                     String::from_utf8_lossy(&p).into_owned()
                 });
@@ -479,10 +519,29 @@ impl Connections {
     /// Counts an error on connection `i`, closes it, and reopens it after
     /// the back-off for its run of failures. Every HTTP/2 stream in flight
     /// on it is lost with it, each an error of its own.
+    /// With several origins, a failed connect names its origin (it is
+    /// no target's error: the report's error causes say where).
     fn fail(&mut self, i: usize, kind: ErrorKind, cause: &str, recorder: &mut Recorder) {
+        let named;
+        let cause = match kind {
+            ErrorKind::Connect if self.setup.origins.len() > 1 => {
+                let origin = &self.setup.origins[self.conns[i].origin];
+                named = format!("{}: {cause}", origin_name(&origin.target));
+                &named
+            }
+            _ => cause,
+        };
         let lost = match &self.conns[i].protocol {
-            Protocol::Http2(http2) => http2.requests_in_flight().max(1),
-            Protocol::Http1(_) => 1,
+            Protocol::Http2(http2) => {
+                http2.targets_in_flight().for_each(|target| recorder.lost(target));
+                http2.requests_in_flight().max(1)
+            }
+            Protocol::Http1(http1) => {
+                if let Some(target) = http1.target_in_flight() {
+                    recorder.lost(target);
+                }
+                1
+            }
         };
         for _ in 0..lost {
             recorder.error(kind, cause);

@@ -96,6 +96,11 @@ impl Http1 {
         }
     }
 
+    /// The target of the batch in flight, if one is.
+    pub fn target_in_flight(&self) -> Option<u32> {
+        self.in_flight().then_some(self.batch.target)
+    }
+
     /// The intended time of the oldest request in flight.
     pub fn oldest_in_flight(&self) -> Option<u64> {
         self.in_flight().then(|| self.intended.first().copied()).flatten()
@@ -194,6 +199,7 @@ impl Http1 {
             intended: self.intended[index],
             batch_intended: self.intended[0],
             sent: self.sent_ns,
+            target: self.batch.target,
         };
         out.response(exchange, arrived, response.status, self.pending == 0, response.captured);
         if self.pending > 0 {

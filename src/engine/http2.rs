@@ -165,6 +165,11 @@ impl Http2 {
         self.open_entries().count() as u64
     }
 
+    /// The targets of the requests in flight, one per request.
+    pub fn targets_in_flight(&self) -> impl Iterator<Item = u32> + '_ {
+        self.open_entries().map(|(slot, _)| self.batches[slot].batch.target)
+    }
+
     /// The intended time of the oldest request in flight.
     pub fn oldest_in_flight(&self) -> Option<u64> {
         self.open_entries().map(|(_, entry)| entry.intended).min()
@@ -293,6 +298,7 @@ impl Http2 {
                 entry.state = State::Cancelled;
                 session.reset(entry.stream_id, session::CANCEL);
                 out.error(ErrorKind::Timeout, "no response within the timeout");
+                out.recorder.lost(slot.batch.target);
                 cancelled = true;
             }
         }
@@ -421,6 +427,7 @@ impl Http2 {
             intended: entry.intended,
             batch_intended: state.batch_intended,
             sent: state.sent_ns,
+            target: state.batch.target,
         };
         let Some(session) = self.session.as_mut() else { return };
         let (status, reset_by_peer, ended) = session
@@ -446,6 +453,7 @@ impl Http2 {
             }
             State::Open if code == session::NO_ERROR && ended => {
                 out.error(ErrorKind::Read, "HTTP/2 response without :status");
+                out.recorder.lost(state.batch.target);
             }
             State::Open if refused_by_goaway => {
                 out.recorder.retried_after_goaway();
@@ -466,6 +474,7 @@ impl Http2 {
                     format!("HTTP/2 stream error: {name}")
                 };
                 out.error(ErrorKind::Read, &cause);
+                out.recorder.lost(state.batch.target);
             }
         }
         if last_of_batch {

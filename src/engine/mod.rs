@@ -8,8 +8,10 @@ mod delivery;
 mod http1;
 mod http2;
 mod intervals;
+mod origin;
 mod periods;
 mod recorder;
+mod routed;
 mod schedule;
 mod source;
 mod start_line;
@@ -26,21 +28,22 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::{BenchConfig, Mode};
 use crate::error::Error;
-use crate::proxy::tunnel::Tunnel;
+use crate::requests;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
-use crate::target::Scheme;
-use crate::tls::TlsClient;
+use crate::target::Target;
 use connections::{ConnectionSetup, Connections, Wire};
 use intervals::IntervalCollector;
+use origin::Origin;
 use periods::Periods;
 use recorder::{PeriodChannel, Recorder, RecorderSetup};
 use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
 
+pub use routed::Routed;
 pub use source::{Batch, Http2Form, Order, RequestSource};
 
 /// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
@@ -129,57 +132,23 @@ impl Before {
 /// A benchmark that passed its checks and is ready to start.
 pub struct Engine<'a> {
     cfg: &'a BenchConfig,
-    tls: Option<TlsClient>,
-    /// Through a proxy: the CONNECT tunnel every connection opens first.
-    tunnel: Option<Arc<Tunnel>>,
+    origins: Arc<[Origin]>,
 }
 
 impl<'a> Engine<'a> {
-    /// Checks what can be checked before the run: for https, a complete
-    /// handshake with `addr` (so an untrusted certificate is one clear
-    /// error, not an error on every connection). Through a proxy (`addr`
-    /// is then the proxy's), the checks go through a CONNECT tunnel, whose
-    /// refusal is the error.
-    pub fn prepare(cfg: &'a BenchConfig, addr: SocketAddr) -> Result<Engine<'a>, Error> {
-        let check_within = cfg.timeout.min(Duration::from_secs(5));
-        let tunnel = crate::proxy::tunnel_of(cfg).map(Arc::new);
-        let tunnel_open = || match &tunnel {
-            Some(tunnel) => tunnel.open(addr, check_within).map(Some).map_err(Error::Setup),
-            None => Ok(None),
-        };
-        // The server the checks reach, for their messages.
-        let server = match &tunnel {
-            Some(_) => format!(
-                "{} (through the proxy)",
-                crate::proxy::authority(&cfg.target.host, cfg.target.port)
-            ),
-            None => addr.to_string(),
-        };
-        let tls = match cfg.target.scheme {
-            Scheme::Https => {
-                let tls = TlsClient::new(&cfg.target.host, cfg.insecure, cfg.http2)?;
-                match tunnel_open()? {
-                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within)?,
-                    None => tls.check_handshake(addr, check_within)?,
-                }
-                Some(tls)
-            }
-            Scheme::Http if cfg.http2 => {
-                let checked = match tunnel_open()? {
-                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
-                    None => crate::http2::check_prior_knowledge(addr, check_within),
-                };
-                checked.map_err(|why| {
-                    Error::Setup(format!(
-                        "--http2: the server at {server} does not speak HTTP/2: {why} (leave out \
-                         --http2 to benchmark it over HTTP/1.1, or use an https:// URL for h2)"
-                    ))
-                })?;
-                None
-            }
-            Scheme::Http => None,
-        };
-        Ok(Engine { cfg, tls, tunnel })
+    /// Checks every origin (`places`: its target and resolved address,
+    /// in the order of [`crate::requests::Origins`]) before the run (see
+    /// [`Origin::prepare`]).
+    pub fn prepare(
+        cfg: &'a BenchConfig,
+        places: Vec<(Target, SocketAddr)>,
+    ) -> Result<Engine<'a>, Error> {
+        let named = places.len() > 1;
+        let origins = places
+            .into_iter()
+            .map(|(target, addr)| Origin::prepare(cfg, target, addr, named))
+            .collect::<Result<_, _>>()?;
+        Ok(Engine { cfg, origins })
     }
 
     /// Runs the benchmark, until the duration is over or `stop` is set.
@@ -199,6 +168,12 @@ impl<'a> Engine<'a> {
         let (to_collector, shares) = mpsc::channel();
         let interrupters: Vec<Option<Interrupter>> =
             workload.sources.iter().map(RequestSource::interrupter).collect();
+        let target_labels = requests::origins::target_labels(cfg);
+        let origins = requests::Origins::of(cfg);
+        let spread = |connections| match self.origins.len() {
+            1 => vec![connections],
+            _ => origins.spread(connections),
+        };
         let mut recycle = Vec::with_capacity(cfg.threads);
         let mut workers = Vec::with_capacity(cfg.threads);
         for (thread, source) in workload.sources.into_iter().enumerate() {
@@ -214,15 +189,15 @@ impl<'a> Engine<'a> {
                 series_ns: series.map(duration_ns),
                 warmup_ns: duration_ns(cfg.warmup),
                 stage_starts_ns: stage_starts(&cfg.mode),
+                target_labels: target_labels.clone(),
             });
             let wire = match cfg.http2 {
                 true => Wire::Http2 { streams: cfg.streams, depth: source.depth() },
                 false => Wire::Http1,
             };
             let connections = Connections::new(ConnectionSetup {
-                connections: cfg.connections_of_thread(thread),
-                tls: self.tls.clone(),
-                tunnel: self.tunnel.clone(),
+                origins: self.origins.clone(),
+                per_origin: spread(cfg.connections_of_thread(thread)),
                 wire,
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),

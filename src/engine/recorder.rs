@@ -11,6 +11,7 @@
 //! histograms once, however many periods it has.
 
 use std::sync::mpsc::{Receiver, Sender};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::engine::conn::Exchange;
@@ -54,6 +55,8 @@ pub struct RecorderSetup {
     /// Where each stage of the plan starts, from the end of the warm-up
     /// (empty without stages).
     pub stage_starts_ns: Vec<u64>,
+    /// The labels of the targets recorded apart (empty: none are).
+    pub target_labels: Vec<Arc<str>>,
 }
 
 pub struct Recorder {
@@ -82,7 +85,8 @@ pub struct Recorder {
 
 impl Recorder {
     pub fn new(setup: RecorderSetup) -> Recorder {
-        let stats = Stats::with_stages(setup.digits, setup.stage_starts_ns.len());
+        let stats =
+            Stats::with_parts(setup.digits, setup.stage_starts_ns.len(), &setup.target_labels);
         Recorder {
             setup,
             stats,
@@ -194,6 +198,25 @@ impl Recorder {
                 let from = exchange.intended.min(exchange.sent);
                 record_us(&mut stage.corrected, arrived.saturating_sub(from));
             }
+        }
+        if !self.stats.targets.is_empty() {
+            if let Some(target) = self.stats.targets.get_mut(exchange.target as usize) {
+                target.response(status);
+                let from = exchange.intended.min(exchange.sent);
+                record_us(&mut target.corrected, arrived.saturating_sub(from));
+            }
+        }
+    }
+
+    /// A request of `target` was lost (a timeout, a read or write error):
+    /// an error of that target's, when targets are recorded apart. The
+    /// error itself is recorded with [`Recorder::error`].
+    pub fn lost(&mut self, target: u32) {
+        if self.in_warmup {
+            return;
+        }
+        if let Some(target) = self.stats.targets.get_mut(target as usize) {
+            target.errors += 1;
         }
     }
 
@@ -330,7 +353,11 @@ impl Recorder {
     fn hand_over(&mut self) {
         let blank = match self.setup.periods.recycled.try_recv() {
             Ok(stats) => stats,
-            Err(_) => Stats::with_stages(self.setup.digits, self.stage_starts.len()),
+            Err(_) => Stats::with_parts(
+                self.setup.digits,
+                self.stage_starts.len(),
+                &self.setup.target_labels,
+            ),
         };
         let stats = std::mem::replace(&mut self.stats, blank);
         let share =
@@ -384,6 +411,7 @@ mod tests {
             series_ns: Some(100 * MS),
             warmup_ns: 0,
             stage_starts_ns: Vec::new(),
+            target_labels: Vec::new(),
         };
         (Recorder::new(setup), shares)
     }
@@ -392,7 +420,8 @@ mod tests {
     fn records_both_latencies_and_the_lag() {
         let (mut r, shares) = recorder(true, false, None);
         r.start(0);
-        let exchange = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS };
+        let exchange =
+            Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS, target: 0 };
         r.sent(&[10 * MS], 12 * MS, 0);
         r.response(exchange, 15 * MS, 200, true);
         r.response(exchange, 16 * MS, 503, true);
@@ -442,7 +471,8 @@ mod tests {
             // Requests intended at 10 and 11 ms, sent together at 10 ms;
             // their responses arrive at 15 and 16 ms.
             r.sent(&[10 * MS, 11 * MS], 10 * MS, 0);
-            let first = Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS };
+            let first =
+                Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS, target: 0 };
             r.response(first, 15 * MS, 200, false);
             r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, 200, true);
             r.finish(20 * MS);
@@ -466,7 +496,7 @@ mod tests {
     fn closed_loop_and_batches() {
         let (mut r, shares) = recorder(false, true, None);
         r.start(0);
-        let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS };
+        let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS, target: 0 };
         r.sent(&[MS, MS], MS, 0);
         r.response(exchange, 2 * MS, 200, false);
         r.response(exchange, 3 * MS, 200, true);
@@ -582,7 +612,7 @@ mod tests {
                 let sent = (intended + ms(&mut draws)).saturating_sub(ms(&mut draws) / 4);
                 let arrived = sent + ms(&mut draws) / 10;
                 let batch_intended = intended.saturating_sub(ms(&mut draws) / 20);
-                let exchange = Exchange { intended, batch_intended, sent };
+                let exchange = Exchange { intended, batch_intended, sent, target: 0 };
                 r.sent(&[intended], sent, 0);
                 r.response(exchange, arrived, 200, draws.uniform() < 0.5);
             }
@@ -612,20 +642,24 @@ mod tests {
             series_ns: None,
             warmup_ns: 100 * MS,
             stage_starts_ns: vec![0, 50 * MS],
+            target_labels: Vec::new(),
         });
         r.start(0);
         assert_eq!(r.measured_start_ns(), 100 * MS);
         r.tick(10 * MS, || None);
         r.error(ErrorKind::Connect, "refused");
         r.bytes_read(100);
-        let warm = Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS };
+        let warm =
+            Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS, target: 0 };
         r.sent(&[20 * MS], 20 * MS, 0);
         r.response(warm, 25 * MS, 503, true);
         r.tick(100 * MS, || None);
-        let first = Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS };
+        let first =
+            Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS, target: 0 };
         r.sent(&[120 * MS], 121 * MS, 0);
         r.response(first, 122 * MS, 200, true);
-        let second = Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS };
+        let second =
+            Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS, target: 0 };
         r.response(second, 163 * MS, 200, true);
         r.bytes_read(50);
         // At 100/s, 20 requests were due before 200 ms; the plan was not
@@ -673,6 +707,7 @@ mod tests {
             series_ns: None,
             warmup_ns: u64::MAX,
             stage_starts_ns: vec![0, u64::MAX],
+            target_labels: Vec::new(),
         });
         r.start(u64::MAX - 10);
         assert_eq!(r.measured_start_ns(), u64::MAX);

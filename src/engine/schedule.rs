@@ -7,7 +7,9 @@
 //! [`Schedule::ready`] when they can carry a request, and
 //! [`Schedule::pop_due`] says which request goes out now. It never sees a
 //! socket, so a connection that closed while it waited is skipped when its
-//! turn comes (the caller says which connections are still ready).
+//! turn comes (the caller says which connections are still ready). With
+//! several origins, the caller also says which connections fit the request
+//! (those to its origin): the others keep their place in line.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -51,29 +53,36 @@ impl Schedule {
     /// the closed loop, where a request is intended when it is sent). A
     /// batch is due when its first request is. `still_ready` tells whether
     /// a connection handed over earlier can still carry a request (it may
-    /// have closed since).
+    /// have closed since); a paced request goes on a connection that `fits`
+    /// it (the closed loop sends on any: the request is chosen after the
+    /// connection).
     pub fn pop_due(
         &mut self,
         now: u64,
         depth: usize,
         still_ready: impl Fn(Ticket) -> bool,
+        fits: impl Fn(Ticket) -> bool,
         intended: &mut Vec<u64>,
     ) -> Option<Ticket> {
         intended.clear();
         match self {
-            Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready),
-            Schedule::Paced(paced) => paced.pop_due(now, depth, still_ready, intended),
+            Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready, |_| true),
+            Schedule::Paced(paced) => paced.pop_due(now, depth, still_ready, fits, intended),
         }
     }
 
-    /// A ready connection for a request outside the plan (one a server
-    /// left unprocessed, to go again at once), if one is ready at `now`.
-    pub fn pop_ready(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Ticket> {
+    /// A ready connection that `fits` a request outside the plan (one a
+    /// server left unprocessed, to go again at once), if one is ready at
+    /// `now`.
+    pub fn pop_ready(
+        &mut self,
+        now: u64,
+        still_ready: impl Fn(Ticket) -> bool,
+        fits: impl Fn(Ticket) -> bool,
+    ) -> Option<Ticket> {
         match self {
-            Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready),
-            Schedule::Paced(paced) => {
-                std::iter::from_fn(|| paced.ready.pop_front()).find(|&t| still_ready(t))
-            }
+            Schedule::ClosedLoop(closed) => closed.pop_due(now, still_ready, fits),
+            Schedule::Paced(paced) => take_ticket(&mut paced.ready, still_ready, fits),
         }
     }
 
@@ -96,11 +105,12 @@ impl Schedule {
         self.next_send_at().filter(|&due| due <= now && self.is_paced())
     }
 
-    /// Some connection is waiting for the plan (paced mode).
-    pub fn has_ready_connection(&self) -> bool {
+    /// Some connection that `fits` the next request is waiting for the
+    /// plan (paced mode).
+    pub fn has_ready_connection(&self, fits: impl Fn(Ticket) -> bool) -> bool {
         match self {
             Schedule::ClosedLoop(closed) => !closed.now.is_empty(),
-            Schedule::Paced(paced) => !paced.ready.is_empty(),
+            Schedule::Paced(paced) => paced.ready.iter().any(|&ticket| fits(ticket)),
         }
     }
 
@@ -131,7 +141,12 @@ pub struct ClosedLoop {
 }
 
 impl ClosedLoop {
-    fn pop_due(&mut self, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Ticket> {
+    fn pop_due(
+        &mut self,
+        now: u64,
+        still_ready: impl Fn(Ticket) -> bool,
+        fits: impl Fn(Ticket) -> bool,
+    ) -> Option<Ticket> {
         while let Some(&Reverse((at, serial, conn, since))) = self.delayed.peek() {
             if at > now {
                 break;
@@ -139,8 +154,30 @@ impl ClosedLoop {
             self.delayed.pop();
             self.now.push_back(Ticket { conn, serial, since });
         }
-        std::iter::from_fn(|| self.now.pop_front()).find(|&ticket| still_ready(ticket))
+        take_ticket(&mut self.now, still_ready, fits)
     }
+}
+
+/// The first ticket in `line` that is still ready and `fits`; tickets no
+/// longer ready before it are dropped, those that do not fit keep their
+/// place. With a single origin every ticket fits: the first ready one.
+#[inline]
+fn take_ticket(
+    line: &mut VecDeque<Ticket>,
+    still_ready: impl Fn(Ticket) -> bool,
+    fits: impl Fn(Ticket) -> bool,
+) -> Option<Ticket> {
+    let mut i = 0;
+    while let Some(&ticket) = line.get(i) {
+        if !still_ready(ticket) {
+            line.remove(i);
+        } else if fits(ticket) {
+            return line.remove(i);
+        } else {
+            i += 1;
+        }
+    }
+    None
 }
 
 /// The thread's share of the plan, sent on the connections in the order
@@ -157,6 +194,7 @@ impl Paced {
         now: u64,
         depth: usize,
         still_ready: impl Fn(Ticket) -> bool,
+        fits: impl Fn(Ticket) -> bool,
         intended: &mut Vec<u64>,
     ) -> Option<Ticket> {
         let first = self.plan.next_due_ns();
@@ -167,7 +205,7 @@ impl Paced {
         }
         // A due request with no ready connection waits (it stays the plan's
         // next request) and its latency still counts from its intended time.
-        let ticket = std::iter::from_fn(|| self.ready.pop_front()).find(|&t| still_ready(t))?;
+        let ticket = take_ticket(&mut self.ready, still_ready, fits)?;
         for _ in 0..depth {
             intended.push(self.plan.next_due_ns());
             self.plan.advance();
@@ -191,7 +229,7 @@ mod tests {
     /// time (None in the closed loop).
     fn pop(s: &mut Schedule, now: u64, still_ready: impl Fn(Ticket) -> bool) -> Option<Due> {
         let mut intended = Vec::new();
-        let ticket = s.pop_due(now, 1, still_ready, &mut intended)?;
+        let ticket = s.pop_due(now, 1, still_ready, |_| true, &mut intended)?;
         Some(Due { ticket, intended: intended.first().copied() })
     }
 
@@ -253,12 +291,31 @@ mod tests {
         assert_eq!(pop(&mut s, 2 * MS, |_| true), Some(Due { ticket: t(4), intended: Some(MS) }));
         // Due at 2 ms, but every connection is busy.
         assert_eq!(pop(&mut s, 2 * MS, |_| true), None);
-        assert!(!s.has_ready_connection());
+        assert!(!s.has_ready_connection(|_| true));
         s.ready(t(3), None);
-        assert!(s.has_ready_connection());
+        assert!(s.has_ready_connection(|_| true));
         // Not due yet.
         assert_eq!(pop(&mut s, 2 * MS - 1, |_| true), None);
         assert_eq!(s.next_send_at(), Some(2 * MS));
+    }
+
+    #[test]
+    fn a_paced_request_takes_a_connection_that_fits_it() {
+        let mut s = paced(1000.0, u64::MAX);
+        for conn in 0..4 {
+            s.ready(t(conn), None);
+        }
+        // Connections 2 and 3 go to the request's origin; 2 has closed.
+        let fits = |ticket: Ticket| ticket.conn >= 2;
+        assert!(s.has_ready_connection(fits));
+        let mut intended = Vec::new();
+        let ticket = s.pop_due(0, 1, |ticket| ticket.conn != 2, fits, &mut intended);
+        assert_eq!((ticket, intended), (Some(t(3)), vec![0]));
+        assert!(!s.has_ready_connection(fits));
+        // None fits: the request waits, the others keep their places.
+        assert_eq!(s.pop_due(MS, 1, |_| true, fits, &mut Vec::new()), None);
+        assert_eq!(s.pop_ready(MS, |_| true, |_| true), Some(t(0)));
+        assert_eq!(s.pop_ready(MS, |_| true, |ticket| ticket.conn == 1), Some(t(1)));
     }
 
     #[test]
@@ -279,12 +336,12 @@ mod tests {
         s.ready(t(0), None);
         s.ready(t(1), None);
         let mut intended = Vec::new();
-        assert_eq!(s.pop_due(0, 4, |_| true, &mut intended), Some(t(0)));
+        assert_eq!(s.pop_due(0, 4, |_| true, |_| true, &mut intended), Some(t(0)));
         assert_eq!(intended, vec![0, MS, 2 * MS, 3 * MS]);
         // The next batch is due with its first request, at 4 ms.
-        assert_eq!(s.pop_due(4 * MS - 1, 4, |_| true, &mut intended), None);
+        assert_eq!(s.pop_due(4 * MS - 1, 4, |_| true, |_| true, &mut intended), None);
         assert!(intended.is_empty());
-        assert_eq!(s.pop_due(4 * MS, 4, |_| true, &mut intended), Some(t(1)));
+        assert_eq!(s.pop_due(4 * MS, 4, |_| true, |_| true, &mut intended), Some(t(1)));
         assert_eq!(intended, vec![4 * MS, 5 * MS, 6 * MS, 7 * MS]);
     }
 

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::engine::routed::Routed;
 use crate::http::request::RequestError;
 use crate::http::response::Captured;
 use crate::http2::request::{convert, Request2};
@@ -24,12 +25,24 @@ pub struct Batch {
     /// With `--http2`: the requests as HTTP/2 sends them (converted once
     /// per batch, [`crate::http2::request`]).
     pub http2: Option<Arc<[Request2]>>,
+    /// Which target of a targets file the batch is (for the per-target
+    /// breakdown; 0 otherwise).
+    pub target: u32,
+    /// Which origin it goes to ([`crate::requests::Origins`]; 0 but with a
+    /// targets file naming several).
+    pub origin: u32,
 }
 
 impl Batch {
     /// A batch of HTTP/1.1 requests.
     pub fn new(bytes: Arc<[u8]>, heads: Arc<[bool]>) -> Batch {
-        Batch { bytes, heads, http2: None }
+        Batch { bytes, heads, http2: None, target: 0, origin: 0 }
+    }
+
+    /// The batch as target `target` of a targets file, to origin `origin`.
+    pub fn routed(mut self, target: usize, origin: usize) -> Batch {
+        (self.target, self.origin) = (target as u32, origin as u32);
+        self
     }
 
     /// The batch with its HTTP/2 form, for a target of `scheme` and
@@ -59,6 +72,9 @@ pub enum RequestSource {
     /// Requests built from the command line, sent in turn (`random`
     /// absent) or drawn at random.
     Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
+    /// Requests of a targets file naming several origins, each for a
+    /// connection to its own ([`Routed`]).
+    Routed(Box<Routed>),
     /// A Lua state per thread; every batch has the depth and HEAD flags of
     /// the script's first request (as in wrk). With `--http2`, `http2`
     /// turns each request into its HTTP/2 form; through a proxy (plain
@@ -124,14 +140,26 @@ impl RequestSource {
     pub fn depth(&self) -> usize {
         match self {
             RequestSource::Fixed { batches, .. } => batches[0].depth(),
+            RequestSource::Routed(routed) => routed.depth(),
             RequestSource::Script { heads, .. } => heads.len(),
         }
     }
 
-    /// The next request batch; None when the script's `request()` gave
-    /// none (nil).
+    /// The origin of the request next in the run's order (the one a plan
+    /// sends next): 0 but with several origins.
     #[inline]
-    pub fn next_batch(&mut self) -> Result<Option<Batch>, ScriptError> {
+    pub fn next_origin(&mut self) -> usize {
+        match self {
+            RequestSource::Routed(routed) => routed.next_origin(),
+            _ => 0,
+        }
+    }
+
+    /// The next request batch, for a connection to `origin` (only a
+    /// source of several origins looks at it); None when the script's
+    /// `request()` gave none (nil).
+    #[inline]
+    pub fn next_batch(&mut self, origin: usize) -> Result<Option<Batch>, ScriptError> {
         match self {
             RequestSource::Fixed { batches, next, random: None, .. } => {
                 let batch = batches[*next].clone();
@@ -143,6 +171,7 @@ impl RequestSource {
                 let index = (random.uniform() * batches.len() as f64) as usize;
                 Ok(Some(batches[index.min(batches.len() - 1)].clone()))
             }
+            RequestSource::Routed(routed) => Ok(Some(routed.next_batch(origin))),
             RequestSource::Script { script, heads, http2, absolute } => {
                 let Some(mut bytes) = script.request()? else { return Ok(None) };
                 if let Some(form) = absolute {
@@ -162,6 +191,15 @@ impl RequestSource {
         }
     }
 
+    /// The request next in the run's order, for `origin`, is passed over
+    /// (due when the run stopped): a source of several origins moves on
+    /// (the others need not, nor is a script asked for a request).
+    pub fn pass_over(&mut self, origin: usize) {
+        if let RequestSource::Routed(routed) = self {
+            routed.next_batch(origin);
+        }
+    }
+
     /// Responses must be captured (headers and body) for the script.
     pub fn wants_responses(&self) -> bool {
         matches!(self, RequestSource::Script { script, .. } if script.has_response())
@@ -170,7 +208,7 @@ impl RequestSource {
     /// A complete response, for the script's `response()`.
     pub fn on_response(&mut self, status: u16, captured: &Captured) -> Result<(), ScriptError> {
         match self {
-            RequestSource::Fixed { .. } => Ok(()),
+            RequestSource::Fixed { .. } | RequestSource::Routed(_) => Ok(()),
             RequestSource::Script { script, .. } => {
                 script.response(status, &captured.headers, &captured.body)
             }
@@ -182,7 +220,7 @@ impl RequestSource {
     #[inline]
     pub fn delay(&mut self) -> Result<Duration, ScriptError> {
         match self {
-            RequestSource::Fixed { .. } => Ok(Duration::ZERO),
+            RequestSource::Fixed { .. } | RequestSource::Routed(_) => Ok(Duration::ZERO),
             RequestSource::Script { script, .. } => script.delay(),
         }
     }
@@ -196,6 +234,7 @@ impl RequestSource {
     pub fn addr(&self) -> SocketAddr {
         match self {
             RequestSource::Fixed { addr, .. } => *addr,
+            RequestSource::Routed(routed) => routed.addr(),
             RequestSource::Script { script, .. } => script.addr(),
         }
     }
@@ -203,7 +242,7 @@ impl RequestSource {
     /// Stops a Lua call that does not return, from another thread.
     pub fn interrupter(&self) -> Option<Interrupter> {
         match self {
-            RequestSource::Fixed { .. } => None,
+            RequestSource::Fixed { .. } | RequestSource::Routed(_) => None,
             RequestSource::Script { script, .. } => Some(script.interrupter()),
         }
     }
@@ -211,7 +250,7 @@ impl RequestSource {
     /// The thread's Lua state, handed back for `done()`.
     pub fn into_script(self) -> Option<ThreadScript> {
         match self {
-            RequestSource::Fixed { .. } => None,
+            RequestSource::Fixed { .. } | RequestSource::Routed(_) => None,
             RequestSource::Script { script, .. } => Some(*script),
         }
     }
@@ -231,7 +270,7 @@ mod tests {
         let addr = "127.0.0.1:1".parse().unwrap();
         let mut source = RequestSource::fixed(batches, 4, addr, Order::Sequential);
         let sent: Vec<Arc<[u8]>> =
-            (0..4).map(|_| source.next_batch().unwrap().unwrap().bytes).collect();
+            (0..4).map(|_| source.next_batch(0).unwrap().unwrap().bytes).collect();
         assert_eq!(sent, [b"b", b"c", b"a", b"b"].map(|b| Arc::from(&b[..])));
         assert_eq!(source.depth(), 1);
         assert!(!source.stopped() && !source.wants_responses());
@@ -244,7 +283,7 @@ mod tests {
         let draw = |seed| {
             let order = Order::Random(Draws::at(seed, 0, 0));
             let mut source = RequestSource::fixed(batches.clone(), 0, addr, order);
-            (0..300).map(|_| source.next_batch().unwrap().unwrap().bytes[0]).collect::<Vec<u8>>()
+            (0..300).map(|_| source.next_batch(0).unwrap().unwrap().bytes[0]).collect::<Vec<u8>>()
         };
         let first = draw(7);
         assert_eq!(first, draw(7));

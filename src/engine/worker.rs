@@ -254,12 +254,15 @@ impl Worker {
             if let Some(at) = self.connections.next_reopen_at() {
                 deadline = deadline.min(at);
             }
+            let origin = self.source.next_origin();
+            let connections = &self.connections;
+            let fits = |ticket: Ticket| connections.origin_of(ticket.conn) == origin;
             let outlook = Outlook {
                 now,
                 deadline,
                 next_send: self.schedule.next_send_at(),
                 paced: self.schedule.is_paced(),
-                connection_ready: self.schedule.has_ready_connection(),
+                connection_ready: self.schedule.has_ready_connection(fits),
                 receiving_large_response: self.connections.receiving_large_response(),
             };
             let wait = wake::choose(&outlook, self.lateness.early_ns());
@@ -269,7 +272,8 @@ impl Worker {
         }
     }
 
-    /// Sends every batch that is due, each on a ready connection.
+    /// Sends every batch that is due, each on a ready connection to its
+    /// origin.
     fn send_due(&mut self, mut now: u64) {
         let depth = self.source.depth();
         while !self.done_sending() {
@@ -277,18 +281,24 @@ impl Worker {
             let is_ready = |ticket| connections.is_ready(ticket);
             // A request a server left unprocessed goes first: it is late.
             if connections.has_retry() {
-                if let Some(ticket) = self.schedule.pop_ready(now, is_ready) {
+                let fits = |ticket: Ticket| connections.has_retry_for(ticket.conn);
+                if let Some(ticket) = self.schedule.pop_ready(now, is_ready, fits) {
                     self.connections.send_retry(ticket.conn, &mut self.recorder);
                     continue;
                 }
             }
+            // The plan's next request goes to this origin.
+            let origin = self.source.next_origin();
             let connections = &self.connections;
             let is_ready = |ticket| connections.is_ready(ticket);
-            let Some(ticket) = self.schedule.pop_due(now, depth, is_ready, &mut self.intended)
+            let fits = |ticket: Ticket| connections.origin_of(ticket.conn) == origin;
+            let Some(ticket) =
+                self.schedule.pop_due(now, depth, is_ready, fits, &mut self.intended)
             else {
                 return;
             };
-            let batch = match self.source.next_batch() {
+            let origin = self.connections.origin_of(ticket.conn);
+            let batch = match self.source.next_batch(origin) {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.no_request(ticket, now);
@@ -365,10 +375,18 @@ impl Worker {
     /// ready for it was not sent because of the stop, not for want of a
     /// connection, so it is no part of the run.
     fn pass_over_due_at_stop(&mut self, stopped_at: u64) {
-        let connections = &self.connections;
-        let (depth, intended) = (self.source.depth(), &mut self.intended);
-        let is_ready = |ticket| connections.is_ready(ticket);
-        while self.schedule.pop_due(stopped_at, depth, is_ready, intended).is_some() {}
+        let depth = self.source.depth();
+        loop {
+            let origin = self.source.next_origin();
+            let connections = &self.connections;
+            let is_ready = |ticket| connections.is_ready(ticket);
+            let fits = |ticket: Ticket| connections.origin_of(ticket.conn) == origin;
+            let due = self.schedule.pop_due(stopped_at, depth, is_ready, fits, &mut self.intended);
+            if due.is_none() {
+                return;
+            }
+            self.source.pass_over(origin);
+        }
     }
 
     /// After the sends: the requests in flight may still answer, each
@@ -409,7 +427,7 @@ impl Worker {
     fn send_retries(&mut self) {
         let tickets: Vec<Ticket> = self.connections.take_ready().collect();
         for ticket in tickets {
-            if self.connections.has_retry() && self.connections.is_ready(ticket) {
+            if self.connections.has_retry_for(ticket.conn) && self.connections.is_ready(ticket) {
                 self.connections.send_retry(ticket.conn, &mut self.recorder);
             }
         }

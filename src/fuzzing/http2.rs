@@ -134,6 +134,7 @@ impl Client {
             series_ns: None,
             warmup_ns: 0,
             stage_starts_ns: Vec::new(),
+            target_labels: Vec::new(),
         });
         recorder.start(0);
         Client {

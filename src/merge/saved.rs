@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use base64::engine::general_purpose::STANDARD;
@@ -18,7 +19,8 @@ use crate::config::Shard;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::signals::Interruption;
 use crate::stats::{
-    Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, ThreadTotals, Warmup,
+    Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, TargetStats,
+    ThreadTotals, Warmup,
 };
 
 /// One saved run: how it was run and what it measured.
@@ -191,6 +193,8 @@ struct FinalRecord {
     warmup: Option<WarmupRecord>,
     #[serde(default)]
     stages: Vec<StageRecord>,
+    #[serde(default)]
+    targets: Vec<TargetRecord>,
     generator: GeneratorRecord,
     #[serde(default)]
     streams_allowed: Option<u32>,
@@ -255,6 +259,29 @@ struct WarmupRecord {
 }
 
 #[derive(Deserialize)]
+struct TargetRecord {
+    target: String,
+    requests: u64,
+    errors: u64,
+    status_codes: BTreeMap<String, u64>,
+    hist: String,
+}
+
+impl TargetRecord {
+    fn stats(&self, digits: u8) -> Result<TargetStats, String> {
+        let mut stats = TargetStats::new(Arc::from(self.target.as_str()), digits);
+        stats.requests = self.requests;
+        stats.errors = self.errors;
+        stats.corrected = decode(&self.hist, digits)?;
+        for (status, count) in &self.status_codes {
+            let status = status.parse().map_err(|_| format!("'{status}' is not a status code"))?;
+            stats.statuses.insert(status, *count);
+        }
+        Ok(stats)
+    }
+}
+
+#[derive(Deserialize)]
 struct StageRecord {
     requests: u64,
     hist: String,
@@ -300,6 +327,9 @@ impl Record {
                     corrected: decode(&stage.hist, self.digits)?,
                 })
             })
+            .collect::<Result<_, String>>()?;
+        stats.targets = (run.targets.iter())
+            .map(|target| target.stats(self.digits))
             .collect::<Result<_, String>>()?;
         let start_at = run.start_at.as_deref().map(parse_rfc3339).transpose()?;
         let settings = Settings {

@@ -108,24 +108,24 @@ pub fn proxy_of(cfg: &BenchConfig) -> Option<&Proxy> {
     }
 }
 
-/// The connections go through a CONNECT tunnel: TLS, or HTTP/2 (h2c
-/// through a forward proxy needs one).
-fn tunnels(cfg: &BenchConfig) -> bool {
-    cfg.target.scheme == Scheme::Https || cfg.http2
+/// The connections to `target` go through a CONNECT tunnel: TLS, or
+/// HTTP/2 (h2c through a forward proxy needs one).
+fn tunnels(cfg: &BenchConfig, target: &Target) -> bool {
+    target.scheme == Scheme::Https || cfg.http2
 }
 
-/// The CONNECT every connection sends first, when the run tunnels through
-/// a proxy.
-pub fn tunnel_of(cfg: &BenchConfig) -> Option<Tunnel> {
-    let proxy = proxy_of(cfg).filter(|_| tunnels(cfg))?;
-    let target = authority(&cfg.target.host, cfg.target.port);
+/// The CONNECT every connection to `target` (an origin of the run) sends
+/// first, when it tunnels through a proxy.
+pub fn tunnel_of(cfg: &BenchConfig, target: &Target) -> Option<Tunnel> {
+    let proxy = proxy_of(cfg).filter(|_| tunnels(cfg, target))?;
+    let target = authority(&target.host, target.port);
     Some(Tunnel::new(&target, proxy.authorization.as_deref()))
 }
 
 /// How the requests of a plain-HTTP run through a proxy to `target` (the
 /// run's, or a target's of `--targets`) are rewritten.
 pub fn absolute_form_of(cfg: &BenchConfig, target: &Target) -> Option<AbsoluteForm> {
-    let proxy = proxy_of(cfg).filter(|_| !tunnels(cfg))?;
+    let proxy = proxy_of(cfg).filter(|_| !tunnels(cfg, target))?;
     Some(AbsoluteForm::new(target, proxy.authorization.clone()))
 }
 
@@ -138,7 +138,7 @@ pub fn header_line(cfg: &BenchConfig) -> Option<String> {
                 Via::Option => "--proxy".to_string(),
                 Via::Env(name) => format!("--proxy env: {name}"),
             };
-            let how = match tunnels(cfg) {
+            let how = match tunnels(cfg, &cfg.target) {
                 true => {
                     format!("CONNECT tunnel to {}", authority(&cfg.target.host, cfg.target.port))
                 }
@@ -187,7 +187,7 @@ pub fn report_of(cfg: &BenchConfig) -> Option<ProxyReport> {
                 Via::Option => "--proxy",
                 Via::Env(name) => name,
             },
-            tunnel: tunnels(cfg),
+            tunnel: tunnels(cfg, &cfg.target),
             direct: None,
         },
         Route::Direct(why) => {
@@ -210,19 +210,26 @@ mod tests {
     #[test]
     fn plain_http_goes_in_absolute_form_tls_and_h2c_through_connect() {
         let plain = config("http://127.0.0.1:8080/", "u:secret@127.0.0.1:3128", false);
-        assert!(tunnel_of(&plain).is_none() && absolute_form_of(&plain, &plain.target).is_some());
+        assert!(
+            tunnel_of(&plain, &plain.target).is_none()
+                && absolute_form_of(&plain, &plain.target).is_some()
+        );
         assert_eq!(
             header_line(&plain).unwrap(),
             "Through the proxy http://u@127.0.0.1:3128 (--proxy), absolute-form requests"
         );
         let tls = config("https://example.com/", "http://127.0.0.1:3128", false);
-        assert!(tunnel_of(&tls).is_some() && absolute_form_of(&tls, &tls.target).is_none());
+        assert!(
+            tunnel_of(&tls, &tls.target).is_some() && absolute_form_of(&tls, &tls.target).is_none()
+        );
         assert_eq!(
             header_line(&tls).unwrap(),
             "Through the proxy http://127.0.0.1:3128 (--proxy), CONNECT tunnel to example.com:443"
         );
         let h2c = config("http://[::1]:8080/", "127.0.0.1:3128", true);
-        assert!(tunnel_of(&h2c).is_some() && absolute_form_of(&h2c, &h2c.target).is_none());
+        assert!(
+            tunnel_of(&h2c, &h2c.target).is_some() && absolute_form_of(&h2c, &h2c.target).is_none()
+        );
         assert!(header_line(&h2c).unwrap().ends_with("CONNECT tunnel to [::1]:8080"));
     }
 
@@ -238,7 +245,9 @@ mod tests {
     fn without_the_option_nothing_is_said() {
         let cfg = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
         assert!(header_line(&cfg).is_none() && report_of(&cfg).is_none());
-        assert!(tunnel_of(&cfg).is_none() && absolute_form_of(&cfg, &cfg.target).is_none());
+        assert!(
+            tunnel_of(&cfg, &cfg.target).is_none() && absolute_form_of(&cfg, &cfg.target).is_none()
+        );
     }
 
     #[test]

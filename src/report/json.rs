@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::hlog::encode_compressed;
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
-use super::{diagnose, plan, series};
+use super::{diagnose, plan, series, targets};
 use crate::config::{BenchConfig, Mode};
 use crate::plan::Arrival;
 use crate::slo;
@@ -206,6 +206,9 @@ pub struct RunOnly {
     /// Per stage of `--stages`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub stages: Vec<StageReport>,
+    /// Per target of a targets file of several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub targets: Vec<TargetReport>,
     /// With `--slo`: each objective, its measured value and whether it held.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slo: Option<Vec<slo::Verdict>>,
@@ -276,6 +279,23 @@ pub struct StageReport {
     pub corrected_p50_us: Option<u64>,
     pub corrected_p99_us: Option<u64>,
     /// The stage's corrected latency histogram, encoded as `hist`.
+    pub hist: String,
+}
+
+/// One target's line of the text report, with its whole label and its
+/// corrected histogram.
+#[derive(Debug, Serialize)]
+pub struct TargetReport {
+    pub index: usize,
+    /// `METHOD scheme://host:port/path`.
+    pub target: String,
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub corrected_p50_us: Option<u64>,
+    pub corrected_p99_us: Option<u64>,
+    pub errors: u64,
+    pub status_codes: BTreeMap<u16, u64>,
+    /// The target's corrected latency histogram, encoded as `hist`.
     pub hist: String,
 }
 
@@ -383,6 +403,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
             errors: result.total.warmup.errors,
         }),
         stages: stage_reports(cfg, result)?,
+        targets: target_reports(result)?,
         slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
         generator: GeneratorInfo {
             waiting_for_connection_us: result.total.generator.waiting_for_connection_us,
@@ -414,6 +435,28 @@ fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
             .map(|s| StageSpec { duration_s: s.duration.as_secs_f64(), rate: s.rate })
             .collect(),
     })
+}
+
+fn target_reports(result: &RunResult) -> io::Result<Vec<TargetReport>> {
+    let measured = &result.total.targets;
+    targets::target_rows(result)
+        .into_iter()
+        .zip(measured)
+        .enumerate()
+        .map(|(index, (row, target))| {
+            Ok(TargetReport {
+                index,
+                target: row.label,
+                requests: row.requests,
+                requests_per_sec: row.rate,
+                corrected_p50_us: row.p50_us,
+                corrected_p99_us: row.p99_us,
+                errors: row.errors,
+                status_codes: row.statuses.into_iter().collect(),
+                hist: encode_compressed(&target.corrected)?,
+            })
+        })
+        .collect()
 }
 
 fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> io::Result<Vec<StageReport>> {

@@ -15,6 +15,7 @@ pub mod periodic;
 pub mod plan;
 pub mod series;
 pub mod spectrum;
+pub mod targets;
 pub mod text;
 
 use crate::units::c_float;

@@ -15,6 +15,7 @@ use hdrhistogram::Histogram;
 use super::c_fixed;
 use super::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::config::{BenchConfig, Mode};
+use crate::requests::Origins;
 use crate::stats::{Http2Counts, RunResult, Stats};
 use crate::units::{
     format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
@@ -47,6 +48,11 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         (None, n) => writeln!(out, "Running {} requests @ {url}", n.unwrap_or_default())?,
     }
     writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
+    let origins = Origins::of(cfg);
+    if origins.several() {
+        let line = origins.spread_line(|thread| cfg.connections_of_thread(thread), cfg.threads);
+        writeln!(out, "{line}")?;
+    }
     if cfg.http2 {
         let how = match cfg.protocol() {
             "h2" => "h2, over TLS by ALPN",
@@ -91,7 +97,7 @@ pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
         write_schedule_lag(out, &stats.lag)?;
         super::diagnose::write_warnings(out, &super::diagnose::diagnose(cfg, result))?;
     }
-    Ok(())
+    super::targets::write_targets(out, result)
 }
 
 /// The script stopped every thread before the end: the figures are over

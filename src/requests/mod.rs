@@ -10,8 +10,10 @@
 //! - `--targets FILE`: one request per target of a vegeta targets file
 //!   ([`targets`]), each with its method, its URL's path and `Host`, the
 //!   `-H` headers (a target's own header of the same name replaces them),
-//!   and its body (`@file`), else the `--body`. All targets go to one
-//!   scheme, host and port: a thread's connections go to one address.
+//!   and its body (`@file`), else the `--body`. Each goes to its own
+//!   scheme, host and port: with several, every thread has connections to
+//!   each ([`origins`]) and a request goes on one to its own origin
+//!   ([`crate::engine::Routed`] says in which order).
 //!
 //! Threads start at different places of the list (thread i at request i)
 //! and go round, so the run as a whole sends the requests in turn; with
@@ -19,18 +21,20 @@
 //! stream of the run's random numbers (the run's seed, `--seed` or a fresh
 //! one, is printed on stderr so that the order can be repeated).
 
+pub mod origins;
 pub mod targets;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::config::BenchConfig;
-use crate::engine::{Batch, Order, RequestSource, Workload};
+use crate::engine::{Batch, Order, RequestSource, Routed, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
 use crate::plan::random::Draws;
 use crate::target::Target;
 
+pub use origins::Origins;
 pub use targets::Targets;
 
 /// `--targets-order`.
@@ -64,21 +68,27 @@ const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 /// the arrival plan.
 const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
 
-/// Every thread sends the requests of the command line to `addr`, in turn
-/// or in random order (`--targets-order`). Threads are numbered across the
+/// Every thread sends the requests of the command line to `addr` (the
+/// first origin's; a targets file may name more), in turn or in random
+/// order (`--targets-order`). Threads are numbered across the
 /// shards (`--shard`) as the plan numbers them, thread i of shard s being
 /// i·N + s: each starts at its own request and draws its own random order,
 /// so that the instances of a shared plan do not repeat one another.
 pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
     let mut batches = batches(cfg);
     if cfg.http2 {
-        let (scheme, authority) = (&cfg.target.scheme_name, cfg.target.host_header());
+        let targets = cfg.targets.as_ref().map(|targets| &targets.list[..]).unwrap_or_default();
         batches = batches
             .into_iter()
-            .map(|batch| batch.for_http2(scheme, &authority))
+            .enumerate()
+            .map(|(i, batch)| {
+                let target = targets.get(i).map_or(&cfg.target, |request| &request.target);
+                batch.for_http2(&target.scheme_name, &target.host_header())
+            })
             .collect::<Result<_, _>>()
             .map_err(|e| Error::Usage(format!("the request cannot be sent over HTTP/2: {e}")))?;
     }
+    let origins = Origins::of(cfg);
     let batches: Arc<[Batch]> = batches.into();
     let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
     if random {
@@ -95,6 +105,15 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> 
                     true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
                     false => Order::Sequential,
                 };
+                if origins.several() {
+                    let random = match order {
+                        Order::Random(draws) => Some(draws),
+                        Order::Sequential => None,
+                    };
+                    let n = origins.list.len();
+                    let routed = Routed::new(batches.clone(), n, global, random, addr);
+                    return RequestSource::Routed(Box::new(routed));
+                }
                 RequestSource::fixed(batches.clone(), global, addr, order)
             })
             .collect(),
@@ -102,21 +121,31 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> 
 }
 
 /// The requests of the command line, one batch (of one request) each: the
-/// targets of `--targets` in the order of the file, or the one request of
-/// `-m`, the URL and the body.
+/// targets of `--targets` in the order of the file (each knowing its index
+/// and its origin), or the one request of `-m`, the URL and the body.
 pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
     let body = cfg.body.as_deref();
     match &cfg.targets {
-        Some(targets) => targets
-            .list
-            .iter()
-            .map(|target| {
-                let body = target.body.as_deref().or(body);
-                let batch =
-                    request(&target.method, &target.target, &cfg.headers, &target.headers, body);
-                through_proxy(cfg, &target.target, batch)
-            })
-            .collect(),
+        Some(targets) => {
+            let origins = Origins::of(cfg);
+            targets
+                .list
+                .iter()
+                .enumerate()
+                .map(|(i, target)| {
+                    let body = target.body.as_deref().or(body);
+                    let batch = request(
+                        &target.method,
+                        &target.target,
+                        &cfg.headers,
+                        &target.headers,
+                        body,
+                    );
+                    let batch = through_proxy(cfg, &target.target, batch);
+                    batch.routed(i, origins.of_target.get(i).copied().unwrap_or(0))
+                })
+                .collect()
+        }
         None => {
             let batch = request(&cfg.method, &cfg.target, &cfg.headers, &[], body);
             vec![through_proxy(cfg, &cfg.target, batch)]
@@ -380,7 +409,7 @@ mod tests {
             .unwrap()
             .sources
             .iter_mut()
-            .map(|source| text(&source.next_batch().unwrap().unwrap()))
+            .map(|source| text(&source.next_batch(0).unwrap().unwrap()))
             .map(|request| request.split(' ').nth(1).unwrap().to_string())
             .collect();
         assert_eq!(firsts, ["/a", "/b", "/a"]);
@@ -401,7 +430,7 @@ mod tests {
                 .sources
                 .iter_mut()
                 .map(|source| {
-                    (0..50).map(|_| source.next_batch().unwrap().unwrap().bytes).collect()
+                    (0..50).map(|_| source.next_batch(0).unwrap().unwrap().bytes).collect()
                 })
                 .collect()
         };

@@ -20,9 +20,8 @@
 //! is relative to the targets file's directory (not to the working
 //! directory), and every error names the file and the line.
 //!
-//! pace sends every target over the same connections, so all targets must
-//! have the same scheme, host and port ([`Targets::check_origin`]); a
-//! target's `Host:` header may still name another virtual host.
+//! Targets may name any mix of schemes, hosts and ports: each request goes
+//! to its own origin ([`super::origins`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -100,37 +99,6 @@ impl Targets {
     pub fn first(&self) -> &TargetRequest {
         &self.list[0]
     }
-
-    /// Every target must be on `run`'s scheme, host (as written, in any
-    /// case) and port: a thread's connections all go to one address.
-    /// `run_is` says what `run` is, for the message.
-    pub fn check_origin(&self, run: &Target, run_is: &str) -> Result<(), String> {
-        let same = |target: &Target| {
-            target.scheme == run.scheme
-                && target.host.eq_ignore_ascii_case(&run.host)
-                && target.port == run.port
-        };
-        match self.list.iter().find(|request| !same(&request.target)) {
-            None => Ok(()),
-            Some(other) => Err(format!(
-                "{}:{}: {} is not on {} ({run_is}); pace sends all targets over the same \
-                 connections, to one address, so every target needs the same scheme, host and \
-                 port (a Host: header may name another virtual host); benchmark other hosts in \
-                 separate runs",
-                self.file.display(),
-                other.line,
-                other.target.url,
-                origin(run),
-            )),
-        }
-    }
-}
-
-/// `scheme://host:port`, the port always written.
-fn origin(target: &Target) -> String {
-    let host =
-        if target.host.contains(':') { format!("[{}]", target.host) } else { target.host.clone() };
-    format!("{}://{host}:{}", target.scheme_name.to_ascii_lowercase(), target.port)
 }
 
 /// Gives the bytes of the file an `@path` line names, or why not.
@@ -421,28 +389,5 @@ mod tests {
         // A file that is read but wrong is a mistake of the user's.
         let file = write(dir.path(), "bad.txt", "GET http://h/\nnot a header\n");
         assert!(matches!(Targets::read(&file), Err(Error::Usage(_))));
-    }
-
-    #[test]
-    fn all_targets_on_one_origin() {
-        let list = targets("GET http://h:8080/a\nGET http://H:8080/b\nHost: other\n");
-        let file = Targets { file: "t.txt".into(), list };
-        let run = Target::parse("http://h:8080/").unwrap();
-        assert_eq!(file.check_origin(&run, "the run's URL"), Ok(()));
-        for other in ["https://h:8080/", "http://h:8081/", "http://127.0.0.1:8080/"] {
-            let run = Target::parse(other).unwrap();
-            let message = file.check_origin(&run, "the run's URL").unwrap_err();
-            assert!(message.starts_with("t.txt:1: http://h:8080/a is not on "), "{message}");
-        }
-        let list = targets("GET http://[::1]/a\n\nGET http://[::1]:81/b\n");
-        let file = Targets { file: "t.txt".into(), list };
-        let message = file.check_origin(&file.first().target, "the first target").unwrap_err();
-        assert_eq!(
-            message,
-            "t.txt:3: http://[::1]:81/b is not on http://[::1]:80 (the first target); pace sends \
-             all targets over the same connections, to one address, so every target needs the \
-             same scheme, host and port (a Host: header may name another virtual host); \
-             benchmark other hosts in separate runs"
-        );
     }
 }

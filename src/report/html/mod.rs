@@ -95,6 +95,10 @@ pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
     if !stages.is_empty() {
         section(out, "stages", "Stages", &stages)?;
     }
+    let targets = tables::targets(page);
+    if !targets.is_empty() {
+        section(out, "targets", "Per target", &targets)?;
+    }
     let mut rows = tables::threads(page);
     rows.push_str(&tables::inputs(page));
     section(out, "threads", "Threads", &rows)?;

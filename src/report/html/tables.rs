@@ -14,6 +14,7 @@ use crate::plan::Arrival;
 use crate::report::diagnose;
 use crate::report::plan::stage_rows;
 use crate::report::spectrum::{self, value_at_percentile};
+use crate::report::targets::{statuses_text, target_rows};
 use crate::report::text::{per_second, WRK2_PERCENTILES};
 use crate::slo;
 use crate::units::{format_binary, format_metric, format_rfc3339, format_time_us, UNDEFINED};
@@ -328,6 +329,28 @@ pub fn stages(page: &Page) -> String {
         })
         .collect();
     grid(&["stage", "time", "rate/s", "target/s", "achieved/s", "requests", "p50", "p99"], &rows)
+}
+
+/// One row per target of a targets file of several; nothing otherwise.
+pub fn targets(page: &Page) -> String {
+    let rows: Vec<Vec<String>> = target_rows(page.result)
+        .iter()
+        .map(|row| {
+            vec![
+                escape(&row.label),
+                row.requests.to_string(),
+                format_metric(row.rate),
+                time(row.p50_us),
+                time(row.p99_us),
+                row.errors.to_string(),
+                escape(&statuses_text(&row.statuses)),
+            ]
+        })
+        .collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    grid(&["target", "requests", "req/s", "p50", "p99", "errors", "statuses"], &rows)
 }
 
 /// One row per engine thread (of every input, when merged).

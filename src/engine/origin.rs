@@ -1,0 +1,94 @@
+//! Where the connections of one origin go, and the checks made before the
+//! run: everything the engine needs to open a connection to it. A run has
+//! one origin (its URL), or one per scheme, host and port of a targets
+//! file ([`crate::requests::Origins`]).
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::BenchConfig;
+use crate::error::Error;
+use crate::proxy::{self, tunnel::Tunnel};
+use crate::requests::origins::origin_name;
+use crate::target::{Scheme, Target};
+use crate::tls::TlsClient;
+
+/// One origin, checked and ready for connections.
+#[derive(Clone)]
+pub struct Origin {
+    /// Its scheme, host and port (the path is a target's business).
+    pub target: Target,
+    /// The resolved address the connections go to.
+    pub addr: SocketAddr,
+    /// For https: the TLS client its connections use.
+    pub tls: Option<TlsClient>,
+    /// Through a proxy (`addr` is then the proxy's), the CONNECT tunnel
+    /// each connection opens first.
+    pub tunnel: Option<Arc<Tunnel>>,
+}
+
+impl Origin {
+    /// Checks what can be checked before the run: for https, a complete
+    /// handshake with `addr` (so an untrusted certificate is one clear
+    /// error, not an error on every connection); with `--http2` over
+    /// plain TCP, that the server speaks HTTP/2. Through a proxy (`addr`
+    /// is then the proxy's), the checks go through a CONNECT tunnel, whose
+    /// refusal is the error. With several origins (`named`), a failure
+    /// says which origin failed.
+    pub fn prepare(
+        cfg: &BenchConfig,
+        target: Target,
+        addr: SocketAddr,
+        named: bool,
+    ) -> Result<Origin, Error> {
+        let check_within = cfg.timeout.min(Duration::from_secs(5));
+        let named_error = |error: Error| match error {
+            Error::Setup(why) if named => {
+                Error::Setup(format!("origin {}: {why}", origin_name(&target)))
+            }
+            error => error,
+        };
+        let tunnel = proxy::tunnel_of(cfg, &target).map(Arc::new);
+        let tunnel_open = || match &tunnel {
+            Some(tunnel) => tunnel.open(addr, check_within).map(Some).map_err(Error::Setup),
+            None => Ok(None),
+        };
+        // The server the checks reach, for their messages.
+        let server = match &tunnel {
+            Some(_) => {
+                format!("{} (through the proxy)", proxy::authority(&target.host, target.port))
+            }
+            None => addr.to_string(),
+        };
+        let tls = match target.scheme {
+            Scheme::Https => {
+                let tls = TlsClient::new(&target.host, cfg.insecure, cfg.http2)?;
+                match tunnel_open().map_err(named_error)? {
+                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within),
+                    None => tls.check_handshake(addr, check_within),
+                }
+                .map_err(named_error)?;
+                Some(tls)
+            }
+            Scheme::Http if cfg.http2 => {
+                let checked = match tunnel_open().map_err(named_error)? {
+                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
+                    None => crate::http2::check_prior_knowledge(addr, check_within),
+                };
+                checked
+                    .map_err(|why| {
+                        Error::Setup(format!(
+                            "--http2: the server at {server} does not speak HTTP/2: {why} (leave \
+                             out --http2 to benchmark it over HTTP/1.1, or use an https:// URL \
+                             for h2)"
+                        ))
+                    })
+                    .map_err(named_error)?;
+                None
+            }
+            Scheme::Http => None,
+        };
+        Ok(Origin { target, addr, tls, tunnel })
+    }
+}
