@@ -139,7 +139,7 @@ impl<'a> Engine<'a> {
         let check_within = cfg.timeout.min(Duration::from_secs(5));
         let tls = match cfg.target.scheme {
             Scheme::Https => {
-                let tls = TlsClient::new(&cfg.target.host, cfg.insecure, cfg.http2)?;
+                let tls = TlsClient::new(&cfg.target.host, &cfg.tls, cfg.http2)?;
                 tls.check_handshake(addr, check_within)?;
                 Some(tls)
             }
