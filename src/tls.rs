@@ -203,6 +203,17 @@ pub fn describe_handshake_error(error: &io::Error, timeout: Option<Duration>) ->
     io_reason(error)
 }
 
+/// A failed read in words: under TLS 1.3 a server's refusal of the client
+/// certificate arrives after the handshake, as the first thing read.
+pub fn describe_read_error(error: &io::Error) -> String {
+    match rustls_error(error) {
+        Some(rustls::Error::AlertReceived(alert)) => {
+            describe_refusal(*alert).unwrap_or_else(|| io_reason(error))
+        }
+        _ => io_reason(error),
+    }
+}
+
 /// The alerts a server ends the handshake with over the client's
 /// certificate, in words.
 fn describe_refusal(alert: AlertDescription) -> Option<String> {
@@ -646,5 +657,13 @@ mod tests {
         );
         let said = alert(AlertDescription::CertificateRequired);
         assert_eq!(no_certificate_given(&said), said);
+        // The same after the handshake, on a read.
+        let error = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
+        );
+        assert_eq!(describe_read_error(&error), said);
+        let reset = io::Error::from_raw_os_error(libc::ECONNRESET);
+        assert_eq!(describe_read_error(&reset), "Connection reset by peer");
     }
 }

@@ -36,7 +36,7 @@ use crate::error::io_reason;
 use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::{describe_handshake_error, TlsClient};
+use crate::tls::{describe_handshake_error, describe_read_error, TlsClient};
 
 /// A thread's read buffer starts at this size: enough for typical
 /// responses, cheap for thousands of threads.
@@ -522,7 +522,7 @@ impl Connections {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &io_reason(&e), recorder);
+                    self.fail(i, ErrorKind::Read, &describe_read_error(&e), recorder);
                     break;
                 }
             }
