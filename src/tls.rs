@@ -111,7 +111,7 @@ impl TlsClient {
         let asked = || noted.asked.load(Ordering::Relaxed);
         let io_failed = |e: io::Error| {
             let why = describe_handshake_error(&e, Some(timeout));
-            match asked() && !has_certificate {
+            match asked() && !has_certificate && ended_by_server(&e) {
                 true => failed(no_certificate_given(&why)),
                 false => failed(format!("{why}{}", hint(&e))),
             }
@@ -245,6 +245,18 @@ fn no_certificate_given(why: &str) -> String {
     }
 }
 
+/// The server ended the handshake (an alert, or the connection closed),
+/// rather than the client (a certificate it does not trust).
+fn ended_by_server(error: &io::Error) -> bool {
+    matches!(rustls_error(error), Some(rustls::Error::AlertReceived(_)))
+        || matches!(
+            error.kind(),
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+        )
+}
+
 /// What to try when the server's certificate was not accepted.
 fn hint(error: &io::Error) -> &'static str {
     match rustls_error(error) {
@@ -280,8 +292,8 @@ pub fn load_cacert(path: &Path) -> Result<RootCertStore, Error> {
     Ok(roots)
 }
 
-/// `--cert FILE` and `--key FILE`: the client certificate (PEM, the
-/// server's intermediates after it) and its private key (PEM: PKCS #8,
+/// `--cert FILE` and `--key FILE`: the client certificate (PEM, its
+/// intermediates after it) and its private key (PEM: PKCS #8,
 /// RSA or EC), checked to match. Without `--key` the key is looked for in
 /// the certificate's file, as curl does.
 pub fn load_client_certificate(

@@ -305,8 +305,14 @@ fn a_server_refusing_in_tls_is_one_error_in_words() {
             stderr.contains("the server asked for a client certificate and none was given (use --cert and --key)"),
             "{run}"
         );
-        // A certificate from a CA the server does not trust.
+        // The client's own verdict on the server's certificate is said as
+        // such, though the server asked for one of the client's.
         let other = Pki::new("another CA");
+        let run = pace(&["--cacert", &other.ca_file(), "-t1", "-c1", "-n", "5", &target], LIMIT);
+        let stderr = refused(&run, 2);
+        assert!(stderr.starts_with(&format!("{failed}invalid peer certificate: ")), "{run}");
+        assert!(!stderr.contains("client certificate"), "{run}");
+        // A certificate from a CA the server does not trust.
         let (cert, key) = other.issue("client", &["client.test"], None);
         let (cert, key) = (text(&cert), text(&key));
         let args = ["--cacert", &pki.ca_file(), "--cert", &cert, "--key", &key];
