@@ -606,7 +606,8 @@ impl Nginx {
         text.lines().map(str::to_string).collect()
     }
 
-    /// The certificate nginx presents over TLS (the built-in server's:
+    /// The certificate nginx presents over TLS unless
+    /// [`NginxOptions::certificate`] names another (the built-in server's:
     /// its own trust anchor), as a PEM file.
     pub fn certificate_file(&self) -> PathBuf {
         self.dir.path().join("cert.pem")
