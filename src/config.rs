@@ -11,6 +11,7 @@ use crate::plan::PlanSpec;
 use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
+use crate::tls::TlsOptions;
 use crate::units::{format_for_people, format_rfc3339};
 
 /// One instance's part of a plan several instances send together: it owns
@@ -93,8 +94,8 @@ pub struct BenchConfig {
     pub u_latency: bool,
     /// `-B`: with pipelining, record one latency per batch.
     pub batch_latency: bool,
-    /// `-k`: do not verify the server certificate.
-    pub insecure: bool,
+    /// `-k`, `--cacert`, `--cert`/`--key`, `--tls-server-name`.
+    pub tls: TlsOptions,
     /// HdrHistogram significant digits (1..=5).
     pub digits: u8,
     pub script: Option<PathBuf>,
@@ -175,7 +176,7 @@ impl BenchConfig {
             latency: false,
             u_latency: false,
             batch_latency: false,
-            insecure: false,
+            tls: TlsOptions::default(),
             digits: 3,
             script: None,
             script_args: Vec::new(),

@@ -11,7 +11,8 @@
 //!   cannot be used (host does not resolve, nothing listens, TLS set-up
 //!   failed), or a file cannot be read or written. Every file, whichever
 //!   option names it (`-s`, `--body-file`, `--targets` and the bodies it
-//!   names, `-o`, `--hlog`, `--html`, the inputs of `pace merge`).
+//!   names, `--cacert`, `--cert`, `--key`, `-o`, `--hlog`, `--html`, the
+//!   inputs of `pace merge`).
 //! - 3: the Lua script failed (load error, or runtime error during the run;
 //!   the report of what was measured is still printed).
 //! - 4: an `--slo` objective failed ([`SLO_FAILED`]; the report and the

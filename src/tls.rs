@@ -1,25 +1,51 @@
 //! TLS client configuration (rustls with the ring provider).
 //!
 //! Unlike wrk, which never verifies certificates, pace verifies the server
-//! certificate against the system's trust store by default; `-k/--insecure`
-//! accepts any certificate (handshake signatures are still checked, so the
-//! connection is still real TLS). SNI is the URL host when it is a name;
-//! rustls sends none for IP-address hosts.
+//! certificate against a trust store: `--cacert`'s CAs when given, else
+//! the system's (rustls-native-certs: `SSL_CERT_FILE`/`SSL_CERT_DIR` when
+//! set, else the distribution's bundle). `-k/--insecure` accepts any
+//! certificate (handshake signatures are still checked, so the connection
+//! is still real TLS) and makes `--cacert` moot. SNI and the name verified
+//! are `--tls-server-name`, else the URL host when it is a name; rustls
+//! sends no SNI for an IP address. `--cert`/`--key` give a client
+//! certificate to servers that ask for one (mutual TLS).
+//!
+//! The files are read and checked once, when the command line is
+//! ([`TlsOptions`]), so a wrong one is an error before any connection.
 
 use std::io;
 use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::ResolvesClientCert;
 use rustls::crypto::{self, CryptoProvider};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::pki_types::pem::{self, PemObject};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
-    ClientConfig, ClientConnection, DigitallySignedStruct, InvalidMessage, RootCertStore,
-    SignatureScheme,
+    AlertDescription, ClientConfig, ClientConnection, DigitallySignedStruct, InconsistentKeys,
+    InvalidMessage, ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
-use crate::error::Error;
+use crate::error::{io_reason, Error};
+
+/// The TLS options of the command line, their files read and checked.
+#[derive(Clone, Debug, Default)]
+pub struct TlsOptions {
+    /// `-k`: accept any server certificate (`cacert` is then unused).
+    pub insecure: bool,
+    /// `--cacert`: the CAs to trust instead of the system's.
+    pub cacert: Option<RootCertStore>,
+    /// `--cert`/`--key`: the client certificate, for servers that ask.
+    pub client_certificate: Option<Arc<CertifiedKey>>,
+    /// `--tls-server-name`: SNI and the name verified, instead of the URL
+    /// host.
+    pub server_name: Option<ServerName<'static>>,
+}
 
 /// Everything a connection needs to start a TLS session with the target.
 #[derive(Clone)]
@@ -29,20 +55,25 @@ pub struct TlsClient {
 }
 
 impl TlsClient {
-    /// Builds the client configuration for `host` (the URL host), offering
-    /// `h2` by ALPN with `http2`, else `http/1.1`.
-    pub fn new(host: &str, insecure: bool, http2: bool) -> Result<TlsClient, Error> {
+    /// Builds the client configuration for `host` (the URL host), as
+    /// `options` say, offering `h2` by ALPN with `http2`, else `http/1.1`.
+    pub fn new(host: &str, options: &TlsOptions, http2: bool) -> Result<TlsClient, Error> {
         let provider = Arc::new(crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
             .map_err(|e| Error::Setup(format!("unable to initialize TLS: {e}")))?;
-        let mut config = if insecure {
-            builder
+        let builder = match (options.insecure, &options.cacert) {
+            (true, _) => builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider)))
-                .with_no_client_auth()
-        } else {
-            builder.with_root_certificates(system_roots()?).with_no_client_auth()
+                .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
+            (false, Some(cacert)) => builder.with_root_certificates(cacert.clone()),
+            (false, None) => builder.with_root_certificates(system_roots()?),
+        };
+        let mut config = match &options.client_certificate {
+            Some(key) => {
+                builder.with_client_cert_resolver(Arc::new(SingleCertAndKey::from(key.clone())))
+            }
+            None => builder.with_no_client_auth(),
         };
         // With HTTP/2, offering HTTP/1.1 too lets a server that lacks h2
         // say so by choosing it (rather than end the handshake), and the
@@ -51,15 +82,19 @@ impl TlsClient {
             true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
             false => vec![b"http/1.1".to_vec()],
         };
-        let server_name = ServerName::try_from(host.to_string())
-            .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?;
+        let server_name = match &options.server_name {
+            Some(name) => name.clone(),
+            None => ServerName::try_from(host.to_string())
+                .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?,
+        };
         Ok(TlsClient { config: Arc::new(config), server_name })
     }
 
     /// Completes one blocking handshake with `addr`, so that a certificate
-    /// the client does not trust (or, with HTTP/2, a server that does not
-    /// choose `h2`) is reported once, clearly, before the run instead of as
-    /// a connect error on every connection.
+    /// the client does not trust, a client certificate the server refuses
+    /// (or, with HTTP/2, a server that does not choose `h2`) is reported
+    /// once, clearly, before the run instead of as an error on every
+    /// connection.
     pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
         let socket = TcpStream::connect_timeout(&addr, timeout);
         self.check_handshake_on(socket, &addr.to_string(), timeout)
@@ -73,21 +108,43 @@ impl TlsClient {
         addr: &str,
         timeout: Duration,
     ) -> Result<(), Error> {
-        let failed = |why: String| {
-            let hint = if why.contains("certificate") {
-                " (use -k/--insecure to skip certificate verification)"
-            } else {
-                ""
-            };
-            Error::Setup(format!("TLS handshake with {addr} failed: {why}{hint}"))
+        // This session alone notes whether the server asks for a client
+        // certificate, to say so when it refuses the connection.
+        let has_certificate = self.config.client_auth_cert_resolver.has_certs();
+        let noted = Arc::new(NotesRequest {
+            inner: self.config.client_auth_cert_resolver.clone(),
+            asked: AtomicBool::new(false),
+        });
+        let mut config = (*self.config).clone();
+        config.client_auth_cert_resolver = noted.clone();
+        let failed = |why: String| Error::Setup(format!("TLS handshake with {addr} failed: {why}"));
+        let mut session = ClientConnection::new(Arc::new(config), self.server_name.clone())
+            .map_err(|e| failed(e.to_string()))?;
+        let asked = || noted.asked.load(Ordering::Relaxed);
+        let io_failed = |e: io::Error| {
+            let why = describe_handshake_error(&e, Some(timeout));
+            match asked() && !has_certificate && ended_by_server(&e) {
+                true => failed(no_certificate_given(&why)),
+                false => failed(format!("{why}{}", hint(&e))),
+            }
         };
-        let mut session = self.session().map_err(|e| failed(e.to_string()))?;
-        let io_failed = |e: io::Error| failed(describe_handshake_error(&e, Some(timeout)));
         let mut socket = socket.map_err(io_failed)?;
         socket.set_read_timeout(Some(timeout)).map_err(io_failed)?;
         socket.set_write_timeout(Some(timeout)).map_err(io_failed)?;
         while session.is_handshaking() {
             session.complete_io(&mut socket).map_err(io_failed)?;
+        }
+        if asked() && session.protocol_version() == Some(ProtocolVersion::TLSv1_3) {
+            await_verdict(&mut session, &mut socket).map_err(io_failed)?;
+        }
+        if asked() && !has_certificate {
+            // The server let the connection be: it may want a certificate
+            // only sometimes, or refuse in HTTP (nginx's 400 "No required
+            // SSL certificate was sent").
+            eprintln!(
+                "pace: warning: the server at {addr} asked for a client certificate and none \
+                 was given; if it requires one, it will refuse the requests (use --cert and --key)"
+            );
         }
         let offered_h2 = self.config.alpn_protocols.iter().any(|p| p == b"h2");
         match session.alpn_protocol() {
@@ -112,9 +169,31 @@ impl TlsClient {
     }
 }
 
+/// Under TLS 1.3 the client is done with the handshake once it has sent
+/// its certificate (or none) and its Finished, before the server has
+/// judged them: the server's verdict is what it sends next, session
+/// tickets or an alert. Reads that, so that a refusal fails the handshake.
+fn await_verdict(session: &mut ClientConnection, socket: &mut TcpStream) -> io::Result<()> {
+    match session.read_tls(socket) {
+        Ok(0) => Err(io::Error::new(
+            io::ErrorKind::UnexpectedEof,
+            "the server closed the connection right after the handshake",
+        )),
+        Ok(_) => session
+            .process_new_packets()
+            .map(drop)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        // A server that sends no tickets says nothing within the check's
+        // time: it did not refuse.
+        Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// A failed TLS handshake in words: a timeout says so and after how long
-/// (`timeout`, when the socket had one), and a plain-HTTP answer to TLS is
-/// named as what it is.
+/// (`timeout`, when the socket had one), a plain-HTTP answer to TLS is
+/// named as what it is, and so is a server refusing the client's
+/// certificate (or its absence).
 pub fn describe_handshake_error(error: &io::Error, timeout: Option<Duration>) -> String {
     if matches!(error.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) {
         return match timeout {
@@ -122,15 +201,207 @@ pub fn describe_handshake_error(error: &io::Error, timeout: Option<Duration>) ->
             None => "timed out".to_string(),
         };
     }
-    let rustls_error = error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>());
-    if let Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) = rustls_error {
-        return "the server answered in plain HTTP, not TLS (an http:// URL?)".to_string();
+    match rustls_error(error) {
+        Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) => {
+            return "the server answered in plain HTTP, not TLS (an http:// URL?)".to_string()
+        }
+        Some(rustls::Error::AlertReceived(alert)) => {
+            if let Some(refusal) = describe_refusal(*alert) {
+                return refusal;
+            }
+        }
+        _ => {}
     }
-    let text = error.to_string();
-    match text.find(" (os error") {
-        Some(cut) => text[..cut].to_string(),
-        None => text,
+    io_reason(error)
+}
+
+/// A failed read in words: under TLS 1.3 a server's refusal of the client
+/// certificate arrives after the handshake, as the first thing read.
+pub fn describe_read_error(error: &io::Error) -> String {
+    match rustls_error(error) {
+        Some(rustls::Error::AlertReceived(alert)) => {
+            describe_refusal(*alert).unwrap_or_else(|| io_reason(error))
+        }
+        _ => io_reason(error),
     }
+}
+
+/// The alerts a server ends the handshake with over the client's
+/// certificate, in words.
+fn describe_refusal(alert: AlertDescription) -> Option<String> {
+    match alert {
+        AlertDescription::CertificateRequired => Some(
+            "the server asked for a client certificate and none was given (use --cert and --key)"
+                .to_string(),
+        ),
+        AlertDescription::BadCertificate
+        | AlertDescription::UnsupportedCertificate
+        | AlertDescription::CertificateRevoked
+        | AlertDescription::CertificateExpired
+        | AlertDescription::CertificateUnknown
+        | AlertDescription::UnknownCA => {
+            Some(format!("the server refused the client certificate (alert {alert:?})"))
+        }
+        _ => None,
+    }
+}
+
+/// The handshake failed after the server asked for a client certificate
+/// and none was given: that is the likely cause (TLS 1.2 servers end the
+/// handshake with a plain handshake_failure, some just close).
+fn no_certificate_given(why: &str) -> String {
+    const NONE_GIVEN: &str = "the server asked for a client certificate and none was given";
+    match why.starts_with(NONE_GIVEN) {
+        true => why.to_string(),
+        false => format!("{NONE_GIVEN} (use --cert and --key): {why}"),
+    }
+}
+
+/// The server ended the handshake (an alert, or the connection closed),
+/// rather than the client (a certificate it does not trust).
+fn ended_by_server(error: &io::Error) -> bool {
+    matches!(rustls_error(error), Some(rustls::Error::AlertReceived(_)))
+        || matches!(
+            error.kind(),
+            io::ErrorKind::UnexpectedEof
+                | io::ErrorKind::ConnectionReset
+                | io::ErrorKind::ConnectionAborted
+        )
+}
+
+/// What to try when the server's certificate was not accepted.
+fn hint(error: &io::Error) -> &'static str {
+    match rustls_error(error) {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
+        | Some(rustls::Error::InvalidCertificate(
+            rustls::CertificateError::NotValidForNameContext { .. },
+        )) => {
+            " (--tls-server-name NAME verifies another name, or use -k/--insecure to skip \
+             certificate verification)"
+        }
+        Some(rustls::Error::InvalidCertificate(_)) => {
+            " (trust its CA with --cacert FILE, or use -k/--insecure to skip certificate \
+             verification)"
+        }
+        _ => "",
+    }
+}
+
+fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
+    error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>())
+}
+
+/// `--cacert FILE`: the CA certificates (PEM) to trust instead of the
+/// system's.
+pub fn load_cacert(path: &Path) -> Result<RootCertStore, Error> {
+    let certificates = certificates("--cacert", path, &read("--cacert", path)?)?;
+    let mut roots = RootCertStore::empty();
+    for (n, certificate) in certificates.into_iter().enumerate() {
+        roots.add(certificate).map_err(|e| {
+            wrong("--cacert", path, format!("certificate {} cannot be a trust anchor: {e}", n + 1))
+        })?;
+    }
+    Ok(roots)
+}
+
+/// `--cert FILE` and `--key FILE`: the client certificate (PEM, its
+/// intermediates after it) and its private key (PEM: PKCS #8,
+/// RSA or EC), checked to match. Without `--key` the key is looked for in
+/// the certificate's file, as curl does.
+pub fn load_client_certificate(
+    cert: &Path,
+    key: Option<&Path>,
+) -> Result<Arc<CertifiedKey>, Error> {
+    let text = read("--cert", cert)?;
+    let chain = certificates("--cert", cert, &text)?;
+    let (key_option, key_path, key) = match key {
+        Some(path) => ("--key", path, private_key("--key", path, &read("--key", path)?)?),
+        None => match PrivateKeyDer::from_pem_slice(&text) {
+            Ok(key) => ("--cert", cert, key),
+            Err(_) => {
+                return Err(wrong(
+                    "--cert",
+                    cert,
+                    "holds no private key: name the key's file with --key".to_string(),
+                ))
+            }
+        },
+    };
+    let provider = crypto::ring::default_provider();
+    CertifiedKey::from_der(chain, key, &provider).map(Arc::new).map_err(|e| match e {
+        rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => wrong(
+            key_option,
+            key_path,
+            format!("the key is not the certificate's ({})", cert.display()),
+        ),
+        other => wrong(key_option, key_path, format!("the key cannot be used: {other}")),
+    })
+}
+
+/// `--tls-server-name NAME`: a DNS name or an IP address.
+pub fn parse_server_name(text: &str) -> Result<ServerName<'static>, String> {
+    ServerName::try_from(text.to_string())
+        .map_err(|_| format!("'{text}' is not a DNS name or an IP address"))
+}
+
+/// A file an option names, read whole: failing to is a setup error.
+fn read(option: &str, path: &Path) -> Result<Vec<u8>, Error> {
+    std::fs::read(path).map_err(|e| {
+        Error::Setup(format!("cannot read {option} {}: {}", path.display(), io_reason(&e)))
+    })
+}
+
+/// A file read, but not what the option needs: what was typed must change.
+fn wrong(option: &str, path: &Path, why: String) -> Error {
+    Error::Usage(format!("{option} {}: {why}", path.display()))
+}
+
+/// Every certificate in a PEM file, at least one.
+fn certificates(
+    option: &str,
+    path: &Path,
+    text: &[u8],
+) -> Result<Vec<CertificateDer<'static>>, Error> {
+    let certificates = CertificateDer::pem_slice_iter(text)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| wrong(option, path, not_pem(e)))?;
+    if certificates.is_empty() {
+        let why = "holds no certificate (PEM: -----BEGIN CERTIFICATE-----)";
+        return Err(wrong(option, path, why.to_string()));
+    }
+    Ok(certificates)
+}
+
+/// The first private key in a PEM file.
+fn private_key(option: &str, path: &Path, text: &[u8]) -> Result<PrivateKeyDer<'static>, Error> {
+    let why = match PrivateKeyDer::from_pem_slice(text) {
+        Ok(key) => return Ok(key),
+        Err(pem::Error::NoItemsFound) if contains(text, b"ENCRYPTED") => {
+            "the key is encrypted: pace reads unencrypted keys only (openssl pkey -in FILE \
+             -out PLAIN decrypts one)"
+                .to_string()
+        }
+        Err(pem::Error::NoItemsFound) => "holds no private key (PEM: -----BEGIN PRIVATE KEY-----, \
+                                          RSA PRIVATE KEY or EC PRIVATE KEY)"
+            .to_string(),
+        Err(e) => not_pem(e),
+    };
+    Err(wrong(option, path, why))
+}
+
+/// A PEM file that does not parse, in words.
+fn not_pem(error: pem::Error) -> String {
+    let why = match error {
+        pem::Error::MissingSectionEnd { .. } => "a section has no END line".to_string(),
+        pem::Error::IllegalSectionStart { .. } => "a BEGIN line is malformed".to_string(),
+        pem::Error::Base64Decode(_) => "a section is not valid base64".to_string(),
+        other => other.to_string(),
+    };
+    format!("not a valid PEM file: {why}")
+}
+
+fn contains(text: &[u8], word: &[u8]) -> bool {
+    text.windows(word.len()).any(|window| window == word)
 }
 
 fn system_roots() -> Result<RootCertStore, Error> {
@@ -140,11 +411,34 @@ fn system_roots() -> Result<RootCertStore, Error> {
     if added == 0 {
         return Err(Error::Setup(
             "no trusted CA certificates found on this system (install ca-certificates, \
-             or use -k/--insecure to skip verification)"
+             name a CA file with --cacert, or use -k/--insecure to skip verification)"
                 .to_string(),
         ));
     }
     Ok(roots)
+}
+
+/// Notes whether the server asked for a client certificate, then answers
+/// as `inner` does.
+#[derive(Debug)]
+struct NotesRequest {
+    inner: Arc<dyn ResolvesClientCert>,
+    asked: AtomicBool,
+}
+
+impl ResolvesClientCert for NotesRequest {
+    fn resolve(
+        &self,
+        root_hint_subjects: &[&[u8]],
+        sigschemes: &[SignatureScheme],
+    ) -> Option<Arc<CertifiedKey>> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.resolve(root_hint_subjects, sigschemes)
+    }
+
+    fn has_certs(&self) -> bool {
+        self.inner.has_certs()
+    }
 }
 
 /// `-k`: trust any certificate, but still check handshake signatures.
@@ -193,5 +487,207 @@ impl ServerCertVerifier for AcceptAnyCertificate {
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    const RSA_PKCS1: &str = include_str!("../tests/fixtures/tls/rsa-pkcs1.pem");
+    const RSA_PKCS8: &str = include_str!("../tests/fixtures/tls/rsa-pkcs8.pem");
+    const EC_SEC1: &str = include_str!("../tests/fixtures/tls/ec-sec1.pem");
+    const EC_PKCS8: &str = include_str!("../tests/fixtures/tls/ec-pkcs8.pem");
+
+    /// A self-signed certificate for `key` (PKCS #8 PEM), in PEM.
+    fn certificate_for(key: &str) -> String {
+        let key = rcgen::KeyPair::from_pem(key).unwrap();
+        let params = rcgen::CertificateParams::new(vec!["client.test".to_string()]).unwrap();
+        params.self_signed(&key).unwrap().pem()
+    }
+
+    /// Files written to a temporary directory, by name.
+    struct Files(tempfile::TempDir);
+
+    impl Files {
+        fn new(files: &[(&str, &str)]) -> Files {
+            let dir = tempfile::tempdir().unwrap();
+            for (name, text) in files {
+                std::fs::write(dir.path().join(name), text).unwrap();
+            }
+            Files(dir)
+        }
+
+        fn path(&self, name: &str) -> PathBuf {
+            self.0.path().join(name)
+        }
+    }
+
+    fn usage_error<T: std::fmt::Debug>(result: Result<T, Error>) -> String {
+        match result {
+            Err(Error::Usage(message)) => message,
+            other => panic!("not a usage error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cacert_trusts_every_certificate_of_the_file() {
+        let bundle = certificate_for(EC_PKCS8) + &certificate_for(RSA_PKCS8);
+        let files = Files::new(&[("ca.pem", &bundle)]);
+        assert_eq!(load_cacert(&files.path("ca.pem")).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn cacert_errors_name_the_file_and_why() {
+        let files = Files::new(&[
+            ("key.pem", EC_PKCS8),
+            (
+                "garbage.pem",
+                "-----BEGIN CERTIFICATE-----\nnot base64!\n-----END CERTIFICATE-----\n",
+            ),
+            ("cut.pem", "-----BEGIN CERTIFICATE-----\nMIIB\n"),
+        ]);
+        let missing = files.path("missing.pem");
+        match load_cacert(&missing) {
+            Err(Error::Setup(message)) => assert_eq!(
+                message,
+                format!("cannot read --cacert {}: No such file or directory", missing.display())
+            ),
+            other => panic!("{other:?}"),
+        }
+        let message = usage_error(load_cacert(&files.path("key.pem")));
+        assert!(message.ends_with("holds no certificate (PEM: -----BEGIN CERTIFICATE-----)"));
+        let message = usage_error(load_cacert(&files.path("garbage.pem")));
+        assert!(message.ends_with("not a valid PEM file: a section is not valid base64"));
+        let message = usage_error(load_cacert(&files.path("cut.pem")));
+        assert!(message.ends_with("not a valid PEM file: a section has no END line"));
+        // Well-formed PEM around bytes that are no certificate.
+        let files = Files::new(&[(
+            "junk.pem",
+            "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
+        )]);
+        let message = usage_error(load_cacert(&files.path("junk.pem")));
+        assert!(message.contains("certificate 1 cannot be a trust anchor"), "{message}");
+    }
+
+    #[test]
+    fn client_keys_in_every_format_load() {
+        for (key, pkcs8) in [
+            (EC_PKCS8, EC_PKCS8),
+            (EC_SEC1, EC_PKCS8),
+            (RSA_PKCS1, RSA_PKCS8),
+            (RSA_PKCS8, RSA_PKCS8),
+        ] {
+            let files = Files::new(&[("cert.pem", &certificate_for(pkcs8)), ("key.pem", key)]);
+            let loaded =
+                load_client_certificate(&files.path("cert.pem"), Some(&files.path("key.pem")));
+            assert_eq!(loaded.unwrap().cert.len(), 1, "{}", key.lines().next().unwrap());
+        }
+    }
+
+    #[test]
+    fn the_key_may_be_in_the_certificate_file() {
+        let both = certificate_for(EC_PKCS8) + EC_SEC1;
+        let files = Files::new(&[("both.pem", &both), ("cert.pem", &certificate_for(EC_PKCS8))]);
+        assert!(load_client_certificate(&files.path("both.pem"), None).is_ok());
+        let message = usage_error(load_client_certificate(&files.path("cert.pem"), None));
+        assert!(message.ends_with("holds no private key: name the key's file with --key"));
+    }
+
+    #[test]
+    fn a_key_that_is_not_the_certificates_is_refused() {
+        let files = Files::new(&[("cert.pem", &certificate_for(EC_PKCS8)), ("key.pem", RSA_PKCS1)]);
+        let (cert, key) = (files.path("cert.pem"), files.path("key.pem"));
+        let message = usage_error(load_client_certificate(&cert, Some(&key)));
+        assert_eq!(
+            message,
+            format!(
+                "--key {}: the key is not the certificate's ({})",
+                key.display(),
+                cert.display()
+            )
+        );
+    }
+
+    #[test]
+    fn client_key_errors_say_why() {
+        let encrypted =
+            "-----BEGIN ENCRYPTED PRIVATE KEY-----\nAAAA\n-----END ENCRYPTED PRIVATE KEY-----\n";
+        let files = Files::new(&[
+            ("cert.pem", &certificate_for(EC_PKCS8)),
+            ("encrypted.pem", encrypted),
+            ("empty.pem", ""),
+        ]);
+        let cert = files.path("cert.pem");
+        let message =
+            usage_error(load_client_certificate(&cert, Some(&files.path("encrypted.pem"))));
+        assert!(message.contains("the key is encrypted"), "{message}");
+        let message = usage_error(load_client_certificate(&cert, Some(&files.path("empty.pem"))));
+        assert!(message.contains("holds no private key (PEM"), "{message}");
+        match load_client_certificate(&cert, Some(&files.path("missing.pem"))) {
+            Err(Error::Setup(message)) => {
+                assert!(message.starts_with("cannot read --key "), "{message}")
+            }
+            other => panic!("{other:?}"),
+        }
+        // Bytes in a key's PEM that are no key.
+        let files = Files::new(&[
+            ("cert.pem", &certificate_for(EC_PKCS8)),
+            ("junk.pem", "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"),
+        ]);
+        let message = usage_error(load_client_certificate(
+            &files.path("cert.pem"),
+            Some(&files.path("junk.pem")),
+        ));
+        assert!(message.contains("the key cannot be used"), "{message}");
+    }
+
+    #[test]
+    fn server_names_are_dns_names_or_addresses() {
+        assert!(parse_server_name("pace.test").is_ok());
+        assert!(parse_server_name("127.0.0.1").is_ok());
+        assert!(parse_server_name("::1").is_ok());
+        assert_eq!(
+            parse_server_name("not a name").unwrap_err(),
+            "'not a name' is not a DNS name or an IP address"
+        );
+    }
+
+    #[test]
+    fn refusals_of_the_client_certificate_are_said_in_words() {
+        let alert = |alert| {
+            let error =
+                io::Error::new(io::ErrorKind::InvalidData, rustls::Error::AlertReceived(alert));
+            describe_handshake_error(&error, None)
+        };
+        assert_eq!(
+            alert(AlertDescription::CertificateRequired),
+            "the server asked for a client certificate and none was given (use --cert and --key)"
+        );
+        assert_eq!(
+            alert(AlertDescription::UnknownCA),
+            "the server refused the client certificate (alert UnknownCA)"
+        );
+        assert_eq!(
+            alert(AlertDescription::HandshakeFailure),
+            "received fatal alert: HandshakeFailure"
+        );
+        // When the server asked and none was given, that is said first.
+        assert_eq!(
+            no_certificate_given("received fatal alert: HandshakeFailure"),
+            "the server asked for a client certificate and none was given (use --cert and --key): \
+             received fatal alert: HandshakeFailure"
+        );
+        let said = alert(AlertDescription::CertificateRequired);
+        assert_eq!(no_certificate_given(&said), said);
+        // The same after the handshake, on a read.
+        let error = io::Error::new(
+            io::ErrorKind::InvalidData,
+            rustls::Error::AlertReceived(AlertDescription::CertificateRequired),
+        );
+        assert_eq!(describe_read_error(&error), said);
+        let reset = io::Error::from_raw_os_error(libc::ECONNRESET);
+        assert_eq!(describe_read_error(&reset), "Connection reset by peer");
     }
 }

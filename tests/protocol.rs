@@ -197,7 +197,13 @@ fn tls_verifies_certificates_by_default() {
     } else {
         assert!(stderr.starts_with(&handshake), "{run}");
         assert!(stderr.contains("certificate"), "the certificate problem is not named\n{run}");
-        assert!(stderr.ends_with("(use -k/--insecure to skip certificate verification)"), "{run}");
+        assert!(
+            stderr.ends_with(
+                "(trust its CA with --cacert FILE, or use -k/--insecure to skip certificate \
+                 verification)"
+            ),
+            "{run}"
+        );
     }
     // The handshake is all that happened: no request reached the server.
     assert_eq!(server.stats().requests, 0, "{run}");

@@ -37,6 +37,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use rustls::pki_types::ServerName;
+
 use super::options::{bad_value, time, word_text, Item, Options, Program, Spec};
 use super::plan::{self, PlanArgs};
 use super::shard;
@@ -46,7 +48,8 @@ use crate::error::Error;
 use crate::proxy;
 use crate::requests::{self, Origins, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
-use crate::target::Target;
+use crate::target::{Scheme, Target};
+use crate::tls::{self, TlsOptions};
 use crate::units::{parse_count, parse_metric};
 
 #[derive(Clone, Copy, PartialEq)]
@@ -89,6 +92,10 @@ pub(super) enum Flag {
     Http2,
     Streams,
     Proxy,
+    CaCert,
+    Cert,
+    Key,
+    TlsServerName,
     Version,
     Help,
 }
@@ -137,6 +144,10 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "http2", flag: Flag::Http2 },
     Spec { short: None, long: "streams", flag: Flag::Streams },
     Spec { short: None, long: "proxy", flag: Flag::Proxy },
+    Spec { short: None, long: "cacert", flag: Flag::CaCert },
+    Spec { short: None, long: "cert", flag: Flag::Cert },
+    Spec { short: None, long: "key", flag: Flag::Key },
+    Spec { short: None, long: "tls-server-name", flag: Flag::TlsServerName },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -247,6 +258,11 @@ struct BenchArgs {
     start_at: Option<SystemTime>,
     digits: usize,
     insecure: bool,
+    /// `--cacert`, `--cert`, `--key`: files read by [`validate`].
+    cacert: Option<PathBuf>,
+    cert: Option<PathBuf>,
+    key: Option<PathBuf>,
+    tls_server_name: Option<ServerName<'static>>,
     outputs: OutputOptions,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
@@ -286,6 +302,10 @@ impl Default for BenchArgs {
             start_at: None,
             digits: 3,
             insecure: false,
+            cacert: None,
+            cert: None,
+            key: None,
+            tls_server_name: None,
             // Shown only when stderr is a terminal (see crate::progress).
             outputs: OutputOptions { progress: true, ..OutputOptions::default() },
             slo: Vec::new(),
@@ -375,6 +395,15 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
             Flag::Proxy => typed.proxy = Some(options.text(name)?),
+            Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
+            Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),
+            Flag::Key => typed.key = Some(PathBuf::from(options.value(name)?)),
+            Flag::TlsServerName => {
+                let text = options.text(name)?;
+                let server_name =
+                    tls::parse_server_name(&text).map_err(|why| bad_value(name, why))?;
+                typed.tls_server_name = Some(server_name);
+            }
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -428,6 +457,15 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         (None, Some(targets)) => targets.first().target.clone(),
         (None, None) => return Err(missing_url()),
     };
+    // With --targets, each target goes to its own URL.
+    let (speaks_tls, plain) = match &targets {
+        Some(targets) => (
+            targets.list.iter().any(|request| request.target.scheme == Scheme::Https),
+            "no target of --targets is https://",
+        ),
+        None => (target.scheme == Scheme::Https, "the run's URL is http://"),
+    };
+    let tls = tls_options(&typed, speaks_tls, plain)?;
     // `user:password@` in the URL is Basic authorization (as curl sends
     // it), unless an -H header says otherwise. A target's own (the URL
     // taken from the first target) is that target's alone.
@@ -465,7 +503,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         latency: typed.latency || typed.u_latency || typed.outputs.percentiles.is_some(),
         u_latency: typed.u_latency,
         batch_latency: typed.batch_latency,
-        insecure: typed.insecure,
+        tls,
         // In range: checked against DIGITS by check_ranges.
         digits: typed.digits as u8,
         script: typed.script,
@@ -553,6 +591,38 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
         return fail("-m/--method cannot be used with --targets: each target names its method");
     }
     Ok(())
+}
+
+/// `-k` and the TLS options, their files read and checked once, before
+/// anything starts. Options that only TLS uses are refused for an
+/// http:// target rather than ignored (as `--streams` without `--http2`);
+/// `-k` is wrk's and stays accepted anywhere.
+/// The TLS options typed; refused when no connection speaks TLS
+/// (`speaks_tls`), in the words of `plain`.
+fn tls_options(typed: &BenchArgs, speaks_tls: bool, plain: &str) -> Result<TlsOptions, Error> {
+    let typed_options = [
+        ("--cacert", typed.cacert.is_some()),
+        ("--cert", typed.cert.is_some()),
+        ("--key", typed.key.is_some()),
+        ("--tls-server-name", typed.tls_server_name.is_some()),
+    ];
+    let first_typed = typed_options.iter().find(|(_, typed)| *typed);
+    if let (Some((option, _)), false) = (first_typed, speaks_tls) {
+        return Err(Error::Usage(format!("{option} applies to https:// only, and {plain}")));
+    }
+    if typed.key.is_some() && typed.cert.is_none() {
+        return Err(Error::Usage("--key needs --cert (the client certificate)".into()));
+    }
+    let client_certificate = match &typed.cert {
+        Some(cert) => Some(tls::load_client_certificate(cert, typed.key.as_deref())?),
+        None => None,
+    };
+    Ok(TlsOptions {
+        insecure: typed.insecure,
+        cacert: typed.cacert.as_deref().map(tls::load_cacert).transpose()?,
+        client_certificate,
+        server_name: typed.tls_server_name.clone(),
+    })
 }
 
 /// `--body-file`: read once, at the start.
@@ -731,7 +801,7 @@ mod tests {
         assert_eq!(cfg.timeout, Duration::from_secs(2));
         assert_eq!(cfg.mode, Mode::ClosedLoop);
         assert_eq!(cfg.digits, 3);
-        assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.insecure);
+        assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.tls.insecure);
         assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
         // The progress is on, for when stderr is a terminal.
         assert_eq!(cfg.outputs, OutputOptions { progress: true, ..OutputOptions::default() });
@@ -942,12 +1012,12 @@ mod tests {
     #[test]
     fn flags() {
         let cfg = config(&["-L", "-B", "-k", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.insecure && !cfg.u_latency);
+        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure && !cfg.u_latency);
         let cfg = config(&["--latency", "--batch_latency", "--insecure", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.insecure);
+        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure);
         let cfg = config(&["--lat", "--batch", "--ins", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.insecure);
-        assert!(config(&[URL, "-k"]).insecure);
+        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure);
+        assert!(config(&[URL, "-k"]).tls.insecure);
     }
 
     #[test]
@@ -964,7 +1034,7 @@ mod tests {
         assert!(cfg.latency);
         assert_eq!(cfg.threads, 2);
         let cfg = config(&["-LUkc100", "-t4", URL]);
-        assert!(cfg.latency && cfg.u_latency && cfg.insecure);
+        assert!(cfg.latency && cfg.u_latency && cfg.tls.insecure);
         assert_eq!((cfg.connections, cfg.threads), (100, 4));
     }
 
@@ -1038,7 +1108,7 @@ mod tests {
         assert_eq!(
             error(&["--t", "2", URL]),
             "option '--t' is ambiguous; possibilities: '--threads' '--timeout' '--timeseries' \
-             '--thread-timeseries' '--targets' '--targets-order'"
+             '--thread-timeseries' '--targets' '--targets-order' '--tls-server-name'"
         );
         assert!(error(&["--he", URL]).contains("'--header' '--help'"));
         assert_eq!(
@@ -1341,6 +1411,37 @@ mod tests {
             error(&["--ta", &file, URL]),
             "option '--ta' is ambiguous; possibilities: '--targets' '--targets-order'"
         );
+    }
+
+    #[test]
+    fn tls_options() {
+        const HTTPS: &str = "https://127.0.0.1:8443/";
+        let cfg = config(&["--tls-server-name", "pace.test", HTTPS]);
+        assert_eq!(cfg.tls.server_name, Some(ServerName::try_from("pace.test").unwrap()));
+        assert!(cfg.tls.cacert.is_none() && cfg.tls.client_certificate.is_none());
+        assert_eq!(
+            error(&["--tls-server-name", "a b", HTTPS]),
+            "invalid value for '--tls-server-name': 'a b' is not a DNS name or an IP address"
+        );
+        // Refused, not ignored, where no TLS is spoken; -k is wrk's.
+        assert_eq!(
+            error(&["--tls-server-name", "pace.test", URL]),
+            "--tls-server-name applies to https:// only, and the run's URL is http://"
+        );
+        assert_eq!(
+            error(&[URL, "--cacert", "ca.pem"]),
+            "--cacert applies to https:// only, and the run's URL is http://"
+        );
+        assert!(config(&["-k", URL]).tls.insecure);
+        assert_eq!(
+            error(&["--key", "key.pem", HTTPS]),
+            "--key needs --cert (the client certificate)"
+        );
+        // The files are read before anything starts.
+        let missing = setup_error(&["--cacert", "/nonexistent/ca.pem", HTTPS]);
+        assert_eq!(missing, "cannot read --cacert /nonexistent/ca.pem: No such file or directory");
+        let missing = setup_error(&["--cert", "/nonexistent/c.pem", "--key", "k.pem", HTTPS]);
+        assert_eq!(missing, "cannot read --cert /nonexistent/c.pem: No such file or directory");
     }
 
     #[test]

@@ -43,6 +43,13 @@ Usage: pace <options> <url> [script args...]
         --streams         <N>  HTTP/2 requests in flight per connection
                                (default 1; the server may allow fewer)
     -k, --insecure             Do not verify TLS certificates
+        --cacert          <F>  Trust the CAs in F (PEM) instead of
+                               the system's (or SSL_CERT_FILE's)
+        --cert            <F>  Client certificate (PEM) for mutual TLS
+        --key             <F>  Its private key (PEM: PKCS #8, RSA or
+                               EC; default: the one in --cert's file)
+        --tls-server-name <N>  Name to send (SNI) and verify instead
+                               of the URL host
         --proxy           <U>  Go through an HTTP proxy, e.g.
                                http://user:pass@proxy:3128 (CONNECT
                                for https://), or env (http_proxy,

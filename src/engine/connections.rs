@@ -39,7 +39,7 @@ use crate::http::transport::Transport;
 use crate::requests::origins::origin_name;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::describe_handshake_error;
+use crate::tls::{describe_handshake_error, describe_read_error};
 
 /// A thread's read buffer starts at this size: enough for typical
 /// responses, cheap for thousands of threads.
@@ -617,7 +617,7 @@ impl Connections {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &io_reason(&e), recorder);
+                    self.fail(i, ErrorKind::Read, &describe_read_error(&e), recorder);
                     break;
                 }
             }

@@ -63,7 +63,7 @@ impl Origin {
         };
         let tls = match target.scheme {
             Scheme::Https => {
-                let tls = TlsClient::new(&target.host, cfg.insecure, cfg.http2)?;
+                let tls = TlsClient::new(&target.host, &cfg.tls, cfg.http2)?;
                 match tunnel_open().map_err(named_error)? {
                     Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within),
                     None => tls.check_handshake(addr, check_within),

@@ -511,6 +511,12 @@ pub struct NginxOptions {
     /// Log each request's protocol, method, URI and status to
     /// `access.log` ([`Nginx::access_log`]).
     pub access_log: bool,
+    /// Over TLS: this certificate and key (PEM files) instead of the
+    /// built-in server's.
+    pub certificate: Option<(PathBuf, PathBuf)>,
+    /// Over TLS: `ssl_verify_client on` with the CAs of this PEM file
+    /// (nginx then answers 400 to requests without a valid certificate).
+    pub client_ca: Option<PathBuf>,
 }
 
 /// The protocol of nginx's port.
@@ -532,6 +538,8 @@ impl Default for NginxOptions {
             keepalive_requests: 1_000_000,
             max_concurrent_streams: 128,
             access_log: false,
+            certificate: None,
+            client_ca: None,
         }
     }
 }
@@ -598,7 +606,8 @@ impl Nginx {
         text.lines().map(str::to_string).collect()
     }
 
-    /// The certificate nginx presents over TLS (the built-in server's:
+    /// The certificate nginx presents over TLS unless
+    /// [`NginxOptions::certificate`] names another (the built-in server's:
     /// its own trust anchor), as a PEM file.
     pub fn certificate_file(&self) -> PathBuf {
         self.dir.path().join("cert.pem")
@@ -671,9 +680,7 @@ fn write_nginx_conf(dir: &Path, root: &Path, port: u16, options: &NginxOptions) 
         Listen::Https1 => format!("listen 127.0.0.1:{port} ssl;"),
     };
     let tls = match options.listen {
-        Listen::H2 | Listen::Https1 => {
-            format!("ssl_certificate {d}/cert.pem;\n        ssl_certificate_key {d}/key.pem;")
-        }
+        Listen::H2 | Listen::Https1 => tls_conf(dir, options),
         _ => String::new(),
     };
     let conf = format!(
@@ -714,6 +721,26 @@ http {{
     let path = dir.join("nginx.conf");
     fs::write(&path, conf).unwrap();
     path
+}
+
+/// The TLS directives of a `server` block.
+fn tls_conf(dir: &Path, options: &NginxOptions) -> String {
+    let (cert, key) = match &options.certificate {
+        Some((cert, key)) => (cert.clone(), key.clone()),
+        None => (dir.join("cert.pem"), dir.join("key.pem")),
+    };
+    let mut conf = format!(
+        "ssl_certificate {};\n        ssl_certificate_key {};",
+        cert.display(),
+        key.display()
+    );
+    if let Some(ca) = &options.client_ca {
+        conf += &format!(
+            "\n        ssl_verify_client on;\n        ssl_client_certificate {};",
+            ca.display()
+        );
+    }
+    conf
 }
 
 /// The built-in server's certificate (`pace serve --tls`) in PEM: its own
