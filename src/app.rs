@@ -35,10 +35,13 @@ fn run(command: Command) -> Result<i32, Error> {
             crate::run::bench(&config)
         }
         Command::Serve(opts) => {
-            let bind = opts.bind;
+            let on = match &opts.unix_socket {
+                Some(path) => format!("unix:{}", path.display()),
+                None => opts.bind.to_string(),
+            };
             crate::serve::run(opts)
                 .map(|()| 0)
-                .map_err(|err| Error::Setup(format!("cannot serve on {bind}: {err}")))
+                .map_err(|err| Error::Setup(format!("cannot serve on {on}: {err}")))
         }
         Command::Demo { http2 } => crate::demo::run(http2),
         Command::Merge(args) => crate::merge::run(&args),

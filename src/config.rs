@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::plan::PlanSpec;
+use crate::reach::Reach;
 use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
@@ -110,6 +111,9 @@ pub struct BenchConfig {
     /// `--streams`: requests in flight on one HTTP/2 connection at once
     /// (1 without `--http2`).
     pub streams: usize,
+    /// `--unix-socket`, `--connect-to`, `-4`/`-6`: where the connections
+    /// go, when not to the URL's host and port.
+    pub reach: Reach,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -180,6 +184,7 @@ impl BenchConfig {
             slo: Vec::new(),
             http2: false,
             streams: 1,
+            reach: Reach::default(),
         }
     }
 

@@ -16,6 +16,7 @@ mod app;
 mod cli;
 mod config;
 mod demo;
+mod endpoint;
 mod engine;
 mod error;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -30,6 +31,7 @@ mod plan;
 mod progress;
 mod report;
 mod requests;
+mod reach;
 mod resolve;
 mod run;
 mod script;

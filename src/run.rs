@@ -4,13 +4,13 @@
 //! once.
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
+use crate::endpoint::Endpoint;
 use crate::engine::{
     Before, Engine, Finished, Http2Form, Observer, Overrun, RequestSource, Workload,
 };
@@ -46,16 +46,17 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     // A file that cannot be written stops pace before it connects.
     let mut outputs = Outputs::start(cfg)?;
-    let addrs = resolve_target(&cfg.target, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
+    let endpoints = resolve_target(&cfg.target, &cfg.reach, cfg.timeout.min(MAX_PROBE_TIMEOUT))?;
     let workload = match script.as_mut() {
         Some(script) => {
             requests::note_script_overrides(cfg);
-            scripted_workload(cfg, &addrs, script)?
+            scripted_workload(cfg, &endpoints, script)?
         }
-        None => fixed_workload(cfg, addrs[0])?,
+        None => fixed_workload(cfg, &endpoints[0])?,
     };
     let signals = Signals::install()?;
-    let (finished, interval_error) = measure_with(cfg, addrs[0], workload, &signals, &mut outputs)?;
+    let (finished, interval_error) =
+        measure_with(cfg, &endpoints[0], workload, &signals, &mut outputs)?;
     sys::flush_c_stdout();
     let written = outputs.finish(cfg, &finished.result);
     report_interruption(&finished.result);
@@ -81,12 +82,16 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     }
 }
 
-/// Prints the header, runs the benchmark against `addr` and returns what
-/// it measured.
-pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
+/// Prints the header, runs the benchmark against `endpoint` and returns
+/// what it measured.
+pub fn measure(
+    cfg: &BenchConfig,
+    endpoint: &Endpoint,
+    workload: Workload,
+) -> Result<Finished, Error> {
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(cfg)?;
-    measure_with(cfg, addr, workload, &signals, &mut outputs).map(|(finished, _)| finished)
+    measure_with(cfg, endpoint, workload, &signals, &mut outputs).map(|(finished, _)| finished)
 }
 
 /// [`measure`], writing the header and every reporting period (as soon as
@@ -94,12 +99,12 @@ pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Resul
 /// writes: the run goes on regardless.
 fn measure_with(
     cfg: &BenchConfig,
-    addr: SocketAddr,
+    endpoint: &Endpoint,
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
 ) -> Result<(Finished, Option<Error>), Error> {
-    let engine = Engine::prepare(cfg, addr)?;
+    let engine = Engine::prepare(cfg, endpoint)?;
     // What scripts print goes through C's stdio, the reports through
     // Rust's: each report first pushes out what the scripts printed before
     // it (in setup() and init() before the header), so that lines never
@@ -265,11 +270,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
     result.interrupted.map_or(0, |signal| signal.exit_code())
 }
 
-/// Every thread sends the requests of the command line to `addr` (see
+/// Every thread sends the requests of the command line to `endpoint` (see
 /// [`crate::requests`]): `-m` of the URL's path with `Host`, the `-H`
 /// headers and the body, or the `--targets`, thread i starting at request i.
-pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
-    requests::workload(cfg, addr)
+pub fn fixed_workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
+    requests::workload(cfg, endpoint)
 }
 
 /// One Lua state per thread, set up in wrk's order. As wrk's
@@ -277,15 +282,15 @@ pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, E
 /// parse and fixes the pipelining depth (the number of requests in it).
 fn scripted_workload(
     cfg: &BenchConfig,
-    addrs: &[SocketAddr],
+    endpoints: &[Endpoint],
     script: &mut Script,
 ) -> Result<Workload, Error> {
-    script.set_addrs(addrs)?;
+    script.set_addrs(endpoints)?;
     let paced = matches!(cfg.mode, Mode::Paced(_));
     let mut heads: Option<Arc<[bool]>> = None;
     let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
-        let mut thread = script.thread(addrs[0])?;
+        let mut thread = script.thread(endpoints[0].clone())?;
         let heads = match &heads {
             Some(heads) => heads.clone(),
             None => {

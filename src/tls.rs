@@ -7,7 +7,6 @@
 //! rustls sends none for IP-address hosts.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -19,6 +18,7 @@ use rustls::{
     SignatureScheme,
 };
 
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 
 /// Everything a connection needs to start a TLS session with the target.
@@ -56,24 +56,23 @@ impl TlsClient {
         Ok(TlsClient { config: Arc::new(config), server_name })
     }
 
-    /// Completes one blocking handshake with `addr`, so that a certificate
+    /// Completes one blocking handshake with `endpoint`, so that a certificate
     /// the client does not trust (or, with HTTP/2, a server that does not
     /// choose `h2`) is reported once, clearly, before the run instead of as
     /// a connect error on every connection.
-    pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
+    pub fn check_handshake(&self, endpoint: &Endpoint, timeout: Duration) -> Result<(), Error> {
         let failed = |why: String| {
             let hint = if why.contains("certificate") {
                 " (use -k/--insecure to skip certificate verification)"
             } else {
                 ""
             };
-            Error::Setup(format!("TLS handshake with {addr} failed: {why}{hint}"))
+            Error::Setup(format!("TLS handshake with {endpoint} failed: {why}{hint}"))
         };
         let mut session = self.session().map_err(|e| failed(e.to_string()))?;
         let io_failed = |e: io::Error| failed(describe_handshake_error(&e, Some(timeout)));
-        let mut socket = TcpStream::connect_timeout(&addr, timeout).map_err(io_failed)?;
-        socket.set_read_timeout(Some(timeout)).map_err(io_failed)?;
-        socket.set_write_timeout(Some(timeout)).map_err(io_failed)?;
+        let mut socket = endpoint.connect(timeout).map_err(io_failed)?;
+        socket.set_timeouts(timeout).map_err(io_failed)?;
         while session.is_handshaking() {
             session.complete_io(&mut socket).map_err(io_failed)?;
         }
@@ -86,7 +85,7 @@ impl TlsClient {
                     format!("{} by ALPN", String::from_utf8_lossy(p))
                 });
                 Err(Error::Setup(format!(
-                    "--http2: the server at {addr} does not speak HTTP/2 over TLS: offered h2 and \
+                    "--http2: the server at {endpoint} does not speak HTTP/2 over TLS: offered h2 and \
                      http/1.1, it chose {chose} (leave out --http2 to benchmark it over HTTP/1.1)"
                 )))
             }

@@ -14,6 +14,9 @@
 //! `--percentiles`. pace's `--slo` (objectives for a verdict,
 //! `crate::slo`) may be abbreviated to `--sl`.
 //!
+//! Where the connections go ([`crate::reach`]): `--unix-socket`,
+//! `--connect-to` and `-4`/`-6` (`--ipv4`/`--ipv6`), named as in curl.
+//!
 //! The request options (issue #12, [`crate::requests`]) are pace's: `-m`,
 //! `--body`, `--body-file`, `--targets`, `--targets-order` and
 //! `-n/--requests` (wrk has no `-m` or `-n`).
@@ -43,6 +46,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::reach::{ConnectTo, Family, Reach};
 use crate::requests::{self, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
 use crate::target::Target;
@@ -87,6 +91,10 @@ pub(super) enum Flag {
     Slo,
     Http2,
     Streams,
+    UnixSocket,
+    ConnectTo,
+    Ipv4,
+    Ipv6,
     Version,
     Help,
 }
@@ -134,6 +142,10 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: Some('n'), long: "requests", flag: Flag::Requests },
     Spec { short: None, long: "http2", flag: Flag::Http2 },
     Spec { short: None, long: "streams", flag: Flag::Streams },
+    Spec { short: None, long: "unix-socket", flag: Flag::UnixSocket },
+    Spec { short: None, long: "connect-to", flag: Flag::ConnectTo },
+    Spec { short: Some('4'), long: "ipv4", flag: Flag::Ipv4 },
+    Spec { short: Some('6'), long: "ipv6", flag: Flag::Ipv6 },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -250,6 +262,8 @@ struct BenchArgs {
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
+    /// `--unix-socket`, `--connect-to` (every rule, in order), `-4`/`-6`.
+    reach: Reach,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -286,6 +300,7 @@ impl Default for BenchArgs {
             slo: Vec::new(),
             http2: false,
             streams: None,
+            reach: Reach::default(),
             print_version: false,
             words: Vec::new(),
         }
@@ -368,6 +383,14 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
+            Flag::UnixSocket => {
+                typed.reach.unix_socket = Some(PathBuf::from(options.value(name)?).into())
+            }
+            Flag::ConnectTo => typed.reach.connect_to.push(
+                ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?,
+            ),
+            Flag::Ipv4 => typed.reach.family = Some(Family::V4),
+            Flag::Ipv6 => typed.reach.family = Some(Family::V6),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -469,6 +492,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         slo: typed.slo,
         http2: typed.http2,
         streams: typed.streams.unwrap_or(1),
+        reach: typed.reach,
     };
     // What needs the mode: a share of the target rate, the schedule lag.
     slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
@@ -543,6 +567,16 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
     }
     if typed.targets.is_some() && typed.method.is_some() {
         return fail("-m/--method cannot be used with --targets: each target names its method");
+    }
+    let reach = &typed.reach;
+    if reach.unix_socket.is_some() && (!reach.connect_to.is_empty() || reach.family.is_some()) {
+        return fail(
+            "--unix-socket cannot be used with --connect-to or -4/-6: every connection goes to \
+             the socket",
+        );
+    }
+    if reach.unix_socket.as_deref().is_some_and(|path| path.as_os_str().is_empty()) {
+        return fail("--unix-socket needs the path of a socket");
     }
     Ok(())
 }

@@ -42,6 +42,15 @@ Usage: pace <options> <url> [script args...]
                                h2c by prior knowledge for http://)
         --streams         <N>  HTTP/2 requests in flight per connection
                                (default 1; the server may allow fewer)
+        --unix-socket     <P>  Connect to the Unix socket P; the URL
+                               still gives Host and path (e.g.
+                               --unix-socket /run/app.sock http://app/)
+        --connect-to      <R>  HOST:PORT:ADDR:PORT: for HOST:PORT connect
+                               to ADDR:PORT, keeping Host and TLS name
+                               (curl's; e.g. example.com:443:127.0.0.1:8443;
+                               empty fields: any, or the same; repeatable)
+    -4, --ipv4                 Connect over IPv4 only (e.g. -4 http://localhost/)
+    -6, --ipv6                 Connect over IPv6 only (e.g. -6 http://localhost/)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details
     -h, --help                 Print this help
@@ -125,6 +134,9 @@ Usage: pace serve <options>
         --stall-for   <T>  ...for this long (both or neither)
         --tls              Serve HTTPS with a self-signed certificate
                            (benchmark it with pace -k)
+        --unix-socket <P>  Listen on the Unix socket P instead of TCP
+                           (e.g. --unix-socket /tmp/pace.sock; benchmark
+                           it with pace --unix-socket /tmp/pace.sock URL)
     -h, --help             Print this help
 
   Numeric arguments may include a SI unit (1k, 1M, 1G)

@@ -22,9 +22,9 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
-use std::net::SocketAddr;
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
 use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
 use crate::engine::http1::Http1;
@@ -44,6 +44,8 @@ const READ_BUFFER: usize = 16 * 1024;
 /// A read that fills the buffer grows it to this size, so that big bodies
 /// take few reads.
 const LARGE_READ_BUFFER: usize = 64 * 1024;
+/// How soon a connect the server's backlog had no room for is tried again.
+const BACKLOG_FULL_RETRY_NS: u64 = 1_000_000;
 
 /// What the connections speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -113,11 +115,11 @@ impl Connections {
         })
     }
 
-    /// Starts opening every connection to `addr`.
-    pub fn open_all(&mut self, addr: SocketAddr, recorder: &mut Recorder) {
+    /// Starts opening every connection to `endpoint`.
+    pub fn open_all(&mut self, endpoint: &Endpoint, recorder: &mut Recorder) {
         let now = sys::now_ns();
         for i in 0..self.conns.len() {
-            self.connect(i, addr, now, recorder);
+            self.connect(i, endpoint, now, recorder);
         }
     }
 
@@ -256,15 +258,15 @@ impl Connections {
         self.reopen.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// Reopens, to `addr`, the connections whose back-off is over.
-    pub fn reopen_due(&mut self, now: u64, addr: SocketAddr, recorder: &mut Recorder) {
+    /// Reopens, to `endpoint`, the connections whose back-off is over.
+    pub fn reopen_due(&mut self, now: u64, endpoint: &Endpoint, recorder: &mut Recorder) {
         while let Some(&Reverse((at, i))) = self.reopen.peek() {
             if at > now {
                 return;
             }
             self.reopen.pop();
             if self.conns[i].phase == Phase::Closed {
-                self.connect(i, addr, now, recorder);
+                self.connect(i, endpoint, now, recorder);
             }
         }
     }
@@ -310,11 +312,21 @@ impl Connections {
 
     // ----- connection life cycle --------------------------------------------
 
-    fn connect(&mut self, i: usize, addr: SocketAddr, now: u64, recorder: &mut Recorder) {
+    fn connect(&mut self, i: usize, endpoint: &Endpoint, now: u64, recorder: &mut Recorder) {
         self.conns[i].connect_started_ns = now;
-        let stream = match start_connect(addr) {
+        let stream = match start_connect(endpoint) {
             Ok(socket) => socket,
-            Err(e) => return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder),
+            // A Unix socket's backlog is full: try again shortly, as TCP
+            // retries a SYN the backlog dropped, without an error.
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    && matches!(endpoint, Endpoint::Unix(_)) =>
+            {
+                return self.close(i, BACKLOG_FULL_RETRY_NS)
+            }
+            Err(e) => {
+                return self.fail(i, ErrorKind::Connect, &endpoint.connect_failure(&e), recorder)
+            }
         };
         let stream = match &self.setup.tls {
             None => Transport::plain(stream),
@@ -360,7 +372,7 @@ impl Connections {
             }
         }
         // A refused connect can also show up as "not connected" here.
-        if let Err(e) = stream.socket().peer_addr() {
+        if let Err(e) = stream.socket().check_connected() {
             return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
         conn.phase = Phase::Handshaking;

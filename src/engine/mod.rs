@@ -18,13 +18,13 @@ mod wake;
 mod watchdog;
 mod worker;
 
-use std::net::SocketAddr;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
 use crate::config::{BenchConfig, Mode};
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
@@ -133,20 +133,20 @@ pub struct Engine<'a> {
 
 impl<'a> Engine<'a> {
     /// Checks what can be checked before the run: for https, a complete
-    /// handshake with `addr` (so an untrusted certificate is one clear
+    /// handshake with `endpoint` (so an untrusted certificate is one clear
     /// error, not an error on every connection).
-    pub fn prepare(cfg: &'a BenchConfig, addr: SocketAddr) -> Result<Engine<'a>, Error> {
+    pub fn prepare(cfg: &'a BenchConfig, endpoint: &Endpoint) -> Result<Engine<'a>, Error> {
         let check_within = cfg.timeout.min(Duration::from_secs(5));
         let tls = match cfg.target.scheme {
             Scheme::Https => {
                 let tls = TlsClient::new(&cfg.target.host, cfg.insecure, cfg.http2)?;
-                tls.check_handshake(addr, check_within)?;
+                tls.check_handshake(endpoint, check_within)?;
                 Some(tls)
             }
             Scheme::Http if cfg.http2 => {
-                crate::http2::check_prior_knowledge(addr, check_within).map_err(|why| {
+                crate::http2::check_prior_knowledge(endpoint, check_within).map_err(|why| {
                     Error::Setup(format!(
-                        "--http2: the server at {addr} does not speak HTTP/2: {why} (leave out \
+                        "--http2: the server at {endpoint} does not speak HTTP/2: {why} (leave out \
                          --http2 to benchmark it over HTTP/1.1, or use an https:// URL for h2)"
                     ))
                 })?;

@@ -55,6 +55,9 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         let streams = if cfg.streams == 1 { "stream" } else { "streams" };
         writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", cfg.streams)?;
     }
+    if let Some(line) = cfg.reach.header_line(&cfg.target) {
+        writeln!(out, "{line}")?;
+    }
     super::plan::write_header(out, cfg)
 }
 

@@ -21,10 +21,10 @@
 
 pub mod targets;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::config::BenchConfig;
+use crate::endpoint::Endpoint;
 use crate::engine::{Batch, Order, RequestSource, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
@@ -64,12 +64,12 @@ const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 /// the arrival plan.
 const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
 
-/// Every thread sends the requests of the command line to `addr`, in turn
+/// Every thread sends the requests of the command line to `endpoint`, in turn
 /// or in random order (`--targets-order`). Threads are numbered across the
 /// shards (`--shard`) as the plan numbers them, thread i of shard s being
 /// i·N + s: each starts at its own request and draws its own random order,
 /// so that the instances of a shared plan do not repeat one another.
-pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
+pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
     let mut batches = batches(cfg);
     if cfg.http2 {
         let (scheme, authority) = (&cfg.target.scheme_name, cfg.target.host_header());
@@ -95,7 +95,7 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> 
                     true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
                     false => Order::Sequential,
                 };
-                RequestSource::fixed(batches.clone(), global, addr, order)
+                RequestSource::fixed(batches.clone(), global, endpoint.clone(), order)
             })
             .collect(),
     })
@@ -357,8 +357,8 @@ mod tests {
             file: "t.txt".into(),
             list: vec![target(1, "GET", "http://h/a", &[]), target(2, "GET", "http://h/b", &[])],
         });
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let firsts: Vec<String> = workload(&cfg, addr)
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
+        let firsts: Vec<String> = workload(&cfg, &endpoint)
             .unwrap()
             .sources
             .iter_mut()
@@ -376,9 +376,9 @@ mod tests {
         cfg.seed = 42;
         let list = (0..10).map(|i| target(i + 1, "GET", &format!("http://h/{i}"), &[])).collect();
         cfg.targets = Some(Targets { file: "t.txt".into(), list });
-        let addr = "127.0.0.1:1".parse().unwrap();
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
         let draws = |cfg: &BenchConfig| -> Vec<Vec<Arc<[u8]>>> {
-            workload(cfg, addr)
+            workload(cfg, &endpoint)
                 .unwrap()
                 .sources
                 .iter_mut()
