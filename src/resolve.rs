@@ -10,7 +10,7 @@
 //! socket, `--connect-to` looks up another name, `-4`/`-6` keep one family.
 
 use std::io;
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use crate::endpoint::Endpoint;
@@ -81,10 +81,21 @@ pub fn resolve_origin(
 }
 
 /// All addresses of `host` (a name or an IP literal, IPv6 without
-/// brackets), without duplicates, never empty.
+/// brackets), without duplicates, never empty. `localhost` (and any name
+/// under it) also has both loopback addresses after what the resolver
+/// says, as in curl and browsers (RFC 6761 6.3): many `/etc/hosts` give it
+/// only `127.0.0.1`, yet servers listen on `::1` alone.
 fn lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    let loopback = is_localhost(host);
     let mut addrs: Vec<SocketAddr> = Vec::new();
-    for addr in (host, port).to_socket_addrs()? {
+    let resolved = match (host, port).to_socket_addrs() {
+        Ok(resolved) => resolved.collect(),
+        Err(_) if loopback => Vec::new(),
+        Err(err) => return Err(err),
+    };
+    let loopbacks = [IpAddr::from(Ipv6Addr::LOCALHOST), IpAddr::from(Ipv4Addr::LOCALHOST)];
+    let extra = loopbacks.into_iter().filter(|_| loopback).map(|ip| SocketAddr::new(ip, port));
+    for addr in resolved.into_iter().chain(extra) {
         if !addrs.contains(&addr) {
             addrs.push(addr);
         }
@@ -93,6 +104,13 @@ fn lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
         return Err(io::Error::new(io::ErrorKind::NotFound, "no addresses found"));
     }
     Ok(addrs)
+}
+
+/// `localhost`, `LOCALHOST.`, `app.localhost`: the names RFC 6761 keeps
+/// for the loopback interface.
+fn is_localhost(host: &str) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
 }
 
 #[cfg(test)]
@@ -175,6 +193,19 @@ mod tests {
         assert_eq!(message, "::1 has no IPv4 address (-4)");
         assert_eq!(host_port("::1", 81), "[::1]:81");
         assert_eq!(host_port("example.com", 443), "example.com:443");
+    }
+
+    #[test]
+    fn localhost_names() {
+        for name in ["localhost", "LocalHost.", "app.localhost"] {
+            assert!(is_localhost(name), "{name}");
+        }
+        for name in ["localhost.example", "notlocalhost", "127.0.0.1"] {
+            assert!(!is_localhost(name), "{name}");
+        }
+        let addrs = lookup("app.localhost", 80).unwrap();
+        assert!(addrs.contains(&"[::1]:80".parse().unwrap()), "{addrs:?}");
+        assert!(addrs.contains(&"127.0.0.1:80".parse().unwrap()), "{addrs:?}");
     }
 
     #[test]

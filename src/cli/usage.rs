@@ -43,14 +43,14 @@ Usage: pace <options> <url> [script args...]
         --streams         <N>  HTTP/2 requests in flight per connection
                                (default 1; the server may allow fewer)
         --unix-socket     <P>  Connect to the Unix socket P; the URL
-                               still gives Host and path (e.g.
-                               --unix-socket /run/app.sock http://app/)
+                               still gives Host and path (e.g. P =
+                               /run/app.sock, URL http://app/)
         --connect-to      <R>  HOST:PORT:ADDR:PORT: for HOST:PORT connect
                                to ADDR:PORT, keeping Host and TLS name
                                (curl's; e.g. example.com:443:127.0.0.1:8443;
                                empty fields: any, or the same; repeatable)
-    -4, --ipv4                 Connect over IPv4 only (e.g. -4 http://localhost/)
-    -6, --ipv6                 Connect over IPv6 only (e.g. -6 http://localhost/)
+    -4, --ipv4                 Connect over IPv4 only (e.g. -4 localhost)
+    -6, --ipv6                 Connect over IPv6 only (e.g. -6 localhost)
     -k, --insecure             Do not verify TLS certificates
     -v, --version              Print version details
     -h, --help                 Print this help

@@ -4,7 +4,7 @@
 //! `recvmsg` through [`crate::sys::recv_stamped`], shutdown, epoll), so one
 //! type holds either and nothing per request asks which it is.
 
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::net::{Shutdown, TcpStream};
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
@@ -87,6 +87,12 @@ impl Write for &Stream {
         self.send(data)
     }
 
+    /// One system call for all of `bufs` (rustls hands its TLS records
+    /// over this way).
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        self.0.send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL)
+    }
+
     fn flush(&mut self) -> io::Result<()> {
         Ok(())
     }
@@ -95,6 +101,10 @@ impl Write for &Stream {
 impl Write for Stream {
     fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         self.send(data)
+    }
+
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        (&*self).write_vectored(bufs)
     }
 
     fn flush(&mut self) -> io::Result<()> {

@@ -207,7 +207,8 @@ impl Read for StampedSocket<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::unix::net::UnixStream;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -309,6 +310,21 @@ mod tests {
         let (n, stamp) = eventually(|| server.read(&mut buf).ok());
         assert_eq!(&buf[..n], b"hello");
         assert!(stamp.is_some());
+        client.close_write();
+        assert_eq!(eventually(|| read_some(&mut server)), (Vec::new(), true));
+    }
+
+    #[test]
+    fn plain_round_trip_over_a_unix_socket() {
+        let (client, server) = UnixStream::pair().unwrap();
+        client.set_nonblocking(true).unwrap();
+        server.set_nonblocking(true).unwrap();
+        let (mut client, mut server) = (Transport::plain(client), Transport::plain(server));
+        assert_eq!(client.write(b"hello").unwrap(), 5);
+        let mut buf = [0; 16];
+        // Unix stream sockets never stamp: the engine uses its clock.
+        let (n, stamp) = eventually(|| server.read(&mut buf).ok());
+        assert_eq!((&buf[..n], stamp), (&b"hello"[..], None));
         client.close_write();
         assert_eq!(eventually(|| read_some(&mut server)), (Vec::new(), true));
     }
