@@ -8,8 +8,8 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::endpoint::Endpoint;
 use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::plan::PlanSpec;
 use crate::report::spectrum::value_at_percentile;

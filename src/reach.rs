@@ -219,7 +219,10 @@ mod tests {
             ("a:1:b:65536", "'65536' is not a port number"),
         ] {
             let error = ConnectTo::parse(text).unwrap_err();
-            assert!(error.starts_with(&format!("'{text}' is not HOST:PORT:ADDR:PORT ({why};")), "{error}");
+            assert!(
+                error.starts_with(&format!("'{text}' is not HOST:PORT:ADDR:PORT ({why};")),
+                "{error}"
+            );
         }
     }
 

@@ -386,9 +386,10 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::UnixSocket => {
                 typed.reach.unix_socket = Some(PathBuf::from(options.value(name)?).into())
             }
-            Flag::ConnectTo => typed.reach.connect_to.push(
-                ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?,
-            ),
+            Flag::ConnectTo => typed
+                .reach
+                .connect_to
+                .push(ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?),
             Flag::Ipv4 => typed.reach.family = Some(Family::V4),
             Flag::Ipv6 => typed.reach.family = Some(Family::V6),
             Flag::Version => typed.print_version = true,
@@ -432,6 +433,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     }
     check_ranges(&typed)?;
     check_requests(&typed)?;
+    check_reach(&typed.reach)?;
     super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
@@ -568,7 +570,12 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
     if typed.targets.is_some() && typed.method.is_some() {
         return fail("-m/--method cannot be used with --targets: each target names its method");
     }
-    let reach = &typed.reach;
+    Ok(())
+}
+
+/// `--unix-socket` leaves nothing for the options that pick an address.
+fn check_reach(reach: &Reach) -> Result<(), Error> {
+    let fail = |message: &str| Err(Error::Usage(message.into()));
     if reach.unix_socket.is_some() && (!reach.connect_to.is_empty() || reach.family.is_some()) {
         return fail(
             "--unix-socket cannot be used with --connect-to or -4/-6: every connection goes to \
@@ -1474,6 +1481,31 @@ mod tests {
             text.push_str(&format!("| {} | {} |\n", code(&prefixes), code(&names)));
         }
         text
+    }
+
+    #[test]
+    fn where_the_connections_go() {
+        assert_eq!(config(&[URL]).reach, Reach::default());
+        let reach = config(&["--unix-socket", "/run/a.sock", URL]).reach;
+        assert_eq!(reach.unix_socket.as_deref(), Some(Path::new("/run/a.sock")));
+        let reach = config(&["--connect-to", "a:1:b:2", "--connect-to=::c:", "-6", URL]).reach;
+        assert_eq!(reach.connect_to.len(), 2);
+        assert_eq!(reach.family, Some(Family::V6));
+        assert_eq!(config(&["-6", "-4", URL]).reach.family, Some(Family::V4));
+        assert_eq!(config(&["--ipv6", URL]).reach.family, Some(Family::V6));
+        let bad = error(&["--connect-to", "a:1:b", URL]);
+        assert!(
+            bad.starts_with("invalid value for '--connect-to': 'a:1:b' is not HOST:PORT:ADDR:PORT")
+        );
+        for line in [
+            &["--unix-socket", "/s", "-4", URL][..],
+            &["--unix-socket", "/s", "--connect-to", "::b:", URL],
+        ] {
+            assert!(
+                error(line).starts_with("--unix-socket cannot be used with --connect-to or -4/-6")
+            );
+        }
+        assert_eq!(error(&["--unix-socket", "", URL]), "--unix-socket needs the path of a socket");
     }
 
     /// README's two lists of abbreviations, from the parser: those read as

@@ -238,6 +238,22 @@ mod tests {
     }
 
     #[test]
+    fn unix_socket() {
+        assert_eq!(serve(&[]).unix_socket, None);
+        let opts = serve(&["--unix-socket", "/tmp/p.sock", "-t2"]);
+        assert_eq!(opts.unix_socket.as_deref(), Some(std::path::Path::new("/tmp/p.sock")));
+        assert_eq!(
+            error(&["serve", "--unix-socket=/tmp/p.sock", "-p", "1"]),
+            "-p cannot be used with --unix-socket: the server listens on the socket only"
+        );
+        assert_eq!(
+            error(&["serve", "--bind", "::1", "--unix-socket", "/tmp/p.sock"]),
+            "--bind cannot be used with --unix-socket: the server listens on the socket only"
+        );
+        assert!(error(&["serve", "--unix-socket", ""]).contains("the path of a socket is needed"));
+    }
+
+    #[test]
     fn errors() {
         assert_eq!(error(&["serve", "--stall-at", "1s"]), "--stall-at needs --stall-for");
         assert_eq!(error(&["serve", "--stall-for", "1s"]), "--stall-for needs --stall-at");

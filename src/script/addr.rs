@@ -19,8 +19,8 @@ use std::time::Duration;
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
 use super::errors::located_error;
-use crate::endpoint::Endpoint;
 use super::value::lua_type_name;
+use crate::endpoint::Endpoint;
 
 /// How long `wrk.connect` waits for a test connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);

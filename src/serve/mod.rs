@@ -215,7 +215,9 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
     }
     let identity = if opts.tls { Some(tls::local_identity()?) } else { None };
     let (listeners, listening) = match &opts.unix_socket {
-        Some(path) => (listen::unix_listeners(path, opts.threads)?, Endpoint::Unix(Path::new(path).into())),
+        Some(path) => {
+            (listen::unix_listeners(path, opts.threads)?, Endpoint::Unix(Path::new(path).into()))
+        }
         None => {
             let listeners = listen::tcp_listeners(opts.bind, opts.threads)?;
             let addr = listeners[0].local_addr()?.as_socket().ok_or(io::ErrorKind::InvalidData)?;
