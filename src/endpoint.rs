@@ -68,8 +68,19 @@ impl Endpoint {
     }
 }
 
+/// The longest path a Unix socket address holds (`sun_path`, less its
+/// terminating NUL).
+const MAX_SOCKET_PATH: usize = 107;
+
 fn unix_connect_failure(path: &Path, error: &io::Error) -> String {
     let shown = path.display();
+    let length = path.as_os_str().len();
+    if length > MAX_SOCKET_PATH {
+        return format!(
+            "the path is too long for a Unix socket ({length} bytes, at most {MAX_SOCKET_PATH}): \
+             {shown}"
+        );
+    }
     match std::fs::metadata(path) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return format!("no such socket: {shown}"),
         Ok(meta) if !meta.file_type().is_socket() => {
@@ -128,6 +139,9 @@ mod tests {
             failure(&unix(dir.path())),
             format!("not a socket: {} is a directory", dir.path().display())
         );
+        let long = dir.path().join("a".repeat(MAX_SOCKET_PATH));
+        let said = failure(&unix(&long));
+        assert!(said.starts_with("the path is too long for a Unix socket ("), "{said}");
         // A socket file left behind by a server that is gone.
         let stale = dir.path().join("stale");
         drop(UnixListener::bind(&stale).unwrap());
