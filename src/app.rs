@@ -35,10 +35,15 @@ fn run(command: Command) -> Result<i32, Error> {
             crate::run::bench(&config)
         }
         Command::Serve(opts) => {
-            let bind = opts.bind;
-            crate::serve::run(opts)
-                .map(|()| 0)
-                .map_err(|err| Error::Setup(format!("cannot serve on {bind}: {err}")))
+            let (on, unix) = match &opts.unix_socket {
+                Some(path) => (format!("unix:{}", path.display()), true),
+                None => (opts.bind.to_string(), false),
+            };
+            crate::serve::run(opts).map(|()| 0).map_err(|err| {
+                // (TCP's message keeps its "(os error N)", as it always had.)
+                let why = if unix { crate::error::io_reason(&err) } else { err.to_string() };
+                Error::Setup(format!("cannot serve on {on}: {why}"))
+            })
         }
         Command::Demo { http2 } => crate::demo::run(http2),
         Command::Merge(args) => crate::merge::run(&args),

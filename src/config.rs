@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::plan::PlanSpec;
+use crate::reach::Reach;
 use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
@@ -114,6 +115,9 @@ pub struct BenchConfig {
     /// `--proxy`: the proxy the run goes through, or why `--proxy env`
     /// found none (None: no `--proxy`, the run goes direct).
     pub proxy: Option<crate::proxy::Route>,
+    /// `--unix-socket`, `--connect-to`, `-4`/`-6`: where the connections
+    /// go, when not to the URL's host and port.
+    pub reach: Reach,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -185,6 +189,7 @@ impl BenchConfig {
             http2: false,
             streams: 1,
             proxy: None,
+            reach: Reach::default(),
         }
     }
 

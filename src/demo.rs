@@ -9,6 +9,7 @@ use std::io::{self, Write};
 use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::plan::PlanSpec;
 use crate::report::spectrum::value_at_percentile;
@@ -52,7 +53,8 @@ pub fn run(http2: bool) -> Result<i32, Error> {
     );
     let protocol = if http2 { "--http2 " } else { "" };
     eprintln!("Same as: pace {protocol}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
-    let finished = run::measure(&cfg, addr, run::fixed_workload(&cfg, addr)?);
+    let endpoint = Endpoint::Tcp(addr);
+    let finished = run::measure(&cfg, &endpoint, run::fixed_workload(&cfg, &endpoint)?);
     server.stop();
     let result = finished?.result;
     let mut out = io::stdout().lock();

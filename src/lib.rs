@@ -16,6 +16,7 @@ mod app;
 mod cli;
 mod config;
 mod demo;
+mod endpoint;
 mod engine;
 mod error;
 #[cfg(any(test, feature = "fuzzing"))]
@@ -29,6 +30,7 @@ mod output;
 mod plan;
 mod progress;
 mod proxy;
+mod reach;
 mod report;
 mod requests;
 mod resolve;

@@ -1,39 +1,74 @@
-//! From the target's host and port to the addresses the benchmark connects
+//! From the target's host and port to the endpoints the benchmark connects
 //! to, checked before the run starts.
 //!
 //! Like wrk's `wrk.resolve` (`src/wrk.lua`), every resolved address gets one
 //! test connection and only those that accept it are kept: `localhost` that
-//! resolves to `::1` and `127.0.0.1` still works against a server listening
-//! on IPv4 only, and "nothing listens" is one clear error before the run
-//! instead of a report full of connect errors.
+//! resolves to `::1` and `127.0.0.1` reaches a server listening on either
+//! family, and "nothing listens" is one clear error before the run instead
+//! of a report full of connect errors. What [`Reach`] asks for comes first:
+//! `--unix-socket` replaces the lookup with one test connection to the
+//! socket, `--connect-to` looks up another name, `-4`/`-6` keep one family.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
+use crate::reach::{connect_address, host_port, Reach};
 use crate::target::Target;
 
-/// The addresses of `target` that accept a TCP connection within
+/// The endpoints of `target` that accept a connection within
 /// `connect_timeout`, in resolver order. A zero timeout is taken as 1 ms.
 ///
-/// Errors (`Error::Setup`): `unable to resolve <host>:<port>: <reason>`, or
+/// Errors (`Error::Setup`): `unable to resolve <host>:<port>: <reason>`,
 /// `unable to connect to <host>:<port>: <reason>` with the reason of the
-/// last address tried.
+/// last address tried, `<host> has no IPv6 address (-6)`, or
+/// `--unix-socket: <reason>` (`no such socket: <path>`, ...).
 pub fn resolve_target(
     target: &Target,
+    reach: &Reach,
     connect_timeout: Duration,
-) -> Result<Vec<SocketAddr>, Error> {
-    let shown = host_port(target);
-    let candidates = lookup(&target.host, target.port)
-        .map_err(|err| Error::Setup(format!("unable to resolve {shown}: {}", io_reason(&err))))?;
+) -> Result<Vec<Endpoint>, Error> {
     let timeout = connect_timeout.max(Duration::from_millis(1));
+    if let Some(path) = &reach.unix_socket {
+        let socket = Endpoint::Unix(path.clone());
+        // The probe connection is closed at once, as in wrk.
+        return match socket.connect(timeout) {
+            Ok(_probe) => Ok(vec![socket]),
+            Err(err) => {
+                Err(Error::Setup(format!("--unix-socket: {}", socket.connect_failure(&err))))
+            }
+        };
+    }
+    resolve_origin(&target.host, target.port, reach, timeout)
+}
+
+/// The addresses that accept a TCP connection for an origin (`host`
+/// without brackets), after `--connect-to` and `-4`/`-6`.
+pub fn resolve_origin(
+    host: &str,
+    port: u16,
+    reach: &Reach,
+    timeout: Duration,
+) -> Result<Vec<Endpoint>, Error> {
+    let (host, port) = connect_address(host, port, &reach.connect_to);
+    let shown = host_port(host, port);
+    let mut candidates = lookup(host, port)
+        .map_err(|err| Error::Setup(format!("unable to resolve {shown}: {}", io_reason(&err))))?;
+    if let Some(family) = reach.family {
+        candidates.retain(|addr| family.holds(addr.ip()));
+        if candidates.is_empty() {
+            let option = family.option();
+            return Err(Error::Setup(format!("{host} has no {family} address ({option})")));
+        }
+    }
     let mut last_failure = None;
     let mut reachable = Vec::new();
     for addr in candidates {
         // The probe connection is closed at once, as in wrk.
-        match TcpStream::connect_timeout(&addr, timeout) {
-            Ok(_probe) => reachable.push(addr),
+        match Endpoint::Tcp(addr).connect(timeout) {
+            Ok(_probe) => reachable.push(Endpoint::Tcp(addr)),
             Err(err) => last_failure = Some(err),
         }
     }
@@ -46,10 +81,21 @@ pub fn resolve_target(
 }
 
 /// All addresses of `host` (a name or an IP literal, IPv6 without
-/// brackets), without duplicates, never empty.
+/// brackets), without duplicates, never empty. `localhost` (and any name
+/// under it) also has both loopback addresses after what the resolver
+/// says, as in curl and browsers (RFC 6761 6.3): many `/etc/hosts` give it
+/// only `127.0.0.1`, yet servers listen on `::1` alone.
 fn lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
+    let loopback = is_localhost(host);
     let mut addrs: Vec<SocketAddr> = Vec::new();
-    for addr in (host, port).to_socket_addrs()? {
+    let resolved = match (host, port).to_socket_addrs() {
+        Ok(resolved) => resolved.collect(),
+        Err(_) if loopback => Vec::new(),
+        Err(err) => return Err(err),
+    };
+    let loopbacks = [IpAddr::from(Ipv6Addr::LOCALHOST), IpAddr::from(Ipv4Addr::LOCALHOST)];
+    let extra = loopbacks.into_iter().filter(|_| loopback).map(|ip| SocketAddr::new(ip, port));
+    for addr in resolved.into_iter().chain(extra) {
         if !addrs.contains(&addr) {
             addrs.push(addr);
         }
@@ -60,13 +106,11 @@ fn lookup(host: &str, port: u16) -> io::Result<Vec<SocketAddr>> {
     Ok(addrs)
 }
 
-/// `host:port` as the user would write it, IPv6 in brackets.
-fn host_port(target: &Target) -> String {
-    if target.host.contains(':') {
-        format!("[{}]:{}", target.host, target.port)
-    } else {
-        format!("{}:{}", target.host, target.port)
-    }
+/// `localhost`, `LOCALHOST.`, `app.localhost`: the names RFC 6761 keeps
+/// for the loopback interface.
+fn is_localhost(host: &str) -> bool {
+    let name = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    name == "localhost" || name.ends_with(".localhost")
 }
 
 #[cfg(test)]
@@ -74,6 +118,7 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
+    use crate::reach::{ConnectTo, Family};
 
     const TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -81,7 +126,11 @@ mod tests {
         Target::parse(url).unwrap()
     }
 
-    fn setup_error(result: Result<Vec<SocketAddr>, Error>) -> String {
+    fn resolve(url: &str) -> Result<Vec<Endpoint>, Error> {
+        resolve_target(&target(url), &Reach::default(), TIMEOUT)
+    }
+
+    fn setup_error(result: Result<Vec<Endpoint>, Error>) -> String {
         match result {
             Err(Error::Setup(message)) => message,
             Err(other) => panic!("not a setup error: {other}"),
@@ -98,8 +147,7 @@ mod tests {
     fn keeps_the_addresses_that_accept() {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
-        let addrs = resolve_target(&target(&format!("http://{addr}/")), TIMEOUT).unwrap();
-        assert_eq!(addrs, [addr]);
+        assert_eq!(resolve(&format!("http://{addr}/")).unwrap(), [Endpoint::Tcp(addr)]);
     }
 
     #[test]
@@ -108,7 +156,7 @@ mod tests {
         let Ok(listener) = TcpListener::bind("[::1]:0") else { return };
         let addr = listener.local_addr().unwrap();
         let url = format!("http://[::1]:{}/", addr.port());
-        assert_eq!(resolve_target(&target(&url), TIMEOUT).unwrap(), [addr]);
+        assert_eq!(resolve(&url).unwrap(), [Endpoint::Tcp(addr)]);
     }
 
     #[test]
@@ -116,29 +164,93 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let url = format!("http://localhost:{port}/");
-        let addrs = resolve_target(&target(&url), TIMEOUT).unwrap();
-        assert!(addrs.iter().all(|a| a.is_ipv4()), "{addrs:?}");
+        let addrs = resolve(&url).unwrap();
+        assert!(addrs.iter().all(|a| matches!(a, Endpoint::Tcp(a) if a.is_ipv4())), "{addrs:?}");
     }
 
     #[test]
     fn nothing_listening() {
         let port = closed_port();
-        let message =
-            setup_error(resolve_target(&target(&format!("http://127.0.0.1:{port}/")), TIMEOUT));
+        let message = setup_error(resolve(&format!("http://127.0.0.1:{port}/")));
         assert_eq!(message, format!("unable to connect to 127.0.0.1:{port}: Connection refused"));
     }
 
     #[test]
     fn unresolvable_host() {
         // RFC 6761: .invalid names never resolve.
-        let message = setup_error(resolve_target(&target("http://nonexistent.invalid/"), TIMEOUT));
+        let message = setup_error(resolve("http://nonexistent.invalid/"));
         assert!(message.starts_with("unable to resolve nonexistent.invalid:80: "), "{message}");
         assert!(!message.contains("os error"), "{message}");
     }
 
     #[test]
     fn shows_ipv6_hosts_in_brackets() {
-        assert_eq!(host_port(&target("http://[::1]:81/")), "[::1]:81");
-        assert_eq!(host_port(&target("https://example.com/")), "example.com:443");
+        let message = setup_error(resolve_target(
+            &target("http://[::1]:81/"),
+            &Reach { family: Some(Family::V4), ..Reach::default() },
+            TIMEOUT,
+        ));
+        assert_eq!(message, "::1 has no IPv4 address (-4)");
+        assert_eq!(host_port("::1", 81), "[::1]:81");
+        assert_eq!(host_port("example.com", 443), "example.com:443");
+    }
+
+    #[test]
+    fn localhost_names() {
+        for name in ["localhost", "LocalHost.", "app.localhost"] {
+            assert!(is_localhost(name), "{name}");
+        }
+        for name in ["localhost.example", "notlocalhost", "127.0.0.1"] {
+            assert!(!is_localhost(name), "{name}");
+        }
+        let addrs = lookup("app.localhost", 80).unwrap();
+        assert!(addrs.contains(&"[::1]:80".parse().unwrap()), "{addrs:?}");
+        assert!(addrs.contains(&"127.0.0.1:80".parse().unwrap()), "{addrs:?}");
+    }
+
+    #[test]
+    fn localhost_reaches_a_server_on_ipv6_only() {
+        // Skip quietly where the machine has no IPv6 loopback (the
+        // end-to-end test says so loudly).
+        let Ok(listener) = TcpListener::bind("[::1]:0") else { return };
+        let addr = listener.local_addr().unwrap();
+        let addrs = resolve(&format!("http://localhost:{}/", addr.port())).unwrap();
+        assert_eq!(addrs, [Endpoint::Tcp(addr)]);
+    }
+
+    #[test]
+    fn one_family_only() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let url = target(&format!("http://127.0.0.1:{}/", addr.port()));
+        let v4 = Reach { family: Some(Family::V4), ..Reach::default() };
+        assert_eq!(resolve_target(&url, &v4, TIMEOUT).unwrap(), [Endpoint::Tcp(addr)]);
+        let v6 = Reach { family: Some(Family::V6), ..Reach::default() };
+        let message = setup_error(resolve_target(&url, &v6, TIMEOUT));
+        assert_eq!(message, "127.0.0.1 has no IPv6 address (-6)");
+    }
+
+    #[test]
+    fn connect_to_resolves_the_other_address() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let rule = ConnectTo::parse(&format!("pace.invalid:80:127.0.0.1:{}", addr.port())).unwrap();
+        let reach = Reach { connect_to: vec![rule], ..Reach::default() };
+        let addrs = resolve_target(&target("http://pace.invalid/"), &reach, TIMEOUT).unwrap();
+        assert_eq!(addrs, [Endpoint::Tcp(addr)]);
+    }
+
+    #[test]
+    fn a_unix_socket_is_checked_not_resolved() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s");
+        let reach = Reach { unix_socket: Some(path.as_path().into()), ..Reach::default() };
+        // The URL's host is never looked up.
+        let url = target("http://nonexistent.invalid/");
+        let message = setup_error(resolve_target(&url, &reach, TIMEOUT));
+        assert_eq!(message, format!("--unix-socket: no such socket: {}", path.display()));
+        let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+        let endpoints = resolve_target(&url, &reach, TIMEOUT).unwrap();
+        assert_eq!(endpoints, [Endpoint::Unix(path.as_path().into())]);
     }
 }

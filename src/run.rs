@@ -4,13 +4,13 @@
 //! once.
 
 use std::io::{self, Write};
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::config::{BenchConfig, Mode};
+use crate::endpoint::Endpoint;
 use crate::engine::{
     Before, Engine, Finished, Http2Form, Observer, Overrun, RequestSource, Workload,
 };
@@ -48,26 +48,28 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     // A file that cannot be written stops pace before it connects.
     let mut outputs = Outputs::start(cfg)?;
-    // Every origin is resolved (and reachable) before anything is sent;
-    // through a proxy, every connection goes to the proxy.
+    // Every origin is resolved (and reachable) before anything is sent:
+    // with --unix-socket, each goes to the socket; through a proxy, every
+    // connection goes to the proxy; else --connect-to and -4/-6 apply to
+    // each origin.
     let origins = Origins::of(cfg);
     let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
     let resolved = match proxy::proxy_of(cfg) {
-        Some(proxy) => vec![proxy.resolve(probe_within)?; origins.list.len()],
+        Some(proxy) => vec![proxy.resolve(&cfg.reach, probe_within)?; origins.list.len()],
         None => (origins.list.iter())
-            .map(|(target, _)| resolve_target(target, probe_within))
+            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within))
             .collect::<Result<Vec<_>, _>>()?,
     };
-    let addrs = &resolved[0];
+    let endpoints = &resolved[0];
     let workload = match script.as_mut() {
         Some(script) => {
             requests::note_script_overrides(cfg);
-            scripted_workload(cfg, addrs, script)?
+            scripted_workload(cfg, endpoints, script)?
         }
-        None => fixed_workload(cfg, addrs[0])?,
+        None => fixed_workload(cfg, &endpoints[0])?,
     };
-    let places = (origins.list.iter().zip(&resolved))
-        .map(|((target, _), addrs)| (target.clone(), addrs[0]))
+    let places = (origins.list.iter().zip(resolved))
+        .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
     let signals = Signals::install()?;
     let (finished, interval_error) = measure_with(cfg, places, workload, &signals, &mut outputs)?;
@@ -97,22 +99,26 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     }
 }
 
-/// Prints the header, runs the benchmark against `addr` and returns what
-/// it measured.
-pub fn measure(cfg: &BenchConfig, addr: SocketAddr, workload: Workload) -> Result<Finished, Error> {
+/// Prints the header, runs the benchmark against `endpoint` and returns
+/// what it measured.
+pub fn measure(
+    cfg: &BenchConfig,
+    endpoint: &Endpoint,
+    workload: Workload,
+) -> Result<Finished, Error> {
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(cfg)?;
-    let places = vec![(cfg.target.clone(), addr)];
+    let places = vec![(cfg.target.clone(), endpoint.clone())];
     measure_with(cfg, places, workload, &signals, &mut outputs).map(|(finished, _)| finished)
 }
 
-/// [`measure`] against every origin of `places` (its target and address),
+/// [`measure`] against every origin of `places` (its target and endpoint),
 /// writing the header and every reporting period (as soon as it is
 /// complete) to `outputs`. Also returns the first error of those writes:
 /// the run goes on regardless.
 fn measure_with(
     cfg: &BenchConfig,
-    places: Vec<(Target, SocketAddr)>,
+    places: Vec<(Target, Endpoint)>,
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
@@ -283,11 +289,11 @@ pub fn exit_code(result: &RunResult) -> i32 {
     result.interrupted.map_or(0, |signal| signal.exit_code())
 }
 
-/// Every thread sends the requests of the command line to `addr` (see
+/// Every thread sends the requests of the command line to `endpoint` (see
 /// [`crate::requests`]): `-m` of the URL's path with `Host`, the `-H`
 /// headers and the body, or the `--targets`, thread i starting at request i.
-pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
-    requests::workload(cfg, addr)
+pub fn fixed_workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
+    requests::workload(cfg, endpoint)
 }
 
 /// One Lua state per thread, set up in wrk's order. As wrk's
@@ -295,15 +301,15 @@ pub fn fixed_workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, E
 /// parse and fixes the pipelining depth (the number of requests in it).
 fn scripted_workload(
     cfg: &BenchConfig,
-    addrs: &[SocketAddr],
+    endpoints: &[Endpoint],
     script: &mut Script,
 ) -> Result<Workload, Error> {
-    script.set_addrs(addrs)?;
+    script.set_addrs(endpoints)?;
     let paced = matches!(cfg.mode, Mode::Paced(_));
     let mut heads: Option<Arc<[bool]>> = None;
     let mut sources = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
-        let mut thread = script.thread(addrs[0])?;
+        let mut thread = script.thread(endpoints[0].clone())?;
         let heads = match &heads {
             Some(heads) => heads.clone(),
             None => {

@@ -14,7 +14,6 @@
 //! ([`TlsOptions`]), so a wrong one is an error before any connection.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -31,7 +30,9 @@ use rustls::{
     InvalidMessage, ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
+use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
+use crate::http::stream::Stream;
 
 /// The TLS options of the command line, their files read and checked.
 #[derive(Clone, Debug, Default)]
@@ -90,21 +91,21 @@ impl TlsClient {
         Ok(TlsClient { config: Arc::new(config), server_name })
     }
 
-    /// Completes one blocking handshake with `addr`, so that a certificate
+    /// Completes one blocking handshake with `endpoint`, so that a certificate
     /// the client does not trust, a client certificate the server refuses
     /// (or, with HTTP/2, a server that does not choose `h2`) is reported
     /// once, clearly, before the run instead of as an error on every
     /// connection.
-    pub fn check_handshake(&self, addr: SocketAddr, timeout: Duration) -> Result<(), Error> {
-        let socket = TcpStream::connect_timeout(&addr, timeout);
-        self.check_handshake_on(socket, &addr.to_string(), timeout)
+    pub fn check_handshake(&self, endpoint: &Endpoint, timeout: Duration) -> Result<(), Error> {
+        let socket = endpoint.connect(timeout);
+        self.check_handshake_on(socket, &endpoint.to_string(), timeout)
     }
 
     /// [`TlsClient::check_handshake`] on `socket`, connected to `addr` (a
     /// proxy's tunnel to it), or the error of connecting.
     pub fn check_handshake_on(
         &self,
-        socket: io::Result<TcpStream>,
+        socket: io::Result<Stream>,
         addr: &str,
         timeout: Duration,
     ) -> Result<(), Error> {
@@ -129,8 +130,7 @@ impl TlsClient {
             }
         };
         let mut socket = socket.map_err(io_failed)?;
-        socket.set_read_timeout(Some(timeout)).map_err(io_failed)?;
-        socket.set_write_timeout(Some(timeout)).map_err(io_failed)?;
+        socket.set_timeouts(timeout).map_err(io_failed)?;
         while session.is_handshaking() {
             session.complete_io(&mut socket).map_err(io_failed)?;
         }
@@ -173,7 +173,7 @@ impl TlsClient {
 /// its certificate (or none) and its Finished, before the server has
 /// judged them: the server's verdict is what it sends next, session
 /// tickets or an alert. Reads that, so that a refusal fails the handshake.
-fn await_verdict(session: &mut ClientConnection, socket: &mut TcpStream) -> io::Result<()> {
+fn await_verdict(session: &mut ClientConnection, socket: &mut Stream) -> io::Result<()> {
     match session.read_tls(socket) {
         Ok(0) => Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,

@@ -14,6 +14,9 @@
 //! `--percentiles`. pace's `--slo` (objectives for a verdict,
 //! `crate::slo`) may be abbreviated to `--sl`.
 //!
+//! Where the connections go ([`crate::reach`]): `--unix-socket`,
+//! `--connect-to` and `-4`/`-6` (`--ipv4`/`--ipv6`), named as in curl.
+//!
 //! The request options (issue #12, [`crate::requests`]) are pace's: `-m`,
 //! `--body`, `--body-file`, `--targets`, `--targets-order` and
 //! `-n/--requests` (wrk has no `-m` or `-n`).
@@ -46,6 +49,7 @@ use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
 use crate::proxy;
+use crate::reach::{ConnectTo, Family, Reach};
 use crate::requests::{self, Origins, Targets, TargetsOrder};
 use crate::slo::{self, Expectation, Objective};
 use crate::target::{Scheme, Target};
@@ -96,6 +100,10 @@ pub(super) enum Flag {
     Cert,
     Key,
     TlsServerName,
+    UnixSocket,
+    ConnectTo,
+    Ipv4,
+    Ipv6,
     Version,
     Help,
 }
@@ -148,6 +156,10 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "cert", flag: Flag::Cert },
     Spec { short: None, long: "key", flag: Flag::Key },
     Spec { short: None, long: "tls-server-name", flag: Flag::TlsServerName },
+    Spec { short: None, long: "unix-socket", flag: Flag::UnixSocket },
+    Spec { short: None, long: "connect-to", flag: Flag::ConnectTo },
+    Spec { short: Some('4'), long: "ipv4", flag: Flag::Ipv4 },
+    Spec { short: Some('6'), long: "ipv6", flag: Flag::Ipv6 },
     Spec { short: Some('v'), long: "version", flag: Flag::Version },
     Spec { short: Some('h'), long: "help", flag: Flag::Help },
 ];
@@ -271,6 +283,8 @@ struct BenchArgs {
     streams: Option<usize>,
     /// `--proxy`: a proxy URL, or `env`.
     proxy: Option<String>,
+    /// `--unix-socket`, `--connect-to` (every rule, in order), `-4`/`-6`.
+    reach: Reach,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
     words: Vec<String>,
@@ -312,6 +326,7 @@ impl Default for BenchArgs {
             http2: false,
             streams: None,
             proxy: None,
+            reach: Reach::default(),
             print_version: false,
             words: Vec::new(),
         }
@@ -404,6 +419,15 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                     tls::parse_server_name(&text).map_err(|why| bad_value(name, why))?;
                 typed.tls_server_name = Some(server_name);
             }
+            Flag::UnixSocket => {
+                typed.reach.unix_socket = Some(PathBuf::from(options.value(name)?).into())
+            }
+            Flag::ConnectTo => typed
+                .reach
+                .connect_to
+                .push(ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?),
+            Flag::Ipv4 => typed.reach.family = Some(Family::V4),
+            Flag::Ipv6 => typed.reach.family = Some(Family::V6),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(usage::main())),
@@ -445,6 +469,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     }
     check_ranges(&typed)?;
     check_requests(&typed)?;
+    check_reach(&typed.reach, typed.proxy.is_some())?;
     super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
@@ -513,6 +538,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         http2: typed.http2,
         streams: typed.streams.unwrap_or(1),
         proxy,
+        reach: typed.reach,
     };
     let fewest = (0..config.threads).map(|t| config.connections_of_thread(t)).min();
     Origins::of(&config).check(fewest.unwrap_or(0), config.threads).map_err(Error::Usage)?;
@@ -623,6 +649,28 @@ fn tls_options(typed: &BenchArgs, speaks_tls: bool, plain: &str) -> Result<TlsOp
         client_certificate,
         server_name: typed.tls_server_name.clone(),
     })
+}
+
+/// `--unix-socket` leaves nothing for the options that pick an address;
+/// through a proxy (`proxied`), the proxy picks it.
+fn check_reach(reach: &Reach, proxied: bool) -> Result<(), Error> {
+    let fail = |message: &str| Err(Error::Usage(message.into()));
+    if proxied && (reach.unix_socket.is_some() || !reach.connect_to.is_empty()) {
+        return fail(
+            "--proxy cannot be used with --unix-socket or --connect-to: every connection goes to \
+             the proxy, which connects to the URL's host",
+        );
+    }
+    if reach.unix_socket.is_some() && (!reach.connect_to.is_empty() || reach.family.is_some()) {
+        return fail(
+            "--unix-socket cannot be used with --connect-to or -4/-6: every connection goes to \
+             the socket",
+        );
+    }
+    if reach.unix_socket.as_deref().is_some_and(|path| path.as_os_str().is_empty()) {
+        return fail("--unix-socket needs the path of a socket");
+    }
+    Ok(())
 }
 
 /// `--body-file`: read once, at the start.
@@ -1540,6 +1588,39 @@ mod tests {
             text.push_str(&format!("| {} | {} |\n", code(&prefixes), code(&names)));
         }
         text
+    }
+
+    #[test]
+    fn where_the_connections_go() {
+        assert_eq!(config(&[URL]).reach, Reach::default());
+        let reach = config(&["--unix-socket", "/run/a.sock", URL]).reach;
+        assert_eq!(reach.unix_socket.as_deref(), Some(Path::new("/run/a.sock")));
+        let reach = config(&["--connect-to", "a:1:b:2", "--connect-to=::c:", "-6", URL]).reach;
+        assert_eq!(reach.connect_to.len(), 2);
+        assert_eq!(reach.family, Some(Family::V6));
+        assert_eq!(config(&["-6", "-4", URL]).reach.family, Some(Family::V4));
+        assert_eq!(config(&["--ipv6", URL]).reach.family, Some(Family::V6));
+        let bad = error(&["--connect-to", "a:1:b", URL]);
+        assert!(
+            bad.starts_with("invalid value for '--connect-to': 'a:1:b' is not HOST:PORT:ADDR:PORT")
+        );
+        for line in [
+            &["--unix-socket", "/s", "-4", URL][..],
+            &["--unix-socket", "/s", "--connect-to", "::b:", URL],
+        ] {
+            assert!(
+                error(line).starts_with("--unix-socket cannot be used with --connect-to or -4/-6")
+            );
+        }
+        assert_eq!(error(&["--unix-socket", "", URL]), "--unix-socket needs the path of a socket");
+        for line in [
+            &["--proxy", "http://p:3128", "--unix-socket", "/s", URL][..],
+            &["--proxy", "env", "--connect-to", "::b:", URL],
+        ] {
+            assert!(error(line).starts_with("--proxy cannot be used with --unix-socket or"));
+        }
+        let proxied = config(&["--proxy", "http://p:3128", "-4", URL]);
+        assert_eq!(proxied.reach.family, Some(Family::V4));
     }
 
     /// README's two lists of abbreviations, from the parser: those read as

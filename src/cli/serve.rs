@@ -3,6 +3,7 @@
 
 use std::ffi::OsString;
 use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use super::options::{bad_value, time, Item, Options, Spec};
@@ -24,6 +25,7 @@ pub(super) enum ServeFlag {
     StallAt,
     StallFor,
     Tls,
+    UnixSocket,
     Help,
 }
 
@@ -36,6 +38,7 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
     Spec { short: None, long: "stall-at", flag: ServeFlag::StallAt },
     Spec { short: None, long: "stall-for", flag: ServeFlag::StallFor },
     Spec { short: None, long: "tls", flag: ServeFlag::Tls },
+    Spec { short: None, long: "unix-socket", flag: ServeFlag::UnixSocket },
     Spec { short: Some('h'), long: "help", flag: ServeFlag::Help },
 ];
 
@@ -46,6 +49,8 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
     let (mut ip, mut port) = (opts.bind.ip(), opts.bind.port());
     let mut stall_at = None;
     let mut stall_for = None;
+    // --port or --bind was typed (they mean nothing with --unix-socket).
+    let mut tcp_typed = None;
     while let Some(item) = options.next()? {
         let found = match item {
             Item::Word(word) => return Err(unexpected_word("serve", word)),
@@ -53,19 +58,37 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
         };
         let name = found.name.as_str();
         match found.flag {
-            ServeFlag::Port => port = port_number(name, &options.text(name)?)?,
-            ServeFlag::Bind => ip = ip_address(name, &options.text(name)?)?,
+            ServeFlag::Port => {
+                port = port_number(name, &options.text(name)?)?;
+                tcp_typed = Some(name.to_string());
+            }
+            ServeFlag::Bind => {
+                ip = ip_address(name, &options.text(name)?)?;
+                tcp_typed = Some(name.to_string());
+            }
             ServeFlag::Threads => opts.threads = count(name, &options.text(name)?)?,
             ServeFlag::BodySize => opts.body_size = body_size(name, &options.text(name)?)?,
             ServeFlag::Latency => opts.latency = time(name, &options.text(name)?)?,
             ServeFlag::StallAt => stall_at = Some(time(name, &options.text(name)?)?),
             ServeFlag::StallFor => stall_for = Some(time(name, &options.text(name)?)?),
             ServeFlag::Tls => opts.tls = true,
+            ServeFlag::UnixSocket => {
+                let path = PathBuf::from(options.value(name)?);
+                if path.as_os_str().is_empty() {
+                    return Err(bad_value(name, "the path of a socket is needed"));
+                }
+                opts.unix_socket = Some(path);
+            }
             ServeFlag::Help => return Ok(Command::Help(usage::serve())),
         }
     }
     if opts.threads == 0 {
         return Err(Error::Usage("-t/--threads must be at least 1".into()));
+    }
+    if let (Some(option), Some(_)) = (&tcp_typed, &opts.unix_socket) {
+        return Err(Error::Usage(format!(
+            "{option} cannot be used with --unix-socket: the server listens on the socket only"
+        )));
     }
     opts.bind = SocketAddr::new(ip, port);
     opts.stall = stall(stall_at, stall_for)?;
@@ -212,6 +235,22 @@ mod tests {
         assert_eq!(serve(&["--bind=[::1]", "--port", "1"]).bind, "[::1]:1".parse().unwrap());
         assert_eq!(serve(&["-p", "0"]).bind.port(), 0);
         assert!(error(&["serve", "--bind", "localhost"]).contains("is not an IP address"));
+    }
+
+    #[test]
+    fn unix_socket() {
+        assert_eq!(serve(&[]).unix_socket, None);
+        let opts = serve(&["--unix-socket", "/tmp/p.sock", "-t2"]);
+        assert_eq!(opts.unix_socket.as_deref(), Some(std::path::Path::new("/tmp/p.sock")));
+        assert_eq!(
+            error(&["serve", "--unix-socket=/tmp/p.sock", "-p", "1"]),
+            "-p cannot be used with --unix-socket: the server listens on the socket only"
+        );
+        assert_eq!(
+            error(&["serve", "--bind", "::1", "--unix-socket", "/tmp/p.sock"]),
+            "--bind cannot be used with --unix-socket: the server listens on the socket only"
+        );
+        assert!(error(&["serve", "--unix-socket", ""]).contains("the path of a socket is needed"));
     }
 
     #[test]

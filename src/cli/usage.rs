@@ -42,6 +42,15 @@ Usage: pace <options> <url> [script args...]
                                h2c by prior knowledge for http://)
         --streams         <N>  HTTP/2 requests in flight per connection
                                (default 1; the server may allow fewer)
+        --unix-socket     <P>  Connect to the Unix socket P; the URL
+                               still gives Host and path (e.g. P =
+                               /run/app.sock, URL http://app/)
+        --connect-to      <R>  HOST:PORT:ADDR:PORT: for HOST:PORT connect
+                               to ADDR:PORT, keeping Host and TLS name
+                               (curl's; e.g. example.com:443:127.0.0.1:8443;
+                               empty fields: any, or the same; repeatable)
+    -4, --ipv4                 Connect over IPv4 only (e.g. -4 localhost)
+    -6, --ipv6                 Connect over IPv6 only (e.g. -6 localhost)
     -k, --insecure             Do not verify TLS certificates
         --cacert          <F>  Trust the CAs in F (PEM) instead of
                                the system's (or SSL_CERT_FILE's)
@@ -136,6 +145,9 @@ Usage: pace serve <options>
         --stall-for   <T>  ...for this long (both or neither)
         --tls              Serve HTTPS with a self-signed certificate
                            (benchmark it with pace -k)
+        --unix-socket <P>  Listen on the Unix socket P instead of TCP
+                           (e.g. --unix-socket /tmp/pace.sock; benchmark
+                           it with pace --unix-socket /tmp/pace.sock URL)
     -h, --help             Print this help
 
   Numeric arguments may include a SI unit (1k, 1M, 1G)

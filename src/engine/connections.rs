@@ -22,10 +22,10 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
 use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
 use crate::engine::http1::Http1;
@@ -47,6 +47,8 @@ const READ_BUFFER: usize = 16 * 1024;
 /// A read that fills the buffer grows it to this size, so that big bodies
 /// take few reads.
 const LARGE_READ_BUFFER: usize = 64 * 1024;
+/// How soon a connect the server's backlog had no room for is tried again.
+const BACKLOG_FULL_RETRY_NS: u64 = 1_000_000;
 
 /// What the connections speak.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,13 +127,13 @@ impl Connections {
         })
     }
 
-    /// Starts opening every connection; `addr` is where the first
+    /// Starts opening every connection; `first` is where the first
     /// origin's go (a script's `thread.addr` may change it, see
     /// [`Connections::address`]).
-    pub fn open_all(&mut self, addr: SocketAddr, recorder: &mut Recorder) {
+    pub fn open_all(&mut self, first: &Endpoint, recorder: &mut Recorder) {
         let now = sys::now_ns();
         for i in 0..self.conns.len() {
-            self.connect(i, addr, now, recorder);
+            self.connect(i, first, now, recorder);
         }
     }
 
@@ -287,16 +289,16 @@ impl Connections {
         self.reopen.peek().map(|Reverse((at, _))| *at)
     }
 
-    /// Reopens the connections whose back-off is over (`addr`: where the
+    /// Reopens the connections whose back-off is over (`first`: where the
     /// first origin's go).
-    pub fn reopen_due(&mut self, now: u64, addr: SocketAddr, recorder: &mut Recorder) {
+    pub fn reopen_due(&mut self, now: u64, first: &Endpoint, recorder: &mut Recorder) {
         while let Some(&Reverse((at, i))) = self.reopen.peek() {
             if at > now {
                 return;
             }
             self.reopen.pop();
             if self.conns[i].phase == Phase::Closed {
-                self.connect(i, addr, now, recorder);
+                self.connect(i, first, now, recorder);
             }
         }
     }
@@ -347,20 +349,32 @@ impl Connections {
 
     // ----- connection life cycle --------------------------------------------
 
-    /// Where connection `i` goes: its origin's address; `first` for the
-    /// first origin (its source's address, which a script may change).
-    fn address(&self, i: usize, first: SocketAddr) -> SocketAddr {
+    /// Where connection `i` goes: its origin's endpoint; `first` for the
+    /// first origin (its source's, which a script may change). A clone
+    /// per connect (of an `Arc` for a Unix socket), none per request.
+    fn address(&self, i: usize, first: &Endpoint) -> Endpoint {
         match self.conns[i].origin {
-            0 => first,
-            origin => self.setup.origins[origin].addr,
+            0 => first.clone(),
+            origin => self.setup.origins[origin].endpoint.clone(),
         }
     }
 
-    fn connect(&mut self, i: usize, first: SocketAddr, now: u64, recorder: &mut Recorder) {
+    fn connect(&mut self, i: usize, first: &Endpoint, now: u64, recorder: &mut Recorder) {
         self.conns[i].connect_started_ns = now;
-        let stream = match start_connect(self.address(i, first)) {
+        let endpoint = self.address(i, first);
+        let stream = match start_connect(&endpoint) {
             Ok(socket) => socket,
-            Err(e) => return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder),
+            // A Unix socket's backlog is full: try again shortly, as TCP
+            // retries a SYN the backlog dropped, without an error.
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock
+                    && matches!(endpoint, Endpoint::Unix(_)) =>
+            {
+                return self.close(i, BACKLOG_FULL_RETRY_NS)
+            }
+            Err(e) => {
+                return self.fail(i, ErrorKind::Connect, &endpoint.connect_failure(&e), recorder)
+            }
         };
         let stream = match &self.setup.origins[self.conns[i].origin].tls {
             None => Transport::plain(stream),
@@ -408,7 +422,7 @@ impl Connections {
             }
         }
         // A refused connect can also show up as "not connected" here.
-        if let Err(e) = stream.socket().peer_addr() {
+        if let Err(e) = stream.socket().check_connected() {
             return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
         if self.setup.origins[conn.origin].tunnel.is_some() {

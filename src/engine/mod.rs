@@ -20,13 +20,13 @@ mod wake;
 mod watchdog;
 mod worker;
 
-use std::net::SocketAddr;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
 use crate::config::{BenchConfig, Mode};
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::requests;
 use crate::script::{Call, Interrupter, ThreadScript};
@@ -136,17 +136,17 @@ pub struct Engine<'a> {
 }
 
 impl<'a> Engine<'a> {
-    /// Checks every origin (`places`: its target and resolved address,
+    /// Checks every origin (`places`: its target and resolved endpoint,
     /// in the order of [`crate::requests::Origins`]) before the run (see
     /// [`Origin::prepare`]).
     pub fn prepare(
         cfg: &'a BenchConfig,
-        places: Vec<(Target, SocketAddr)>,
+        places: Vec<(Target, Endpoint)>,
     ) -> Result<Engine<'a>, Error> {
         let named = places.len() > 1;
         let origins = places
             .into_iter()
-            .map(|(target, addr)| Origin::prepare(cfg, target, addr, named))
+            .map(|(target, endpoint)| Origin::prepare(cfg, target, endpoint, named))
             .collect::<Result<_, _>>()?;
         Ok(Engine { cfg, origins })
     }

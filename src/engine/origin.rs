@@ -3,11 +3,11 @@
 //! one origin (its URL), or one per scheme, host and port of a targets
 //! file ([`crate::requests::Origins`]).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::BenchConfig;
+use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::proxy::{self, tunnel::Tunnel};
 use crate::requests::origins::origin_name;
@@ -19,27 +19,28 @@ use crate::tls::TlsClient;
 pub struct Origin {
     /// Its scheme, host and port (the path is a target's business).
     pub target: Target,
-    /// The resolved address the connections go to.
-    pub addr: SocketAddr,
+    /// Where its connections go: the resolved address, the
+    /// `--unix-socket`, or the proxy's address.
+    pub endpoint: Endpoint,
     /// For https: the TLS client its connections use.
     pub tls: Option<TlsClient>,
-    /// Through a proxy (`addr` is then the proxy's), the CONNECT tunnel
+    /// Through a proxy (`endpoint` is then the proxy's), the CONNECT tunnel
     /// each connection opens first.
     pub tunnel: Option<Arc<Tunnel>>,
 }
 
 impl Origin {
     /// Checks what can be checked before the run: for https, a complete
-    /// handshake with `addr` (so an untrusted certificate is one clear
+    /// handshake with `endpoint` (so an untrusted certificate is one clear
     /// error, not an error on every connection); with `--http2` over
-    /// plain TCP, that the server speaks HTTP/2. Through a proxy (`addr`
-    /// is then the proxy's), the checks go through a CONNECT tunnel, whose
+    /// plain TCP, that the server speaks HTTP/2. Through a proxy
+    /// (`endpoint` is then the proxy's), the checks go through a CONNECT tunnel, whose
     /// refusal is the error. With several origins (`named`), a failure
     /// says which origin failed.
     pub fn prepare(
         cfg: &BenchConfig,
         target: Target,
-        addr: SocketAddr,
+        endpoint: Endpoint,
         named: bool,
     ) -> Result<Origin, Error> {
         let check_within = cfg.timeout.min(Duration::from_secs(5));
@@ -50,23 +51,30 @@ impl Origin {
             error => error,
         };
         let tunnel = proxy::tunnel_of(cfg, &target).map(Arc::new);
-        let tunnel_open = || match &tunnel {
-            Some(tunnel) => tunnel.open(addr, check_within).map(Some).map_err(Error::Setup),
-            None => Ok(None),
+        let tunnel_open = || {
+            match (&tunnel, &endpoint) {
+                (Some(tunnel), Endpoint::Tcp(proxy)) => tunnel.open(*proxy, check_within).map(Some),
+                // The command line refuses --proxy with --unix-socket.
+                (Some(_), Endpoint::Unix(_)) => {
+                    Err("a proxy is reached over TCP, not a Unix socket".to_string())
+                }
+                (None, _) => Ok(None),
+            }
+            .map_err(Error::Setup)
         };
         // The server the checks reach, for their messages.
         let server = match &tunnel {
             Some(_) => {
                 format!("{} (through the proxy)", proxy::authority(&target.host, target.port))
             }
-            None => addr.to_string(),
+            None => endpoint.to_string(),
         };
         let tls = match target.scheme {
             Scheme::Https => {
                 let tls = TlsClient::new(&target.host, &cfg.tls, cfg.http2)?;
                 match tunnel_open().map_err(named_error)? {
                     Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within),
-                    None => tls.check_handshake(addr, check_within),
+                    None => tls.check_handshake(&endpoint, check_within),
                 }
                 .map_err(named_error)?;
                 Some(tls)
@@ -74,7 +82,7 @@ impl Origin {
             Scheme::Http if cfg.http2 => {
                 let checked = match tunnel_open().map_err(named_error)? {
                     Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
-                    None => crate::http2::check_prior_knowledge(addr, check_within),
+                    None => crate::http2::check_prior_knowledge(&endpoint, check_within),
                 };
                 checked
                     .map_err(|why| {
@@ -89,6 +97,6 @@ impl Origin {
             }
             Scheme::Http => None,
         };
-        Ok(Origin { target, addr, tls, tunnel })
+        Ok(Origin { target, endpoint, tls, tunnel })
     }
 }

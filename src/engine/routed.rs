@@ -20,9 +20,9 @@
 //! the requests are their shares of the targets when the connections keep
 //! up (the connections are spread in those proportions).
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::endpoint::Endpoint;
 use crate::engine::source::Batch;
 use crate::plan::random::Draws;
 
@@ -39,9 +39,9 @@ pub struct Routed {
     /// The origin of the request next in the one order, once asked for
     /// (until that request is sent).
     upcoming: Option<usize>,
-    /// Where the first origin's connections go (a source's address, as a
+    /// Where the first origin's connections go (a source's endpoint, as a
     /// script's `thread.addr`).
-    addr: SocketAddr,
+    endpoint: Endpoint,
 }
 
 /// One origin's batches (indices into the file's order) and its cursor.
@@ -58,7 +58,7 @@ impl Routed {
         origins: usize,
         first: usize,
         random: Option<Draws>,
-        addr: SocketAddr,
+        endpoint: Endpoint,
     ) -> Routed {
         let next = first % batches.len();
         let lanes = (0..origins)
@@ -71,7 +71,7 @@ impl Routed {
                 Lane { batches: of_origin, next }
             })
             .collect();
-        Routed { batches, lanes, next, random, upcoming: None, addr }
+        Routed { batches, lanes, next, random, upcoming: None, endpoint }
     }
 
     /// The origin of the request next in the one order (paced runs).
@@ -113,8 +113,8 @@ impl Routed {
         self.batches[0].depth()
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        self.addr
+    pub fn endpoint(&self) -> Endpoint {
+        self.endpoint.clone()
     }
 }
 
@@ -138,7 +138,7 @@ mod tests {
             })
             .collect();
         let origins = spec.iter().map(|(_, o)| o + 1).max().unwrap();
-        Routed::new(batches, origins, first, random, "127.0.0.1:1".parse().unwrap())
+        Routed::new(batches, origins, first, random, Endpoint::Tcp("127.0.0.1:1".parse().unwrap()))
     }
 
     fn name(batch: &Batch) -> String {

@@ -3,10 +3,10 @@
 //! `thread:stop()`, `thread.addr`). The worker asks the source and never
 //! looks at which one it is.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::endpoint::Endpoint;
 use crate::engine::routed::Routed;
 use crate::http::request::RequestError;
 use crate::http::response::Captured;
@@ -71,7 +71,7 @@ pub enum Order {
 pub enum RequestSource {
     /// Requests built from the command line, sent in turn (`random`
     /// absent) or drawn at random.
-    Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, addr: SocketAddr },
+    Fixed { batches: Arc<[Batch]>, next: usize, random: Option<Draws>, endpoint: Endpoint },
     /// Requests of a targets file naming several origins, each for a
     /// connection to its own ([`Routed`]).
     Routed(Box<Routed>),
@@ -124,7 +124,7 @@ impl RequestSource {
     pub fn fixed(
         batches: Arc<[Batch]>,
         first: usize,
-        addr: SocketAddr,
+        endpoint: Endpoint,
         order: Order,
     ) -> RequestSource {
         debug_assert!(!batches.is_empty());
@@ -132,7 +132,7 @@ impl RequestSource {
             Order::Sequential => None,
             Order::Random(draws) => Some(draws),
         };
-        RequestSource::Fixed { next: first % batches.len(), batches, random, addr }
+        RequestSource::Fixed { next: first % batches.len(), batches, random, endpoint }
     }
 
     /// Requests per batch: how many intended times of the plan one batch
@@ -231,11 +231,11 @@ impl RequestSource {
     }
 
     /// Where the next connection goes (`thread.addr` may change it).
-    pub fn addr(&self) -> SocketAddr {
+    pub fn endpoint(&self) -> Endpoint {
         match self {
-            RequestSource::Fixed { addr, .. } => *addr,
-            RequestSource::Routed(routed) => routed.addr(),
-            RequestSource::Script { script, .. } => script.addr(),
+            RequestSource::Fixed { endpoint, .. } => endpoint.clone(),
+            RequestSource::Routed(routed) => routed.endpoint(),
+            RequestSource::Script { script, .. } => script.endpoint(),
         }
     }
 
@@ -267,8 +267,8 @@ mod tests {
     #[test]
     fn fixed_requests_are_sent_in_turn() {
         let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let mut source = RequestSource::fixed(batches, 4, addr, Order::Sequential);
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
+        let mut source = RequestSource::fixed(batches, 4, endpoint, Order::Sequential);
         let sent: Vec<Arc<[u8]>> =
             (0..4).map(|_| source.next_batch(0).unwrap().unwrap().bytes).collect();
         assert_eq!(sent, [b"b", b"c", b"a", b"b"].map(|b| Arc::from(&b[..])));
@@ -279,10 +279,10 @@ mod tests {
     #[test]
     fn random_order_repeats_with_its_seed_and_reaches_every_batch() {
         let batches: Arc<[Batch]> = Arc::from([batch("a"), batch("b"), batch("c")]);
-        let addr = "127.0.0.1:1".parse().unwrap();
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
         let draw = |seed| {
             let order = Order::Random(Draws::at(seed, 0, 0));
-            let mut source = RequestSource::fixed(batches.clone(), 0, addr, order);
+            let mut source = RequestSource::fixed(batches.clone(), 0, endpoint.clone(), order);
             (0..300).map(|_| source.next_batch(0).unwrap().unwrap().bytes[0]).collect::<Vec<u8>>()
         };
         let first = draw(7);

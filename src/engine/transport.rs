@@ -1,23 +1,25 @@
-//! The client's side of a new connection: a non-blocking connect. The byte
-//! stream over it is [`crate::http::transport::Transport`].
+//! The client's side of a new connection: a non-blocking connect to an
+//! [`Endpoint`]. The byte stream over it is
+//! [`crate::http::transport::Transport`].
 
 use std::io;
-use std::net::{SocketAddr, TcpStream};
 
-use socket2::{Domain, Protocol, Socket, Type};
-
+use crate::endpoint::Endpoint;
+use crate::http::stream::Stream;
 use crate::sys;
 
-/// Starts a non-blocking connect with TCP_NODELAY; completion is signalled
-/// by the socket becoming writable.
-pub fn start_connect(addr: SocketAddr) -> io::Result<TcpStream> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+/// Starts a non-blocking connect (TCP with TCP_NODELAY); completion is
+/// signalled by the socket becoming writable. A Unix socket connects at
+/// once, or fails at once: `WouldBlock` when the server's backlog is full.
+pub fn start_connect(endpoint: &Endpoint) -> io::Result<Stream> {
+    let (socket, address) = endpoint.socket()?;
     socket.set_nonblocking(true)?;
-    socket.set_tcp_nodelay(true)?;
     // Best effort: without stamps, completion times fall back to the clock
-    // at read time.
-    let _ = sys::enable_receive_timestamps(&socket);
-    match socket.connect(&addr.into()) {
+    // at read time. Unix stream sockets take the option but never stamp.
+    if let Endpoint::Tcp(_) = endpoint {
+        let _ = sys::enable_receive_timestamps(&socket);
+    }
+    match socket.connect(&address) {
         Ok(()) => {}
         Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
         Err(e) => return Err(e),

@@ -110,7 +110,7 @@ impl Worker {
     /// [`Recorder::give_up`]): the sending window is the plan's.
     pub fn run(mut self, start_line: &StartLine) -> WorkerResult {
         sys::set_minimal_timer_slack();
-        self.connections.open_all(self.source.addr(), &mut self.recorder);
+        self.connections.open_all(&self.source.endpoint(), &mut self.recorder);
         self.open_connections();
         let Some(start_ns) = start_line.wait() else {
             let now = sys::now_ns();
@@ -354,7 +354,7 @@ impl Worker {
     fn reopen_due(&mut self) {
         let now = sys::now_ns();
         if self.connections.next_reopen_at().is_some_and(|at| at <= now) {
-            self.connections.reopen_due(now, self.source.addr(), &mut self.recorder);
+            self.connections.reopen_due(now, &self.source.endpoint(), &mut self.recorder);
         }
     }
 

@@ -14,6 +14,7 @@ pub mod chunked;
 pub mod framing;
 pub mod request;
 pub mod response;
+pub mod stream;
 pub mod transport;
 
 /// The largest header block, chunk-size line or trailer section accepted.

@@ -1,8 +1,8 @@
 //! The byte stream under a connection, for the client and the built-in
-//! server alike: plain TCP, or TLS (a rustls client or server session) over
-//! TCP, both non-blocking. Reads and writes behave like a non-blocking
-//! socket's: `WouldBlock` means wait for readiness, `Ok(0)` from a read is
-//! the end of the stream.
+//! server alike: plain, or TLS (a rustls client or server session), over a
+//! TCP or Unix socket ([`Stream`]), both non-blocking. Reads and writes
+//! behave like a non-blocking socket's: `WouldBlock` means wait for
+//! readiness, `Ok(0)` from a read is the end of the stream.
 //!
 //! TLS records that rustls wants to send (handshake messages, alerts,
 //! encrypted data) leave as soon as the socket takes them: writes and reads
@@ -11,37 +11,38 @@
 //! with a send buffer limit (`set_buffer_limit`) never buffers more.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, TcpStream};
+use std::net::Shutdown;
 
 use rustls::Connection;
 
+use super::stream::Stream;
 use crate::sys;
 
-/// A plain or TLS connection over a non-blocking TCP socket.
+/// A plain or TLS connection over a non-blocking socket.
 pub enum Transport {
-    Plain(TcpStream),
+    Plain(Stream),
     // Boxed: a rustls session is large, and plain connections are common.
-    Tls(TcpStream, Box<Connection>),
+    Tls(Stream, Box<Connection>),
 }
 
 impl Transport {
-    pub fn plain(socket: TcpStream) -> Transport {
-        Transport::Plain(socket)
+    pub fn plain(socket: impl Into<Stream>) -> Transport {
+        Transport::Plain(socket.into())
     }
 
     /// TLS with a client or server session that has not started yet.
-    pub fn tls(socket: TcpStream, session: impl Into<Connection>) -> Transport {
-        Transport::Tls(socket, Box::new(session.into()))
+    pub fn tls(socket: impl Into<Stream>, session: impl Into<Connection>) -> Transport {
+        Transport::Tls(socket.into(), Box::new(session.into()))
     }
 
-    pub fn socket(&self) -> &TcpStream {
+    pub fn socket(&self) -> &Stream {
         match self {
             Transport::Plain(socket) | Transport::Tls(socket, _) => socket,
         }
     }
 
     /// The protocol the TLS handshake chose by ALPN (`h2`, `http/1.1`);
-    /// None for plain TCP, or when none was chosen.
+    /// None for a plain connection, or when none was chosen.
     pub fn alpn_protocol(&self) -> Option<Vec<u8>> {
         match self {
             Transport::Plain(_) => None,
@@ -49,16 +50,16 @@ impl Transport {
         }
     }
 
-    /// With plain TCP a read shorter than the buffer means the socket is
-    /// drained, so the read that would return EAGAIN can be skipped (the
-    /// next data raises a new edge). TLS may hold decrypted data back, so it
-    /// reads until EAGAIN.
+    /// On a plain connection (TCP or Unix) a read shorter than the buffer
+    /// means the socket is drained, so the read that would return EAGAIN
+    /// can be skipped (the next data raises a new edge). TLS may hold
+    /// decrypted data back, so it reads until EAGAIN.
     pub fn short_read_drains(&self) -> bool {
         matches!(self, Transport::Plain(_))
     }
 
     /// Drives the TLS handshake as far as the socket allows. Ok(true) when
-    /// the connection is ready for data (always, for plain TCP). A server
+    /// the connection is ready for data (always, when plain). A server
     /// need not call it: reads drive the handshake too.
     pub fn handshake(&mut self) -> io::Result<bool> {
         let Transport::Tls(socket, session) = self else { return Ok(true) };
@@ -114,9 +115,7 @@ impl Transport {
     /// the rest leaves with later writes or [`Transport::flush`].
     pub fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         match self {
-            // std sends with MSG_NOSIGNAL: a closed peer is an error, not a
-            // SIGPIPE.
-            Transport::Plain(socket) => socket.write(data),
+            Transport::Plain(socket) => socket.send(data),
             Transport::Tls(socket, session) => {
                 if !send_records(socket, session)? {
                     return Err(io::ErrorKind::WouldBlock.into());
@@ -129,7 +128,7 @@ impl Transport {
     }
 
     /// Pushes buffered TLS records to the socket. Ok(true) when nothing is
-    /// left to send (always, for plain TCP).
+    /// left to send (always, when plain).
     pub fn flush(&mut self) -> io::Result<bool> {
         match self {
             Transport::Plain(_) => Ok(true),
@@ -146,7 +145,7 @@ impl Transport {
     }
 
     /// Ends our direction of the stream: close_notify (TLS, best effort)
-    /// then the TCP FIN. The peer sees the end of data, e.g. of a body
+    /// then the FIN. The peer sees the end of data, e.g. of a body
     /// delimited by the close.
     pub fn close_write(&mut self) {
         if let Transport::Tls(socket, session) = self {
@@ -159,7 +158,7 @@ impl Transport {
 
 /// Writes the session's pending records to the socket: Ok(true) when none
 /// is left, Ok(false) when the socket is full.
-fn send_records(mut socket: &TcpStream, session: &mut Connection) -> io::Result<bool> {
+fn send_records(mut socket: &Stream, session: &mut Connection) -> io::Result<bool> {
     while session.wants_write() {
         match session.write_tls(&mut socket) {
             Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
@@ -178,7 +177,7 @@ fn send_records(mut socket: &TcpStream, session: &mut Connection) -> io::Result<
 /// once if the socket takes it, also when the records were bad.
 fn receive_records(
     source: &mut dyn Read,
-    socket: &TcpStream,
+    socket: &Stream,
     session: &mut Connection,
 ) -> io::Result<usize> {
     let read = session.read_tls(source)?;
@@ -194,7 +193,7 @@ fn receive_records(
 
 /// The socket under TLS, keeping the arrival stamp of the last read.
 struct StampedSocket<'a> {
-    socket: &'a TcpStream,
+    socket: &'a Stream,
     stamp: Option<u64>,
 }
 
@@ -208,7 +207,8 @@ impl Read for StampedSocket<'_> {
 
 #[cfg(test)]
 mod tests {
-    use std::net::TcpListener;
+    use std::net::{TcpListener, TcpStream};
+    use std::os::unix::net::UnixStream;
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
@@ -310,6 +310,21 @@ mod tests {
         let (n, stamp) = eventually(|| server.read(&mut buf).ok());
         assert_eq!(&buf[..n], b"hello");
         assert!(stamp.is_some());
+        client.close_write();
+        assert_eq!(eventually(|| read_some(&mut server)), (Vec::new(), true));
+    }
+
+    #[test]
+    fn plain_round_trip_over_a_unix_socket() {
+        let (client, server) = UnixStream::pair().unwrap();
+        client.set_nonblocking(true).unwrap();
+        server.set_nonblocking(true).unwrap();
+        let (mut client, mut server) = (Transport::plain(client), Transport::plain(server));
+        assert_eq!(client.write(b"hello").unwrap(), 5);
+        let mut buf = [0; 16];
+        // Unix stream sockets never stamp: the engine uses its clock.
+        let (n, stamp) = eventually(|| server.read(&mut buf).ok());
+        assert_eq!((&buf[..n], stamp), (&b"hello"[..], None));
         client.close_write();
         assert_eq!(eventually(|| read_some(&mut server)), (Vec::new(), true));
     }

@@ -23,27 +23,28 @@ pub fn canonical_name(name: &[u8]) -> String {
 }
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
 use std::time::Duration;
+
+use crate::endpoint::Endpoint;
+use crate::http::stream::Stream;
 
 /// The client connection preface, then an empty SETTINGS frame.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
 
-/// Checks, with one blocking connection to `addr`, that the server speaks
+/// Checks, with one blocking connection to `endpoint`, that the server speaks
 /// HTTP/2 without TLS (h2c with prior knowledge: pace sends no HTTP/1.1
 /// Upgrade): it must answer the preface with a SETTINGS frame. A server
 /// that does not is reported once, in words, before the run.
-pub fn check_prior_knowledge(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+pub fn check_prior_knowledge(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
     let failed = |e: std::io::Error| crate::error::io_reason(&e);
-    let socket = TcpStream::connect_timeout(&addr, timeout).map_err(failed)?;
+    let socket = endpoint.connect(timeout).map_err(failed)?;
     check_prior_knowledge_on(socket, timeout)
 }
 
 /// [`check_prior_knowledge`] on `socket` (a proxy's tunnel to the server).
-pub fn check_prior_knowledge_on(mut socket: TcpStream, timeout: Duration) -> Result<(), String> {
+pub fn check_prior_knowledge_on(mut socket: Stream, timeout: Duration) -> Result<(), String> {
     let failed = |e: std::io::Error| crate::error::io_reason(&e);
-    socket.set_read_timeout(Some(timeout)).map_err(failed)?;
-    socket.set_write_timeout(Some(timeout)).map_err(failed)?;
+    socket.set_timeouts(timeout).map_err(failed)?;
     socket.write_all(PREFACE).map_err(failed)?;
     let mut answer = [0u8; 64];
     let mut got = 0;

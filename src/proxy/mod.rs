@@ -19,14 +19,15 @@ pub mod tunnel;
 mod url;
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::config::BenchConfig;
+use crate::endpoint::Endpoint;
 use crate::error::Error;
-use crate::resolve::resolve_target;
+use crate::reach::Reach;
+use crate::resolve::resolve_origin;
 use crate::target::{Scheme, Target};
 use absolute::AbsoluteForm;
 use tunnel::Tunnel;
@@ -79,11 +80,12 @@ impl Proxy {
     }
 
     /// The addresses of the proxy that accept a connection, as
-    /// [`resolve_target`] checks the target's; the error names the proxy.
-    pub fn resolve(&self, timeout: Duration) -> Result<Vec<SocketAddr>, Error> {
-        let as_target = Target::parse(&format!("http://{}/", authority(&self.host, self.port)))
-            .map_err(|e| Error::Usage(format!("--proxy: {e}")))?;
-        resolve_target(&as_target, timeout).map_err(|error| match error {
+    /// [`resolve_origin`] checks an origin's (`-4`/`-6` apply; the command
+    /// line refuses `--connect-to` and `--unix-socket` with `--proxy`); the
+    /// error names the proxy.
+    pub fn resolve(&self, reach: &Reach, timeout: Duration) -> Result<Vec<Endpoint>, Error> {
+        let timeout = timeout.max(Duration::from_millis(1));
+        resolve_origin(&self.host, self.port, reach, timeout).map_err(|error| match error {
             Error::Setup(why) => {
                 Error::Setup(format!("the proxy {} is unreachable: {why}", self.shown()))
             }

@@ -9,10 +9,12 @@
 //! checks made before the run.
 
 use std::io::{self, Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
+use crate::endpoint::Endpoint;
 use crate::error::io_reason;
+use crate::http::stream::Stream;
 
 /// The longest answer head read from a proxy: a real one is a few hundred
 /// bytes.
@@ -47,12 +49,11 @@ impl Tunnel {
 
     /// Connects to the proxy at `proxy` and opens the tunnel, blocking, all
     /// within `timeout`: the socket is then the target's.
-    pub fn open(&self, proxy: SocketAddr, timeout: Duration) -> Result<TcpStream, String> {
+    pub fn open(&self, proxy: SocketAddr, timeout: Duration) -> Result<Stream, String> {
         let deadline = Instant::now() + timeout;
         let failed = |e: io::Error| format!("the proxy at {proxy}: {}", io_reason(&e));
-        let socket = TcpStream::connect_timeout(&proxy, timeout).map_err(failed)?;
-        socket.set_read_timeout(Some(timeout)).map_err(failed)?;
-        socket.set_write_timeout(Some(timeout)).map_err(failed)?;
+        let socket = Endpoint::Tcp(proxy).connect(timeout).map_err(failed)?;
+        socket.set_timeouts(timeout).map_err(failed)?;
         let mut handshake = Handshake::default();
         // A blocking socket's timeout shows as "would block".
         while !handshake.advance(&socket, self)? {
@@ -83,7 +84,7 @@ impl Handshake {
     /// the answer. Ok(true): the tunnel is open (the socket holds nothing
     /// of the answer any more); Ok(false): wait for the socket; Err: why
     /// the tunnel could not be opened.
-    pub fn advance(&mut self, socket: &TcpStream, tunnel: &Tunnel) -> Result<bool, String> {
+    pub fn advance(&mut self, socket: &Stream, tunnel: &Tunnel) -> Result<bool, String> {
         let mut socket = socket;
         let failed = |e: io::Error| format!("CONNECT through the proxy: {}", io_reason(&e));
         while self.written < tunnel.request.len() {

@@ -23,6 +23,7 @@ use super::text::{per_second, WRK2_PERCENTILES};
 use super::{diagnose, plan, series, targets};
 use crate::config::{BenchConfig, Mode};
 use crate::plan::Arrival;
+use crate::reach::Family;
 use crate::slo;
 use crate::stats::{Errors, Interval, RunResult, Stats};
 use crate::units::format_binary;
@@ -57,6 +58,13 @@ pub struct Report {
     /// `--proxy`: the proxy the run went through; absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<crate::proxy::ProxyReport>,
+    /// Where the connections went when not to the URL's host and port
+    /// (`--unix-socket`, `--connect-to`): `unix:/path` or `host:port`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub connected_to: Option<String>,
+    /// `-4`/`-6`: `"ipv4"` or `"ipv6"`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ip_family: Option<&'static str>,
     pub digits: u8,
     pub target_requests_per_sec: Option<f64>,
     /// None: open-ended, until `-n` requests are done.
@@ -525,6 +533,11 @@ fn common_fields(
         protocol: cfg.protocol(),
         streams: cfg.streams,
         proxy: crate::proxy::report_of(cfg),
+        connected_to: cfg.reach.redirected(&cfg.target),
+        ip_family: cfg.reach.family.map(|family| match family {
+            Family::V4 => "ipv4",
+            Family::V6 => "ipv6",
+        }),
         digits: cfg.digits,
         target_requests_per_sec: target,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),

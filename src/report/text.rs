@@ -64,6 +64,9 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
     if let Some(line) = crate::proxy::header_line(cfg) {
         writeln!(out, "  {line}")?;
     }
+    if let Some(line) = cfg.reach.header_line(&cfg.target) {
+        writeln!(out, "{line}")?;
+    }
     super::plan::write_header(out, cfg)
 }
 

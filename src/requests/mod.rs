@@ -24,10 +24,10 @@
 pub mod origins;
 pub mod targets;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use crate::config::BenchConfig;
+use crate::endpoint::Endpoint;
 use crate::engine::{Batch, Order, RequestSource, Routed, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
@@ -68,13 +68,13 @@ const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 /// the arrival plan.
 const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
 
-/// Every thread sends the requests of the command line to `addr` (the
+/// Every thread sends the requests of the command line to `endpoint` (the
 /// first origin's; a targets file may name more), in turn or in random
 /// order (`--targets-order`). Threads are numbered across the
 /// shards (`--shard`) as the plan numbers them, thread i of shard s being
 /// i·N + s: each starts at its own request and draws its own random order,
 /// so that the instances of a shared plan do not repeat one another.
-pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> {
+pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
     let mut batches = batches(cfg);
     if cfg.http2 {
         let targets = cfg.targets.as_ref().map(|targets| &targets.list[..]).unwrap_or_default();
@@ -111,10 +111,10 @@ pub fn workload(cfg: &BenchConfig, addr: SocketAddr) -> Result<Workload, Error> 
                         Order::Sequential => None,
                     };
                     let n = origins.list.len();
-                    let routed = Routed::new(batches.clone(), n, global, random, addr);
+                    let routed = Routed::new(batches.clone(), n, global, random, endpoint.clone());
                     return RequestSource::Routed(Box::new(routed));
                 }
-                RequestSource::fixed(batches.clone(), global, addr, order)
+                RequestSource::fixed(batches.clone(), global, endpoint.clone(), order)
             })
             .collect(),
     })
@@ -404,8 +404,8 @@ mod tests {
             file: "t.txt".into(),
             list: vec![target(1, "GET", "http://h/a", &[]), target(2, "GET", "http://h/b", &[])],
         });
-        let addr = "127.0.0.1:1".parse().unwrap();
-        let firsts: Vec<String> = workload(&cfg, addr)
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
+        let firsts: Vec<String> = workload(&cfg, &endpoint)
             .unwrap()
             .sources
             .iter_mut()
@@ -423,9 +423,9 @@ mod tests {
         cfg.seed = 42;
         let list = (0..10).map(|i| target(i + 1, "GET", &format!("http://h/{i}"), &[])).collect();
         cfg.targets = Some(Targets { file: "t.txt".into(), list });
-        let addr = "127.0.0.1:1".parse().unwrap();
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
         let draws = |cfg: &BenchConfig| -> Vec<Vec<Arc<[u8]>>> {
-            workload(cfg, addr)
+            workload(cfg, &endpoint)
                 .unwrap()
                 .sources
                 .iter_mut()

@@ -7,27 +7,36 @@
 //! (`unable to resolve host:service: reason`) instead of exiting the
 //! process, and the test connection of `wrk.connect` gives up after
 //! [`CONNECT_TIMEOUT`] instead of waiting for the kernel's SYN retries.
+//!
+//! One addition: with `--unix-socket`, `wrk.addrs` holds the socket, an
+//! addr whose `tostring` is `unix:/path`; it works with `wrk.connect` and
+//! `thread.addr` like any other.
 
 use std::io;
-use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 
 use super::errors::located_error;
 use super::value::lua_type_name;
+use crate::endpoint::Endpoint;
 
 /// How long `wrk.connect` waits for a test connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
 
-/// A resolved socket address, as Lua scripts see it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Addr(pub SocketAddr);
+/// A resolved socket address (or a Unix socket), as Lua scripts see it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Addr(pub Endpoint);
 
 impl UserData for Addr {
     fn add_methods<M: UserDataMethods<Self>>(methods: &mut M) {
         methods.add_meta_method(MetaMethod::ToString, |_, addr, ()| {
-            Ok(format!("{}:{}", addr.0.ip(), addr.0.port()))
+            Ok(match &addr.0 {
+                // wrk's `host:port`, IPv6 without brackets.
+                Endpoint::Tcp(addr) => format!("{}:{}", addr.ip(), addr.port()),
+                unix => unix.to_string(),
+            })
         });
     }
 }
@@ -35,7 +44,7 @@ impl UserData for Addr {
 /// The address inside `value`, if it is an `addr` userdata.
 pub fn addr_of(value: &Value) -> Option<Addr> {
     match value {
-        Value::UserData(data) => data.borrow::<Addr>().ok().map(|addr| *addr),
+        Value::UserData(data) => data.borrow::<Addr>().ok().map(|addr| addr.clone()),
         _ => None,
     }
 }
@@ -48,7 +57,7 @@ pub fn register(lua: &Lua, wrk: &Table) -> mlua::Result<()> {
         let addrs = resolve(&host, &service).map_err(|reason| {
             located_error(lua, format!("unable to resolve {host}:{service}: {reason}"))
         })?;
-        lua.create_sequence_from(addrs.into_iter().map(Addr))
+        lua.create_sequence_from(addrs.into_iter().map(|addr| Addr(Endpoint::Tcp(addr))))
     })?;
     let connect = lua.create_function(|lua, addr: Value| {
         let addr = addr_of(&addr).ok_or_else(|| {
@@ -60,7 +69,7 @@ pub fn register(lua: &Lua, wrk: &Table) -> mlua::Result<()> {
                 ),
             )
         })?;
-        Ok(TcpStream::connect_timeout(&addr.0, CONNECT_TIMEOUT).is_ok())
+        Ok(addr.0.connect(CONNECT_TIMEOUT).is_ok())
     })?;
     wrk.raw_set("lookup", lookup)?;
     wrk.raw_set("connect", connect)

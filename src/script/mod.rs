@@ -38,7 +38,6 @@ mod value;
 #[cfg(test)]
 mod tests;
 
-use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -47,6 +46,7 @@ use std::time::Duration;
 use mlua::{Function, Lua, Table, Value};
 
 use crate::config::BenchConfig;
+use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::stats::RunResult;
 
@@ -101,10 +101,10 @@ impl Script {
     /// accepted a test connection (wrk's `wrk.resolve`, which runs after
     /// the script was loaded, so a broken script stops pace before any
     /// connection is made).
-    pub fn set_addrs(&mut self, addrs: &[SocketAddr]) -> Result<(), Error> {
+    pub fn set_addrs(&mut self, addrs: &[Endpoint]) -> Result<(), Error> {
         let addrs = self
             .main
-            .create_sequence_from(addrs.iter().copied().map(Addr))
+            .create_sequence_from(addrs.iter().cloned().map(Addr))
             .map_err(script_error)?;
         self.wrk.raw_set("addrs", addrs).map_err(script_error)
     }
@@ -116,12 +116,12 @@ impl Script {
     ///
     /// (wrk's thread index is not needed: threads are created in order and
     /// scripts never see an index.)
-    pub fn thread(&mut self, default_addr: SocketAddr) -> Result<ThreadScript, Error> {
+    pub fn thread(&mut self, default_addr: Endpoint) -> Result<ThreadScript, Error> {
         let (lua, shared) = self.set_up_thread(default_addr).map_err(script_error)?;
         ThreadScript::new(lua, shared, &self.recipe.file).map_err(Error::from)
     }
 
-    fn set_up_thread(&self, default_addr: SocketAddr) -> mlua::Result<(Lua, Arc<ThreadShared>)> {
+    fn set_up_thread(&self, default_addr: Endpoint) -> mlua::Result<(Lua, Arc<ThreadShared>)> {
         let (lua, wrk) = self.recipe.create()?;
         let shared = Arc::new(ThreadShared::new(default_addr, lua.weak()));
         wrk.raw_set("thread", ThreadHandle(shared.clone()))?;
@@ -197,7 +197,7 @@ impl ThreadScript {
 
     /// `thread.addr`: where this thread's next connection goes (`setup`
     /// may have changed it; read it whenever a connection is opened).
-    pub fn addr(&self) -> SocketAddr {
+    pub fn endpoint(&self) -> Endpoint {
         self.shared.addr()
     }
 

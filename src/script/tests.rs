@@ -3,7 +3,6 @@
 //! see and return.
 
 use std::io::Write;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,8 +25,12 @@ fn config() -> BenchConfig {
     }
 }
 
-fn addr() -> SocketAddr {
-    "127.0.0.1:8080".parse().unwrap()
+fn addr() -> Endpoint {
+    tcp("127.0.0.1:8080")
+}
+
+fn tcp(addr: &str) -> Endpoint {
+    Endpoint::Tcp(addr.parse().unwrap())
 }
 
 /// The script in a temporary file (kept alive by the returned handle).
@@ -372,7 +375,7 @@ fn setup_chooses_the_address() {
         "#,
     );
     let thread = script.thread(addr()).unwrap();
-    assert_eq!(thread.addr(), "[::1]:9090".parse().unwrap());
+    assert_eq!(thread.endpoint(), tcp("[::1]:9090"));
     let seen: String = thread.lua.globals().get("where").unwrap();
     assert_eq!(seen, "::1:9090");
 }
@@ -383,9 +386,33 @@ fn the_thread_keeps_the_default_address_and_addrs_lists_the_checked_ones() {
         load("top = tostring(wrk.addrs) function setup(thread) first = tostring(wrk.addrs[1]) end");
     assert_eq!(main_global(&script, "top"), "nil");
     script.set_addrs(&[addr()]).unwrap();
-    let thread = script.thread("127.0.0.2:1".parse().unwrap()).unwrap();
-    assert_eq!(thread.addr(), "127.0.0.2:1".parse().unwrap());
+    let thread = script.thread(tcp("127.0.0.2:1")).unwrap();
+    assert_eq!(thread.endpoint(), tcp("127.0.0.2:1"));
     assert_eq!(main_global(&script, "first"), "127.0.0.1:8080");
+}
+
+/// With `--unix-socket`, `wrk.addrs` holds the socket; a script may still
+/// send a thread to a TCP address.
+#[test]
+fn a_unix_socket_is_an_addr_like_the_others() {
+    let (mut script, _file) = load(
+        r#"
+        function setup(thread)
+            first = tostring(wrk.addrs[1])
+            reachable = tostring(wrk.connect(wrk.addrs[1]))
+            thread.addr = wrk.lookup("127.0.0.1", "9")[1]
+        end
+        "#,
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("s");
+    let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
+    let socket = Endpoint::Unix(path.clone().into());
+    script.set_addrs(std::slice::from_ref(&socket)).unwrap();
+    let thread = script.thread(socket).unwrap();
+    assert_eq!(main_global(&script, "first"), format!("unix:{}", path.display()));
+    assert_eq!(main_global(&script, "reachable"), "true");
+    assert_eq!(thread.endpoint(), tcp("127.0.0.1:9"));
 }
 
 #[test]
@@ -655,7 +682,7 @@ fn example_scripts_run_through_every_call() {
     cfg.target =
         Target::parse(&format!("http://127.0.0.1:{}/echo", server.local_addr().unwrap().port()))
             .unwrap();
-    let addr = server.local_addr().unwrap();
+    let addr = Endpoint::Tcp(server.local_addr().unwrap());
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scripts");
     // wrk's example scripts (the end-to-end tests run the others, which
     // need arguments or fail on purpose).
@@ -678,7 +705,7 @@ fn example_scripts_run_through_every_call() {
             let mut script = Script::load(&path, &cfg)?;
             let mut threads = Vec::new();
             for _ in 0..2 {
-                let mut thread = script.thread(addr)?;
+                let mut thread = script.thread(addr.clone())?;
                 let request = thread.request()?.expect("a request");
                 count_requests(&request).map_err(|err| Error::Script(err.to_string()))?;
                 thread.delay()?;

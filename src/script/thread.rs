@@ -8,7 +8,6 @@
 //! the thread's state weakly, so the thread state's own `wrk.thread` does
 //! not keep that state alive in a cycle.
 
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -17,11 +16,12 @@ use mlua::{BString, Lua, MetaMethod, UserData, UserDataFields, UserDataMethods, 
 use super::addr::{addr_of, Addr};
 use super::errors::located_error;
 use super::value::{lua_type_name, Transfer};
+use crate::endpoint::Endpoint;
 
 /// What the engine thread and both Lua states share about one thread.
 pub struct ThreadShared {
     /// Where the thread's next connection goes (`thread.addr`).
-    addr: Mutex<SocketAddr>,
+    addr: Mutex<Endpoint>,
     /// `thread:stop()` was called.
     stop: AtomicBool,
     /// The thread's own Lua state, for `thread:get/set` from the main state.
@@ -29,15 +29,15 @@ pub struct ThreadShared {
 }
 
 impl ThreadShared {
-    pub fn new(addr: SocketAddr, state: WeakLua) -> ThreadShared {
+    pub fn new(addr: Endpoint, state: WeakLua) -> ThreadShared {
         ThreadShared { addr: Mutex::new(addr), stop: AtomicBool::new(false), state }
     }
 
-    pub fn addr(&self) -> SocketAddr {
-        *self.addr.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    pub fn addr(&self) -> Endpoint {
+        self.addr.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).clone()
     }
 
-    fn set_addr(&self, addr: SocketAddr) {
+    fn set_addr(&self, addr: Endpoint) {
         *self.addr.lock().unwrap_or_else(|poisoned| poisoned.into_inner()) = addr;
     }
 
@@ -101,14 +101,18 @@ impl UserData for ThreadHandle {
 mod tests {
     use super::*;
 
+    fn tcp(addr: &str) -> Endpoint {
+        Endpoint::Tcp(addr.parse().unwrap())
+    }
+
     /// A main state with `thread` and a thread state with `wrk.thread`,
     /// sharing one [`ThreadShared`].
     fn two_states() -> (Lua, Lua, Arc<ThreadShared>) {
         let main = Lua::new();
         let own = Lua::new();
-        let shared = Arc::new(ThreadShared::new("127.0.0.1:80".parse().unwrap(), own.weak()));
+        let shared = Arc::new(ThreadShared::new(tcp("127.0.0.1:80"), own.weak()));
         main.globals().set("thread", ThreadHandle(shared.clone())).unwrap();
-        main.globals().set("other", Addr("[::1]:8080".parse().unwrap())).unwrap();
+        main.globals().set("other", Addr(tcp("[::1]:8080"))).unwrap();
         let wrk = own.create_table().unwrap();
         wrk.set("thread", ThreadHandle(shared.clone())).unwrap();
         own.globals().set("wrk", wrk).unwrap();
@@ -121,7 +125,7 @@ mod tests {
         let before: String = main.load("return tostring(thread.addr)").eval().unwrap();
         assert_eq!(before, "127.0.0.1:80");
         main.load("thread.addr = other").exec().unwrap();
-        assert_eq!(shared.addr(), "[::1]:8080".parse().unwrap());
+        assert_eq!(shared.addr(), tcp("[::1]:8080"));
         let seen: String = own.load("return tostring(wrk.thread.addr)").eval().unwrap();
         assert_eq!(seen, "::1:8080");
     }

@@ -58,14 +58,16 @@
 //! `SO_REUSEPORT`: the kernel spreads new connections over them by a hash
 //! of the address pair, with no shared accept queue and no thundering herd
 //! (one listener in every epoll with `EPOLLEXCLUSIVE` would do the same
-//! with a lock on the accept queue). One thread never touches another
-//! thread's connections; the only shared state is read-only configuration
+//! with a lock on the accept queue). On a Unix socket (`--unix-socket`),
+//! which has no `SO_REUSEPORT`, every thread waits on the one listener
+//! ([`listen`]). One thread never touches another thread's connections; the only shared state is read-only configuration
 //! and one cache line of counters per thread.
 
 mod conn;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzzing;
 mod http2;
+mod listen;
 mod request;
 mod response;
 mod tls;
@@ -75,16 +77,17 @@ mod worker;
 mod tests;
 
 use std::io;
-use std::net::{SocketAddr, TcpListener};
+use std::net::SocketAddr;
 use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use rustix::event::{eventfd, EventfdFlags};
-use socket2::{Domain, Protocol, Socket, Type};
 
+use crate::endpoint::Endpoint;
 use crate::sys::now_ns;
 
 /// What `pace serve` serves and how slowly.
@@ -92,6 +95,8 @@ use crate::sys::now_ns;
 pub struct ServeOptions {
     /// Where to listen (port 0: any free port, see [`ServerHandle::addr`]).
     pub bind: SocketAddr,
+    /// `--unix-socket`: listen on this Unix socket instead of `bind`.
+    pub unix_socket: Option<PathBuf>,
     /// Event-loop threads, each with its own listener on the same port.
     pub threads: usize,
     /// Size of the default response body.
@@ -122,6 +127,7 @@ impl Default for ServeOptions {
     fn default() -> ServeOptions {
         ServeOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            unix_socket: None,
             threads: 1,
             body_size: DEFAULT_BODY_SIZE,
             latency: Duration::ZERO,
@@ -146,7 +152,7 @@ pub struct ServerStats {
 /// A running server. Stopping it (or dropping the handle) stops and joins
 /// every thread and closes every connection.
 pub struct ServerHandle {
-    addr: SocketAddr,
+    listening: Endpoint,
     shared: Arc<Shared>,
     /// Registered in every thread's poller: one write wakes them all.
     waker: OwnedFd,
@@ -155,9 +161,19 @@ pub struct ServerHandle {
 }
 
 impl ServerHandle {
-    /// The address the server listens on, with the real port.
+    /// The address the server listens on, with the real port. Only for a
+    /// server started on TCP: one on a Unix socket has none (whoever
+    /// started it knows; see [`ServerHandle::endpoint`]).
     pub fn addr(&self) -> SocketAddr {
-        self.addr
+        match &self.listening {
+            Endpoint::Tcp(addr) => *addr,
+            Endpoint::Unix(path) => panic!("the server listens on unix:{}", path.display()),
+        }
+    }
+
+    /// Where the server listens: its TCP address or its Unix socket.
+    pub fn endpoint(&self) -> &Endpoint {
+        &self.listening
     }
 
     /// A snapshot of the counters.
@@ -186,6 +202,9 @@ impl Drop for ServerHandle {
         for thread in self.threads.drain(..) {
             let _ = thread.join();
         }
+        if let Endpoint::Unix(path) = &self.listening {
+            listen::remove_socket(path);
+        }
     }
 }
 
@@ -195,19 +214,28 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "serve: threads must be >= 1"));
     }
     let identity = if opts.tls { Some(tls::local_identity()?) } else { None };
-    let listeners = bind_listeners(opts.bind, opts.threads)?;
-    let addr = listeners[0].local_addr()?;
+    let (listeners, listening) = match &opts.unix_socket {
+        Some(path) => {
+            (listen::unix_listeners(path, opts.threads)?, Endpoint::Unix(Path::new(path).into()))
+        }
+        None => {
+            let listeners = listen::tcp_listeners(opts.bind, opts.threads)?;
+            let addr = listeners[0].local_addr()?.as_socket().ok_or(io::ErrorKind::InvalidData)?;
+            (listeners, Endpoint::Tcp(addr))
+        }
+    };
+    let tcp = matches!(listening, Endpoint::Tcp(_));
     let shared = Arc::new(Shared::new(&opts, identity.as_ref().map(|i| i.config.clone())));
     let waker = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
     let mut handle = ServerHandle {
-        addr,
+        listening,
         shared: shared.clone(),
         waker,
         threads: Vec::with_capacity(opts.threads),
         certificate_der: identity.map(|i| i.certificate_der),
     };
     for (index, listener) in listeners.into_iter().enumerate() {
-        let worker = worker::Worker::new(index, listener, &handle.waker, shared.clone())?;
+        let worker = worker::Worker::new(index, listener, tcp, &handle.waker, shared.clone())?;
         // On error the handle is dropped, which stops the threads already
         // started.
         let thread = thread::Builder::new()
@@ -238,7 +266,10 @@ pub fn run(opts: ServeOptions) -> io::Result<()> {
     let summary = describe(&opts);
     let scheme = if opts.tls { "https" } else { "http" };
     let server = start(opts)?;
-    eprintln!("pace serve: listening on {scheme}://{}/ ({summary})", server.addr());
+    match server.endpoint() {
+        Endpoint::Tcp(addr) => eprintln!("pace serve: listening on {scheme}://{addr}/ ({summary})"),
+        unix => eprintln!("pace serve: listening on {unix}, {scheme} ({summary})"),
+    }
     while !interrupted.load(Ordering::SeqCst) {
         thread::sleep(Duration::from_millis(50));
     }
@@ -264,35 +295,6 @@ fn describe(opts: &ServeOptions) -> String {
         Some(Stall { at, length }) => format!("stall for {length:?} at {at:?}"),
     };
     format!("{threads}, {}-byte body, {latency}, {stall}", opts.body_size)
-}
-
-/// One listener per thread. Several threads share the port through
-/// `SO_REUSEPORT`; a single thread does not set it, so that no other
-/// process can ever join its port.
-fn bind_listeners(bind: SocketAddr, threads: usize) -> io::Result<Vec<TcpListener>> {
-    let reuse_port = threads > 1;
-    let first = listen(bind, reuse_port)?;
-    // With port 0 the kernel picked a port for the first listener; the
-    // others must join that one.
-    let bound = first.local_addr()?;
-    let mut listeners = vec![first];
-    for _ in 1..threads {
-        listeners.push(listen(bound, reuse_port)?);
-    }
-    Ok(listeners)
-}
-
-fn listen(addr: SocketAddr, reuse_port: bool) -> io::Result<TcpListener> {
-    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
-    // Restarting `pace serve` on a fixed port must not wait for TIME_WAIT.
-    socket.set_reuse_address(true)?;
-    if reuse_port {
-        socket.set_reuse_port(true)?;
-    }
-    socket.set_nonblocking(true)?;
-    socket.bind(&addr.into())?;
-    socket.listen(4096)?;
-    Ok(socket.into())
 }
 
 /// What all server threads share: read-only settings and the counters.

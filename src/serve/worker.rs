@@ -5,7 +5,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::net::{TcpListener, TcpStream};
 use std::os::fd::OwnedFd;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -13,10 +12,12 @@ use std::time::Duration;
 
 use rustix::io::Errno;
 use rustix::net::{accept_with, SocketFlags};
+use socket2::{SockRef, Socket};
 
 use super::conn::{Conn, Outcome, Wake};
 use super::http2::Http2Conn;
 use super::{tls, Shared, ThreadCounters};
+use crate::http::stream::Stream;
 use crate::http::transport::Transport;
 use crate::sys::{now_ns, set_minimal_timer_slack, Interest, Poller};
 
@@ -33,7 +34,10 @@ const EVENTS_PER_WAIT: usize = 256;
 pub(super) struct Worker {
     index: usize,
     poller: Poller,
-    listener: TcpListener,
+    listener: Socket,
+    /// The listener is TCP (not a Unix socket): connections get
+    /// TCP_NODELAY.
+    tcp: bool,
     shared: Arc<Shared>,
     slots: Vec<Slot>,
     free_slots: Vec<usize>,
@@ -99,7 +103,8 @@ fn lookup(slots: &mut [Slot], token: u64) -> Option<&mut Served> {
 impl Worker {
     pub(super) fn new(
         index: usize,
-        listener: TcpListener,
+        listener: Socket,
+        tcp: bool,
         waker: &OwnedFd,
         shared: Arc<Shared>,
     ) -> io::Result<Worker> {
@@ -112,6 +117,7 @@ impl Worker {
             index,
             poller,
             listener,
+            tcp,
             shared,
             slots: Vec::new(),
             free_slots: Vec::new(),
@@ -210,7 +216,7 @@ impl Worker {
     fn accept_all(&mut self) {
         loop {
             match accept_with(&self.listener, SocketFlags::NONBLOCK | SocketFlags::CLOEXEC) {
-                Ok(fd) => self.adopt(TcpStream::from(fd)),
+                Ok(fd) => self.adopt(Stream::from(fd)),
                 Err(Errno::INTR | Errno::CONNABORTED) => {}
                 // WOULDBLOCK: all accepted. Anything else (out of file
                 // descriptors...) leaves the connection in the backlog
@@ -220,9 +226,11 @@ impl Worker {
         }
     }
 
-    fn adopt(&mut self, socket: TcpStream) {
+    fn adopt(&mut self, socket: Stream) {
         // Responses are complete when written; Nagle would only delay them.
-        let _ = socket.set_nodelay(true);
+        if self.tcp {
+            let _ = SockRef::from(&socket).set_tcp_nodelay(true);
+        }
         let transport = match &self.shared.tls {
             None => Transport::plain(socket),
             Some(config) => match tls::session(config) {

@@ -9,6 +9,7 @@
 use std::fs;
 use std::io::Read;
 use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
@@ -491,6 +492,10 @@ pub fn url(addr: SocketAddr, path: &str) -> String {
 
 const NGINX: &str = "/usr/sbin/nginx";
 
+/// The Unix socket of an nginx started with [`NginxOptions::unix_socket`],
+/// in its temporary directory.
+const NGINX_SOCKET: &str = "nginx.sock";
+
 /// An nginx in the foreground with its own configuration in a temporary
 /// directory, serving `/index.html` (13 bytes) on 127.0.0.1. Killed on drop.
 pub struct Nginx {
@@ -517,6 +522,9 @@ pub struct NginxOptions {
     /// Over TLS: `ssl_verify_client on` with the CAs of this PEM file
     /// (nginx then answers 400 to requests without a valid certificate).
     pub client_ca: Option<PathBuf>,
+    /// Listen on a Unix socket ([`Nginx::socket_path`]) instead of the
+    /// port (`listen unix:PATH;`).
+    pub unix_socket: bool,
 }
 
 /// The protocol of nginx's port.
@@ -540,6 +548,7 @@ impl Default for NginxOptions {
             access_log: false,
             certificate: None,
             client_ca: None,
+            unix_socket: false,
         }
     }
 }
@@ -589,7 +598,8 @@ impl Nginx {
                 .die_with_test()
                 .spawn()
                 .expect("start nginx");
-            if wait_ready(&mut child, addr, dir.path(), options.listen) {
+            let socket = options.unix_socket.then(|| dir.path().join(NGINX_SOCKET));
+            if wait_ready(&mut child, addr, socket.as_deref(), dir.path(), options.listen) {
                 return Some(Nginx { child, addr, dir });
             }
             let _ = child.kill();
@@ -621,6 +631,11 @@ impl Nginx {
         url(self.addr, "/index.html")
     }
 
+    /// The Unix socket nginx listens on (with [`NginxOptions::unix_socket`]).
+    pub fn socket_path(&self) -> PathBuf {
+        self.dir.path().join(NGINX_SOCKET)
+    }
+
     /// SIGSTOP or SIGCONT (or any signal) to the nginx process.
     pub fn signal(&self, signal: i32) {
         // SAFETY: kill(2) on our own, not yet reaped, child.
@@ -638,8 +653,15 @@ impl Drop for Nginx {
 }
 
 /// Polls until nginx accepts connections (and, on a plain HTTP/1.1 port,
-/// answers a GET), or exits, or 5 s pass.
-fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path, listen: Listen) -> bool {
+/// answers a GET), or exits, or 5 s pass. On a Unix `socket`, accepting
+/// is the answer.
+fn wait_ready(
+    child: &mut Child,
+    addr: SocketAddr,
+    socket: Option<&Path>,
+    dir: &Path,
+    listen: Listen,
+) -> bool {
     let deadline = Instant::now() + Duration::from_secs(5);
     while Instant::now() < deadline {
         if let Ok(Some(status)) = child.try_wait() {
@@ -648,6 +670,7 @@ fn wait_ready(child: &mut Child, addr: SocketAddr, dir: &Path, listen: Listen) -
             return false;
         }
         let ready = match listen {
+            _ if socket.is_some() => socket.is_some_and(|path| UnixStream::connect(path).is_ok()),
             Listen::Http1 => {
                 http_get(addr, "/index.html").is_some_and(|r| r.starts_with("HTTP/1.1 200"))
             }
@@ -673,11 +696,15 @@ fn write_nginx_conf(dir: &Path, root: &Path, port: u16, options: &NginxOptions) 
     } else {
         "access_log off;".to_string()
     };
+    let on = match options.unix_socket {
+        true => format!("unix:{d}/{NGINX_SOCKET}"),
+        false => format!("127.0.0.1:{port}"),
+    };
     let listen = match options.listen {
-        Listen::Http1 => format!("listen 127.0.0.1:{port};"),
-        Listen::H2c => format!("listen 127.0.0.1:{port} http2;"),
-        Listen::H2 => format!("listen 127.0.0.1:{port} ssl http2;"),
-        Listen::Https1 => format!("listen 127.0.0.1:{port} ssl;"),
+        Listen::Http1 => format!("listen {on};"),
+        Listen::H2c => format!("listen {on} http2;"),
+        Listen::H2 => format!("listen {on} ssl http2;"),
+        Listen::Https1 => format!("listen {on} ssl;"),
     };
     let tls = match options.listen {
         Listen::H2 | Listen::Https1 => tls_conf(dir, options),
