@@ -488,6 +488,20 @@ pub fn url(addr: SocketAddr, path: &str) -> String {
     format!("http://{addr}{path}")
 }
 
+/// Whether the server at `path` is installed: when it is not, a test
+/// that needs it says so loudly and skips, except in CI ([`in_ci`]),
+/// where it fails: CI must install `package`.
+pub fn installed(path: &str, package: &str, what: &str) -> bool {
+    if Path::new(path).exists() {
+        return true;
+    }
+    if in_ci() {
+        panic!("{path} not found: CI must install it (apt-get install {package})");
+    }
+    eprintln!("\n!!!!!!!!!! SKIPPED: {path} is not installed (apt-get install {package}); this {what} test did not run !!!!!!!!!!\n");
+    false
+}
+
 // ----- nginx ----------------------------------------------------------------------
 
 const NGINX: &str = "/usr/sbin/nginx";
@@ -562,11 +576,7 @@ impl Nginx {
 
     /// [`Nginx::start`] listening and logging as `options` say.
     pub fn start_with(options: NginxOptions) -> Option<Nginx> {
-        if !Path::new(NGINX).exists() {
-            if in_ci() {
-                panic!("{NGINX} not found: CI must install nginx (apt-get install nginx-light)");
-            }
-            eprintln!("\n!!!!!!!!!! SKIPPED: {NGINX} is not installed (apt-get install nginx-light); this nginx test did not run !!!!!!!!!!\n");
+        if !installed(NGINX, "nginx-light", "nginx") {
             return None;
         }
         let dir = tempfile::tempdir().expect("temporary directory for nginx");
@@ -805,11 +815,7 @@ impl Nghttpd {
     /// returns `None` (loudly) when it is not installed; in CI a missing
     /// nghttpd fails the test.
     pub fn start(dir: &Path, args: &[&str]) -> Option<Nghttpd> {
-        if !Path::new(NGHTTPD).exists() {
-            if in_ci() {
-                panic!("{NGHTTPD} not found: CI must install it (apt-get install nghttp2-server)");
-            }
-            eprintln!("\n!!!!!!!!!! SKIPPED: {NGHTTPD} is not installed (apt-get install nghttp2-server); this nghttpd test did not run !!!!!!!!!!\n");
+        if !installed(NGHTTPD, "nghttp2-server", "nghttpd") {
             return None;
         }
         for _ in 0..5 {

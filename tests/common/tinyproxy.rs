@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{in_ci, DieWithTest};
+use crate::common::{installed, DieWithTest};
 
 const TINYPROXY: &str = "/usr/bin/tinyproxy";
 
@@ -34,11 +34,7 @@ impl Tinyproxy {
     /// Starts tinyproxy, or returns `None` (after saying so loudly) when
     /// it is not installed. In CI a missing tinyproxy fails the test.
     pub fn start(options: TinyproxyOptions) -> Option<Tinyproxy> {
-        if !Path::new(TINYPROXY).exists() {
-            if in_ci() {
-                panic!("{TINYPROXY} not found: CI must install it (apt-get install tinyproxy)");
-            }
-            eprintln!("\n!!!!!!!!!! SKIPPED: {TINYPROXY} is not installed (apt-get install tinyproxy); this proxy test did not run !!!!!!!!!!\n");
+        if !installed(TINYPROXY, "tinyproxy", "proxy") {
             return None;
         }
         let dir = tempfile::tempdir().expect("temporary directory for tinyproxy");
