@@ -235,6 +235,10 @@ pub struct TargetStats {
     /// read or write error (a failed connect is its origin's, not a
     /// target's: it is in the run's errors only).
     pub errors: u64,
+    /// Requests of the plan due in the run that were never sent (paced
+    /// runs): in the file's order, those the order named; in random order,
+    /// the target's share of them.
+    pub unsent: u64,
     pub statuses: BTreeMap<u16, u64>,
     /// Latency from the intended send time, us.
     pub corrected: Histogram<u64>,
@@ -246,6 +250,7 @@ impl TargetStats {
             label,
             requests: 0,
             errors: 0,
+            unsent: 0,
             statuses: BTreeMap::new(),
             corrected: latency_histogram(digits),
         }
@@ -262,6 +267,7 @@ impl TargetStats {
     fn clear(&mut self) {
         self.requests = 0;
         self.errors = 0;
+        self.unsent = 0;
         self.statuses.clear();
         self.corrected.reset();
     }
@@ -269,6 +275,7 @@ impl TargetStats {
     fn merge(&mut self, other: &TargetStats) {
         self.requests += other.requests;
         self.errors += other.errors;
+        self.unsent += other.unsent;
         for (status, n) in &other.statuses {
             *self.statuses.entry(*status).or_insert(0) += n;
         }

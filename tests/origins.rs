@@ -215,3 +215,40 @@ fn an_origin_that_fails_its_check_is_named_before_the_run() {
     assert!(run.stderr.contains(&origin), "{run}");
     assert_eq!(server.stats().requests, 0, "nothing was sent: {run}");
 }
+
+#[test]
+fn a_slow_origin_does_not_hold_up_the_others() {
+    // One connection each: the first origin answers after 300 ms, so at
+    // 20 requests/s its requests (every other one) queue for its single
+    // connection. The second origin's go at their times all the same.
+    let (slow, fast) = (serve(serve_options()), serve(serve_options()));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("targets.txt");
+    let text = format!("GET http://{}/delay/300\nGET http://{}/\n", slow.addr(), fast.addr());
+    std::fs::write(&file, text).unwrap();
+    let _load = load_lock();
+    let args = ["--targets", file.to_str().unwrap(), "-t1", "-c2", "-d1s", "-R20", "--json"];
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    let report = json(&run);
+    let targets = report["targets"].as_array().expect("targets");
+    let (slow_row, fast_row) = (&targets[0], &targets[1]);
+    // The fast origin's 10 requests were each answered at once: waiting
+    // behind the slow origin's queue would put hundreds of ms into its
+    // corrected latency (the model: 0 ms of its own, so 100 ms of room is
+    // noise only).
+    assert_eq!(fast_row["requests"], 10, "{run}");
+    assert_eq!(fast_row["unsent"], 0, "{run}");
+    let fast_p99 = fast_row["corrected_p99_us"].as_u64().unwrap();
+    assert!(fast_p99 < 100_000, "the fast origin waited: {fast_p99} us\n{run}");
+    // The slow origin answered about 3 in the second (1 s / 300 ms, plus
+    // the one in flight at the end); the rest of its 10 were never sent
+    // and are its own unsent, with the run's.
+    let slow_requests = slow_row["requests"].as_u64().unwrap();
+    let slow_unsent = slow_row["unsent"].as_u64().unwrap();
+    assert!((2..=5).contains(&slow_requests), "{run}");
+    assert_eq!(slow_requests + slow_unsent, 10, "{run}");
+    assert_eq!(report["unsent"].as_u64().unwrap(), slow_unsent, "{run}");
+    assert!(slow_row["corrected_p99_us"].as_u64().unwrap() >= 300_000, "{run}");
+    assert_eq!(slow.stats().requests, slow_requests, "{run}");
+}

@@ -9,6 +9,7 @@ mod http1;
 mod http2;
 mod intervals;
 mod origin;
+mod parked;
 mod periods;
 mod recorder;
 mod routed;

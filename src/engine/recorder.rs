@@ -226,11 +226,13 @@ impl Recorder {
     /// never to a latency one (a wait is only a lower bound of a latency
     /// that never came). The plan moves past them. Recorded a histogram
     /// bucket at a time: any number of them takes as long as the buckets
-    /// their waits span.
-    pub fn give_up(&mut self, plan: &mut ThreadPlan, due_before_ns: u64, at_ns: u64) {
+    /// their waits span. Returns how many were the warm-up's, then how
+    /// many the run's (in the plan's order: the first are the warm-up's).
+    pub fn give_up(&mut self, plan: &mut ThreadPlan, due_before_ns: u64, at_ns: u64) -> (u64, u64) {
         let unsent = plan.unsent_before(due_before_ns);
         // Those of the warm-up are its errors, and nowhere else.
         let mut recorded = plan.unsent_before(self.start_ns.min(due_before_ns));
+        let of_warmup = recorded;
         self.stats.warmup.errors += recorded;
         self.stats.errors.unsent += unsent - recorded;
         let waits = &mut self.stats.unsent_wait;
@@ -248,16 +250,32 @@ impl Recorder {
             recorded += count;
         }
         plan.skip(unsent);
+        (of_warmup, unsent - of_warmup)
     }
 
-    /// Gives up, at `at_ns`, one request meant for `intended_ns` that was
-    /// never processed (a server's GOAWAY left it, and it found no
-    /// connection again before the end): unsent, as those of the plan.
-    pub fn give_up_one(&mut self, intended_ns: u64, at_ns: u64) {
+    /// Whether the run's targets are recorded apart (a targets file of
+    /// several).
+    pub fn records_targets(&self) -> bool {
+        !self.stats.targets.is_empty()
+    }
+
+    /// `n` of the run's unsent requests were for `target`.
+    pub fn unsent_of_target(&mut self, target: u32, n: u64) {
+        if let Some(target) = self.stats.targets.get_mut(target as usize) {
+            target.unsent += n;
+        }
+    }
+
+    /// Gives up, at `at_ns`, one request of `target` meant for
+    /// `intended_ns` that was never sent or never processed (it waited for
+    /// a connection to its origin, or a server's GOAWAY left it, and it
+    /// found none before the end): unsent, as those of the plan.
+    pub fn give_up_one(&mut self, intended_ns: u64, at_ns: u64, target: u32) {
         if intended_ns < self.start_ns {
             self.stats.warmup.errors += 1;
             return;
         }
+        self.unsent_of_target(target, 1);
         self.stats.errors.unsent += 1;
         record_us(&mut self.stats.unsent_wait, at_ns.saturating_sub(intended_ns));
     }

@@ -6,10 +6,11 @@
 //! decides when a request goes:
 //! - with a plan (`-R`), the plan's k-th request is due at its time
 //!   whichever origin it goes to: [`Routed::next_origin`] says the origin
-//!   of the request next in the one order, and that request waits for a
-//!   free connection of its origin (the requests after it wait with it, as
-//!   they do behind a busy connection with one origin: its lateness counts
-//!   in the corrected latencies and the diagnosis names it);
+//!   of the request next in the one order, and that request goes on a free
+//!   connection of its origin, or waits for one apart from the plan
+//!   ([`super::parked`]) so that the requests after it, for other origins,
+//!   still go at their times; either way it leaves the order
+//!   ([`Routed::move_on`]) and takes its origin's next request when sent;
 //! - in the closed loop, a connection that becomes free sends the next
 //!   request of its own origin: each origin has a cursor into its part of
 //!   the order (in the file's order the part is the origin's targets in
@@ -90,12 +91,19 @@ impl Routed {
         })
     }
 
-    /// The next request of `origin`, for a connection to it; the request
-    /// [`Routed::next_origin`] named, when it named `origin`.
+    /// The request [`Routed::next_origin`] named has left the plan (sent,
+    /// parked, or passed over): the one order moves on.
+    pub fn move_on(&mut self) {
+        self.upcoming = None;
+    }
+
+    /// How many origins the requests go to.
+    pub fn origins(&self) -> usize {
+        self.lanes.len()
+    }
+
+    /// The next request of `origin`, for a connection to it.
     pub fn next_batch(&mut self, origin: usize) -> Batch {
-        if self.upcoming == Some(origin) {
-            self.upcoming = None;
-        }
         let lane = &mut self.lanes[origin];
         let index = match &mut self.random {
             Some(draws) => lane.batches[draw(draws, lane.batches.len())],
@@ -106,6 +114,22 @@ impl Routed {
             }
         };
         self.batches[index].clone()
+    }
+
+    /// Every target's batch, in the file's order.
+    pub fn batches(&self) -> &[Batch] {
+        &self.batches
+    }
+
+    /// Where the one order stands: the position in the file's order of the
+    /// request it names next (random order: where it stood last).
+    pub fn position(&self) -> usize {
+        let len = self.batches.len();
+        match self.upcoming {
+            // Naming it moved the position past it.
+            Some(_) => (self.next + len - 1) % len,
+            None => self.next,
+        }
     }
 
     /// Requests per batch.
@@ -155,6 +179,7 @@ mod tests {
                 let origin = source.next_origin();
                 // Asking again names the same request until it is sent.
                 assert_eq!(source.next_origin(), origin);
+                source.move_on();
                 name(&source.next_batch(origin))
             })
             .collect();
@@ -175,6 +200,7 @@ mod tests {
         let mut per_origin = [0i32; 3];
         for _ in 0..5_000 {
             let origin = source.next_origin();
+            source.move_on();
             let batch = source.next_batch(origin);
             assert_eq!(batch.origin as usize, origin);
             per_origin[origin] += 1;

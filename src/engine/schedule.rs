@@ -71,6 +71,21 @@ impl Schedule {
         }
     }
 
+    /// The plan's next batch of `depth` requests, when it is due at `now`,
+    /// leaves the plan without a connection (to wait for one apart, see
+    /// [`super::parked`]); `intended` gets its intended times. False when
+    /// none is due (and always in the closed loop).
+    pub fn take_due(&mut self, now: u64, depth: usize, intended: &mut Vec<u64>) -> bool {
+        intended.clear();
+        match self {
+            Schedule::Paced(paced) if paced.is_due(now) => {
+                paced.take(depth, intended);
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// A ready connection that `fits` a request outside the plan (one a
     /// server left unprocessed, to go again at once), if one is ready at
     /// `now`.
@@ -197,20 +212,31 @@ impl Paced {
         fits: impl Fn(Ticket) -> bool,
         intended: &mut Vec<u64>,
     ) -> Option<Ticket> {
-        let first = self.plan.next_due_ns();
-        // The plan ends with the run: a request due at or after the end is
-        // not part of it, even if the thread looks late.
-        if first > now || first >= self.end_ns {
+        if !self.is_due(now) {
             return None;
         }
         // A due request with no ready connection waits (it stays the plan's
         // next request) and its latency still counts from its intended time.
         let ticket = take_ticket(&mut self.ready, still_ready, fits)?;
+        self.take(depth, intended);
+        Some(ticket)
+    }
+
+    /// The plan's next request is due at `now`. The plan ends with the
+    /// run: a request due at or after the end is not part of it, even if
+    /// the thread looks late.
+    fn is_due(&self, now: u64) -> bool {
+        let first = self.plan.next_due_ns();
+        first <= now && first < self.end_ns
+    }
+
+    /// Moves the plan past its next batch of `depth` requests, their
+    /// intended times into `intended`.
+    fn take(&mut self, depth: usize, intended: &mut Vec<u64>) {
         for _ in 0..depth {
             intended.push(self.plan.next_due_ns());
             self.plan.advance();
         }
-        Some(ticket)
     }
 }
 
@@ -316,6 +342,20 @@ mod tests {
         assert_eq!(s.pop_due(MS, 1, |_| true, fits, &mut Vec::new()), None);
         assert_eq!(s.pop_ready(MS, |_| true, |_| true), Some(t(0)));
         assert_eq!(s.pop_ready(MS, |_| true, |ticket| ticket.conn == 1), Some(t(1)));
+    }
+
+    #[test]
+    fn a_due_request_can_leave_the_plan_without_a_connection() {
+        let mut s = paced(1000.0, 2 * MS);
+        let mut intended = Vec::new();
+        // Due at 0 and 1 ms; nothing before it is due, nothing at the end.
+        assert!(s.take_due(0, 1, &mut intended));
+        assert_eq!(intended, [0]);
+        assert!(!s.take_due(MS - 1, 1, &mut intended));
+        assert!(s.take_due(MS, 1, &mut intended));
+        assert_eq!(intended, [MS]);
+        assert!(!s.take_due(5 * MS, 1, &mut intended));
+        assert!(!Schedule::closed_loop().take_due(MS, 1, &mut intended));
     }
 
     #[test]

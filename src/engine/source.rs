@@ -155,6 +155,23 @@ impl RequestSource {
         }
     }
 
+    /// The request [`RequestSource::next_origin`] named has left the plan
+    /// (sent, or parked to wait for a connection to its origin).
+    #[inline]
+    pub fn move_on(&mut self) {
+        if let RequestSource::Routed(routed) = self {
+            routed.move_on();
+        }
+    }
+
+    /// How many origins the requests go to.
+    pub fn origins(&self) -> usize {
+        match self {
+            RequestSource::Routed(routed) => routed.origins(),
+            _ => 1,
+        }
+    }
+
     /// The next request batch, for a connection to `origin` (only a
     /// source of several origins looks at it); None when the script's
     /// `request()` gave none (nil).
@@ -196,7 +213,24 @@ impl RequestSource {
     /// (the others need not, nor is a script asked for a request).
     pub fn pass_over(&mut self, origin: usize) {
         if let RequestSource::Routed(routed) = self {
+            routed.move_on();
             routed.next_batch(origin);
+        }
+    }
+
+    /// The targets of requests the run will not send (unsent at the end):
+    /// of the next `skipped + n` requests of the run's order, how many of
+    /// the last `n` each target would have had. In the file's order they
+    /// are the ones the order names from where it stands; in random order,
+    /// none was drawn, and each target gets its share (the same counts, as
+    /// if in the file's order). Empty for a script.
+    pub fn targets_ahead(&self, skipped: u64, n: u64) -> Vec<(u32, u64)> {
+        match self {
+            RequestSource::Fixed { batches, next, .. } => spread(batches, *next, skipped, n),
+            RequestSource::Routed(routed) => {
+                spread(routed.batches(), routed.position(), skipped, n)
+            }
+            RequestSource::Script { .. } => Vec::new(),
         }
     }
 
@@ -256,6 +290,20 @@ impl RequestSource {
     }
 }
 
+/// Per batch of `batches`, taken in turn from position `at` after
+/// passing over `skipped`: its target and how many of the next `n` it gets.
+fn spread(batches: &[Batch], at: usize, skipped: u64, n: u64) -> Vec<(u32, u64)> {
+    let len = batches.len() as u64;
+    let first = (at as u64 + skipped % len) % len;
+    (batches.iter().enumerate())
+        .map(|(i, batch)| {
+            let offset = (i as u64 + len - first) % len;
+            (batch.target, n / len + u64::from(offset < n % len))
+        })
+        .filter(|&(_, count)| count > 0)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +322,20 @@ mod tests {
         assert_eq!(sent, [b"b", b"c", b"a", b"b"].map(|b| Arc::from(&b[..])));
         assert_eq!(source.depth(), 1);
         assert!(!source.stopped() && !source.wants_responses());
+    }
+
+    #[test]
+    fn unsent_requests_go_to_the_targets_the_order_names_next() {
+        let batches: Vec<Batch> =
+            ["a", "b", "c"].iter().enumerate().map(|(i, text)| batch(text).routed(i, 0)).collect();
+        let batches: Arc<[Batch]> = batches.into();
+        let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
+        let mut source = RequestSource::fixed(batches, 0, endpoint, Order::Sequential);
+        source.next_batch(0).unwrap();
+        // Next is "b"; skipping 2 ("b", "c"), the next 4 are a, b, c, a.
+        assert_eq!(source.targets_ahead(2, 4), [(0, 2), (1, 1), (2, 1)]);
+        assert_eq!(source.targets_ahead(0, 2), [(1, 1), (2, 1)]);
+        assert_eq!(source.targets_ahead(5, 0), []);
     }
 
     #[test]

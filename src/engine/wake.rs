@@ -11,7 +11,10 @@
 //! - a request is overdue and no connection is ready: the next response
 //!   frees one;
 //! - a large response is half received: TCP flow control would hold the
-//!   rest of it (and its arrival stamp) back until the thread reads.
+//!   rest of it (and its arrival stamp) back until the thread reads;
+//! - a request of a run over several origins waits apart for a connection
+//!   to its origin (the plan went on without it): the response that frees
+//!   one should send it at once, not at the next intended send.
 //!
 //! A clock wait shorter than a wake-up costs is spun instead: cheaper, and
 //! on time. The closed loop always waits on events: responses are what it
@@ -53,6 +56,8 @@ pub struct Outlook {
     pub connection_ready: bool,
     /// A large response is half received on some connection.
     pub receiving_large_response: bool,
+    /// A due request waits apart for a connection to its origin.
+    pub waiting_for_origin: bool,
 }
 
 /// How to wait.
@@ -110,9 +115,13 @@ pub fn choose(outlook: &Outlook, early_ns: u64) -> Wait {
         return Wait::Events { until: until_send };
     }
     let send_is_ahead = next_send.is_none_or(|at| at > now);
-    if outlook.receiving_large_response {
-        // Read promptly, but still wake for the next send.
-        let until = if outlook.connection_ready { until_send } else { limit };
+    if outlook.receiving_large_response || outlook.waiting_for_origin {
+        // Read promptly, but still wake for the next send (a request of
+        // several origins parks then if its origin has no connection; one
+        // that is overdue and was not parked waits for a response too).
+        let wakes_to_send =
+            outlook.connection_ready || (outlook.waiting_for_origin && send_is_ahead);
+        let until = if wakes_to_send { until_send } else { limit };
         return Wait::Events { until };
     }
     if send_is_ahead || outlook.connection_ready {
@@ -177,6 +186,7 @@ mod tests {
             paced: true,
             connection_ready: true,
             receiving_large_response: false,
+            waiting_for_origin: false,
         }
     }
 
@@ -223,6 +233,18 @@ mod tests {
         assert_eq!(choose(&large, 0), Wait::Events { until: 12 * MS });
         let busy = Outlook { connection_ready: false, ..large };
         assert_eq!(choose(&busy, 0), Wait::Events { until: 60 * MS });
+    }
+
+    #[test]
+    fn a_parked_request_waits_on_events_until_the_next_send() {
+        let parked = Outlook { waiting_for_origin: true, ..paced(12 * MS) };
+        assert_eq!(choose(&parked, 0), Wait::Events { until: 12 * MS });
+        let busy = Outlook { connection_ready: false, ..parked };
+        assert_eq!(choose(&busy, 0), Wait::Events { until: 12 * MS });
+        // Overdue and not parked (its origin's line is full): a response
+        // frees a connection, the clock does not.
+        let overdue = Outlook { now: 13 * MS, deadline: 20 * MS, ..busy };
+        assert_eq!(choose(&overdue, 0), Wait::Events { until: 20 * MS });
     }
 
     #[test]

@@ -13,9 +13,10 @@ use std::sync::Arc;
 
 use crate::engine::conn::Ticket;
 use crate::engine::connections::Connections;
+use crate::engine::parked::Parked;
 use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
-use crate::engine::source::RequestSource;
+use crate::engine::source::{Batch, RequestSource};
 use crate::engine::start_line::StartLine;
 use crate::engine::wake::{self, Lateness, Outlook};
 use crate::plan::Plan;
@@ -78,6 +79,9 @@ pub struct Worker {
     intended: Vec<u64>,
     /// How late this thread's sleeps end: it wakes that much early.
     lateness: Lateness,
+    /// A paced run over several origins: the due requests waiting for a
+    /// connection to their origin.
+    parked: Option<Parked>,
 }
 
 impl Worker {
@@ -100,6 +104,7 @@ impl Worker {
             hurry,
             intended: Vec::new(),
             lateness: Lateness::default(),
+            parked: None,
         }
     }
 
@@ -123,6 +128,10 @@ impl Worker {
         if let Some(plan) = &self.run.plan {
             let share = plan.share(self.run.first_k, self.run.stride, start_ns);
             self.schedule = Schedule::paced(share, end_ns);
+            let origins = self.source.origins();
+            if origins > 1 {
+                self.parked = Some(Parked::new(origins, self.source.depth()));
+            }
         }
         // As every later request, the first one waits for the script's
         // delay() (wrk: "including the first").
@@ -140,15 +149,13 @@ impl Worker {
             self.pass_over_due_at_stop(sending_ended);
         }
         // What fell due in the window and is still waiting was never sent.
-        if let Some(plan) = self.schedule.rest_of_plan() {
-            self.recorder.give_up(plan, sending_ended, sending_ended);
-        }
+        self.give_up_unsent(sending_ended);
         self.collect_in_flight();
         // Requests a GOAWAY left unprocessed that found no connection
         // again before the end (or during the wait for the last responses).
         let now = sys::now_ns();
         for retry in self.connections.take_retries() {
-            self.recorder.give_up_one(retry.intended, now);
+            self.recorder.give_up_one(retry.intended, now, retry.batch.target);
         }
         let finished_ns = if self.hurried() {
             sys::now_ns()
@@ -187,12 +194,17 @@ impl Worker {
     }
 
     /// This thread sends nothing more: stopped, its script said so, or its
-    /// `-n` budget is spent.
+    /// `-n` budget is spent (and nothing it took is still parked).
     fn done_sending(&self) -> bool {
         self.stopped()
             || self.source.stopped()
             || self.script_error.is_some()
-            || self.run.budget == Some(0)
+            || (self.budget_spent() && self.parked.as_ref().is_none_or(Parked::is_empty))
+    }
+
+    /// The `-n` budget allows no more requests from the plan.
+    fn budget_spent(&self) -> bool {
+        self.run.budget == Some(0)
     }
 
     /// Waits on the clock until `at` (or a stop), precisely.
@@ -245,9 +257,10 @@ impl Worker {
                 next_scan = now.saturating_add(scan_every);
             }
             let (connections, schedule) = (&self.connections, &self.schedule);
+            let parked = self.parked.as_ref().and_then(Parked::oldest);
             let oldest_waiting = || {
                 let in_flight = connections.oldest_in_flight();
-                in_flight.into_iter().chain(schedule.oldest_due(now)).min()
+                in_flight.into_iter().chain(schedule.oldest_due(now)).chain(parked).min()
             };
             let next_tick = self.recorder.tick(now, oldest_waiting);
             let mut deadline = end_ns.min(next_scan).min(next_tick);
@@ -260,10 +273,13 @@ impl Worker {
             let outlook = Outlook {
                 now,
                 deadline,
-                next_send: self.schedule.next_send_at(),
+                // A spent budget sends nothing more from the plan (what
+                // is parked still goes when its connection is free).
+                next_send: self.schedule.next_send_at().filter(|_| !self.budget_spent()),
                 paced: self.schedule.is_paced(),
                 connection_ready: self.schedule.has_ready_connection(fits),
                 receiving_large_response: self.connections.receiving_large_response(),
+                waiting_for_origin: parked.is_some(),
             };
             let wait = wake::choose(&outlook, self.lateness.early_ns());
             let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
@@ -273,7 +289,7 @@ impl Worker {
     }
 
     /// Sends every batch that is due, each on a ready connection to its
-    /// origin.
+    /// origin; with several origins, one that has none ready parks it.
     fn send_due(&mut self, mut now: u64) {
         let depth = self.source.depth();
         while !self.done_sending() {
@@ -287,6 +303,14 @@ impl Worker {
                     continue;
                 }
             }
+            // Then a parked one, older than any still in the plan.
+            if let Some(sent) = self.send_parked(now) {
+                now = sent;
+                continue;
+            }
+            if self.budget_spent() {
+                return;
+            }
             // The plan's next request goes to this origin.
             let origin = self.source.next_origin();
             let connections = &self.connections;
@@ -295,8 +319,12 @@ impl Worker {
             let Some(ticket) =
                 self.schedule.pop_due(now, depth, is_ready, fits, &mut self.intended)
             else {
+                if self.park_due(now, origin, depth) {
+                    continue;
+                }
                 return;
             };
+            self.source.move_on();
             let origin = self.connections.origin_of(ticket.conn);
             let batch = match self.source.next_batch(origin) {
                 Ok(Some(batch)) => batch,
@@ -309,11 +337,77 @@ impl Worker {
             if let Some(budget) = &mut self.run.budget {
                 *budget = budget.saturating_sub(batch.depth() as u64);
             }
-            let sent =
-                self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
-            self.recorder.sent(&self.intended, sent, ticket.since);
-            // The send took time: a later request of the plan may be due now.
-            now = sent;
+            now = self.send(ticket, batch);
+        }
+    }
+
+    /// Sends `batch` on the connection of `ticket`, for the intended times
+    /// in `self.intended`; returns when it was sent (the send took time: a
+    /// later request of the plan may be due by then).
+    fn send(&mut self, ticket: Ticket, batch: Batch) -> u64 {
+        let sent = self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
+        self.recorder.sent(&self.intended, sent, ticket.since);
+        sent
+    }
+
+    /// Sends the oldest parked batch of an origin that has a connection
+    /// ready; returns when it was sent, None when nothing was.
+    fn send_parked(&mut self, now: u64) -> Option<u64> {
+        let parked = self.parked.as_mut().filter(|parked| !parked.is_empty())?;
+        let connections = &self.connections;
+        let is_ready = |ticket| connections.is_ready(ticket);
+        let (origin, ticket) = parked.waiting().find_map(|origin| {
+            let fits = |ticket: Ticket| connections.origin_of(ticket.conn) == origin;
+            Some((origin, self.schedule.pop_ready(now, is_ready, fits)?))
+        })?;
+        parked.take(origin, &mut self.intended);
+        // A source of several origins always has a request for each.
+        let batch = self.source.next_batch(origin).ok().flatten()?;
+        Some(self.send(ticket, batch))
+    }
+
+    /// The plan's next batch, for `origin`, is due at `now` and no
+    /// connection to its origin is ready: with several origins it waits
+    /// apart, parked, and the plan goes on (false: it stays the plan's
+    /// next, and the plan waits with it).
+    fn park_due(&mut self, now: u64, origin: usize, depth: usize) -> bool {
+        let Some(parked) = self.parked.as_mut().filter(|parked| parked.has_room(origin)) else {
+            return false;
+        };
+        if !self.schedule.take_due(now, depth, &mut self.intended) {
+            return false;
+        }
+        parked.park(origin, &self.intended);
+        self.source.move_on();
+        if let Some(budget) = &mut self.run.budget {
+            *budget = budget.saturating_sub(depth as u64);
+        }
+        true
+    }
+
+    /// Gives up, at `at`, what fell due and was not sent: the parked
+    /// requests (each of its own target), then the plan's due requests (the
+    /// targets the order names next).
+    fn give_up_unsent(&mut self, at: u64) {
+        if let Some(parked) = &mut self.parked {
+            loop {
+                let Some(origin) = parked.waiting().next() else { break };
+                parked.take(origin, &mut self.intended);
+                let target = match self.source.next_batch(origin) {
+                    Ok(Some(batch)) => batch.target,
+                    _ => 0,
+                };
+                for &intended in &self.intended {
+                    self.recorder.give_up_one(intended, at, target);
+                }
+            }
+        }
+        let Some(plan) = self.schedule.rest_of_plan() else { return };
+        let (of_warmup, of_run) = self.recorder.give_up(plan, at, at);
+        if of_run > 0 && self.recorder.records_targets() {
+            for (target, n) in self.source.targets_ahead(of_warmup, of_run) {
+                self.recorder.unsent_of_target(target, n);
+            }
         }
     }
 

@@ -263,6 +263,9 @@ struct TargetRecord {
     target: String,
     requests: u64,
     errors: u64,
+    /// Absent from files of pace before it was recorded.
+    #[serde(default)]
+    unsent: u64,
     status_codes: BTreeMap<String, u64>,
     hist: String,
 }
@@ -272,6 +275,7 @@ impl TargetRecord {
         let mut stats = TargetStats::new(Arc::from(self.target.as_str()), digits);
         stats.requests = self.requests;
         stats.errors = self.errors;
+        stats.unsent = self.unsent;
         stats.corrected = decode(&self.hist, digits)?;
         for (status, count) in &self.status_codes {
             let status = status.parse().map_err(|_| format!("'{status}' is not a status code"))?;

@@ -302,6 +302,9 @@ pub struct TargetReport {
     pub corrected_p50_us: Option<u64>,
     pub corrected_p99_us: Option<u64>,
     pub errors: u64,
+    /// Due in the run and never sent (paced runs; in random order, the
+    /// target's share of them).
+    pub unsent: u64,
     pub status_codes: BTreeMap<u16, u64>,
     /// The target's corrected latency histogram, encoded as `hist`.
     pub hist: String,
@@ -460,6 +463,7 @@ fn target_reports(result: &RunResult) -> io::Result<Vec<TargetReport>> {
                 corrected_p50_us: row.p50_us,
                 corrected_p99_us: row.p99_us,
                 errors: row.errors,
+                unsent: row.unsent,
                 status_codes: row.statuses.into_iter().collect(),
                 hist: encode_compressed(&target.corrected)?,
             })

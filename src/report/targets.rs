@@ -24,6 +24,8 @@ pub struct TargetRow {
     pub p50_us: Option<u64>,
     pub p99_us: Option<u64>,
     pub errors: u64,
+    /// Due in the run and never sent (paced runs).
+    pub unsent: u64,
     /// `(status, responses)`, by status.
     pub statuses: Vec<(u16, u64)>,
 }
@@ -46,6 +48,7 @@ pub fn target_rows(result: &RunResult) -> Vec<TargetRow> {
                 p50_us: percentile(50.0),
                 p99_us: percentile(99.0),
                 errors: target.errors,
+                unsent: target.unsent,
                 statuses: target.statuses.iter().map(|(s, n)| (*s, *n)).collect(),
             }
         })
@@ -67,16 +70,19 @@ pub fn latency_text(us: Option<u64>) -> String {
     us.map_or(UNDEFINED.to_string(), |us| format_time_us(us as f64))
 }
 
-/// The text report's table, when there are several targets.
+/// The text report's table, when there are several targets; its
+/// `unsent` column only when some target has unsent requests.
 pub fn write_targets(out: &mut dyn Write, result: &RunResult) -> io::Result<()> {
     let rows = target_rows(result);
     if rows.is_empty() {
         return Ok(());
     }
+    let with_unsent = rows.iter().any(|row| row.unsent > 0);
+    let unsent_head = if with_unsent { format!("  {:>7}", "unsent") } else { String::new() };
     writeln!(out, "Per target:")?;
     writeln!(
         out,
-        "  {:<width$}  {:>9}  {:>10}  {:>9}  {:>9}  {:>7}  statuses",
+        "  {:<width$}  {:>9}  {:>10}  {:>9}  {:>9}  {:>7}{unsent_head}  statuses",
         "target",
         "requests",
         "req/s",
@@ -86,9 +92,10 @@ pub fn write_targets(out: &mut dyn Write, result: &RunResult) -> io::Result<()> 
         width = TEXT_LABEL
     )?;
     for row in rows {
+        let unsent = if with_unsent { format!("  {:>7}", row.unsent) } else { String::new() };
         writeln!(
             out,
-            "  {:<width$}  {:>9}  {:>10.2}  {:>9}  {:>9}  {:>7}  {}",
+            "  {:<width$}  {:>9}  {:>10.2}  {:>9}  {:>9}  {:>7}{unsent}  {}",
             cut(&row.label),
             row.requests,
             row.rate,
@@ -158,6 +165,15 @@ mod tests {
         );
         assert!(lines[3].contains(&format!("POST http://b:8080/{}...", "x".repeat(26))));
         assert!(lines[3].ends_with("  0  -"), "{}", lines[3]);
+        // Unsent requests get a column of their own.
+        let mut c = TargetStats::new(Arc::from("GET http://c:80/"), 3);
+        c.unsent = 7;
+        let mut out = Vec::new();
+        write_targets(&mut out, &result(vec![c])).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert!(lines[1].ends_with("  errors   unsent  statuses"), "{}", lines[1]);
+        assert!(lines[2].ends_with("  0        7  -"), "{}", lines[2]);
         // Nothing without several targets.
         let mut out = Vec::new();
         write_targets(&mut out, &result(Vec::new())).unwrap();

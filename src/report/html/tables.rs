@@ -343,6 +343,7 @@ pub fn targets(page: &Page) -> String {
                 time(row.p50_us),
                 time(row.p99_us),
                 row.errors.to_string(),
+                row.unsent.to_string(),
                 escape(&statuses_text(&row.statuses)),
             ]
         })
@@ -350,7 +351,7 @@ pub fn targets(page: &Page) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    grid(&["target", "requests", "req/s", "p50", "p99", "errors", "statuses"], &rows)
+    grid(&["target", "requests", "req/s", "p50", "p99", "errors", "unsent", "statuses"], &rows)
 }
 
 /// One row per engine thread (of every input, when merged).
