@@ -9,6 +9,7 @@ use std::time::{Duration, SystemTime};
 use crate::error::Error;
 use crate::plan::PlanSpec;
 use crate::reach::Reach;
+use crate::report::reached::Reached;
 use crate::requests::{Targets, TargetsOrder};
 use crate::slo::Objective;
 use crate::target::Target;
@@ -118,6 +119,10 @@ pub struct BenchConfig {
     /// `--unix-socket`, `--connect-to`, `-4`/`-6`: where the connections
     /// go, when not to the URL's host and port.
     pub reach: Reach,
+    /// The report of a saved run (`pace report`, `pace merge`): how it
+    /// reached its servers, as recorded (it has no proxy, reach options or
+    /// targets to tell). None for a live run (see [`Reached::of`]).
+    pub reached: Option<Reached>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -190,6 +195,7 @@ impl BenchConfig {
             streams: 1,
             proxy: None,
             reach: Reach::default(),
+            reached: None,
         }
     }
 

@@ -149,21 +149,6 @@ impl Reach {
         let (host, port) = connect_address(origin.0, origin.1, &self.connect_to);
         ((host, port) != origin).then(|| host_port(host, port))
     }
-
-    /// The report's line on where the connections go (after the lines of
-    /// threads and connections), when an option changed it.
-    pub fn header_line(&self, target: &Target) -> Option<String> {
-        let option = if self.unix_socket.is_some() { "--unix-socket" } else { "--connect-to" };
-        let to = self.redirected(target).map(|to| format!("to {to} ({option})"));
-        let family = self.family.filter(|_| self.unix_socket.is_none());
-        let only = family.map(|family| format!("over {family} only ({})", family.option()));
-        match (to, only) {
-            (None, None) => None,
-            (Some(to), None) => Some(format!("  connecting {to}")),
-            (None, Some(only)) => Some(format!("  connecting {only}")),
-            (Some(to), Some(only)) => Some(format!("  connecting {to}, {only}")),
-        }
-    }
 }
 
 #[cfg(test)]
@@ -241,31 +226,5 @@ mod tests {
         assert_eq!(connect_address("h", 80, &rules(&["h::[::1]:"])), ("::1", 80));
         assert_eq!(connect_address("h", 81, &rules(&["h:80:x:1"])), ("h", 81));
         assert_eq!(connect_address("h", 80, &[]), ("h", 80));
-    }
-
-    #[test]
-    fn says_where_connections_go_when_redirected() {
-        let target = Target::parse("http://pace.test:8080/").unwrap();
-        assert_eq!(Reach::default().header_line(&target), None);
-        let unix = Reach { unix_socket: Some(Path::new("/run/a.sock").into()), ..Reach::default() };
-        assert_eq!(
-            unix.header_line(&target).as_deref(),
-            Some("  connecting to unix:/run/a.sock (--unix-socket)")
-        );
-        let mapped = Reach {
-            connect_to: rules(&["pace.test:8080:[::1]:9000"]),
-            family: Some(Family::V6),
-            ..Reach::default()
-        };
-        assert_eq!(mapped.redirected(&target).as_deref(), Some("[::1]:9000"));
-        assert_eq!(
-            mapped.header_line(&target).as_deref(),
-            Some("  connecting to [::1]:9000 (--connect-to), over IPv6 only (-6)")
-        );
-        let v4 = Reach { family: Some(Family::V4), ..Reach::default() };
-        assert_eq!(v4.header_line(&target).as_deref(), Some("  connecting over IPv4 only (-4)"));
-        // A rule that does not match changes nothing.
-        let other = Reach { connect_to: rules(&["other::a:1"]), ..Reach::default() };
-        assert_eq!(other.header_line(&target), None);
     }
 }

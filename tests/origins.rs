@@ -182,7 +182,15 @@ fn merge_adds_up_the_targets() {
         let (a, b) = (p99(&one), p99(&two));
         assert!((a.min(b)..=a.max(b)).contains(&p99(&merged)), "{i}: {a} {b} {merged}");
     }
-    // The text of the merge shows the table too.
+    // The text of the merge shows the table too, and the connections per
+    // origin of both runs (one each to every origin, twice).
+    let line = format!(
+        "  connections per origin: 2 to http://{}, 2 to http://{}, 2 to http://{}\n",
+        origins.a.addr(),
+        origins.b.addr(),
+        origins.nginx.addr
+    );
+    assert!(run.stdout.contains(&line), "{run}");
     let rows = text_rows(&run);
     assert_eq!(labels.iter().map(|label| rows[label]).collect::<Vec<_>>(), counts);
 }

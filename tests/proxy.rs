@@ -107,6 +107,14 @@ fn https_goes_through_a_connect_tunnel() {
     let log = nginx.access_log();
     assert_eq!(log.len() as u64, answered, "{log:?}\n{run}");
     assert!(log.iter().all(|l| l == "HTTP/1.1 GET /index.html 200"), "{log:?}");
+    // The saved run's report says how it went, as the run's header did.
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    std::fs::write(&saved, &run.stdout).unwrap();
+    let report = pace(&["report", saved.to_str().unwrap()], LIMIT);
+    report.assert_ok();
+    let line = format!("(--proxy), CONNECT tunnel to {}\n", nginx.addr);
+    assert!(report.stdout.contains(&line), "{report}");
 }
 
 #[test]

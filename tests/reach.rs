@@ -329,21 +329,11 @@ fn connect_to_applies_per_origin() {
         format!("a.invalid:8080:127.0.0.1:{}", a.port()),
         format!("b.invalid:8080:127.0.0.1:{}", b.port()),
     );
-    let run = pace(
-        &[
-            "--connect-to",
-            &rule_a,
-            "--connect-to",
-            &rule_b,
-            "--targets",
-            file.to_str().unwrap(),
-            "-n",
-            "20",
-            "-c2",
-            "-t1",
-        ],
-        LIMIT,
-    );
+    let saved = dir.path().join("saved.json");
+    let saved = saved.to_str().unwrap();
+    let targets = ["--targets", file.to_str().unwrap(), "-c2", "-t1"];
+    let rules = ["--connect-to", &rule_a, "--connect-to", &rule_b];
+    let run = pace(&[&rules[..], &targets, &["-n", "20"]].concat(), LIMIT);
     run.assert_ok();
     assert_eq!(run.report().requests(), 20, "{run}");
     let (a_hosts, b_hosts) = (a_hosts.lock().unwrap().clone(), b_hosts.lock().unwrap().clone());
@@ -351,6 +341,22 @@ fn connect_to_applies_per_origin() {
     assert_eq!(a_hosts.len() + b_hosts.len(), 20, "{run}");
     assert!(a_hosts.iter().all(|host| host == "a.invalid:8080"), "{a_hosts:?}");
     assert!(b_hosts.iter().all(|host| host == "b.invalid:8080"), "{b_hosts:?}");
+    // The header names each origin's address; a saved run says it again.
+    let line = format!(
+        "  connecting http://a.invalid:8080 to 127.0.0.1:{}, http://b.invalid:8080 to \
+         127.0.0.1:{} (--connect-to)\n",
+        a.port(),
+        b.port()
+    );
+    assert!(run.stdout.contains(&line), "{run}");
+    pace(&[&rules[..], &targets, &["-n", "4", "-e", "-o", saved]].concat(), LIMIT).assert_ok();
+    let report = pace(&["report", saved], LIMIT);
+    report.assert_ok();
+    assert!(report.stdout.contains(&line), "{report}");
+    let json: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    let to = |i: usize| json["origins"][i]["connected_to"].as_str().map(str::to_string);
+    assert_eq!(to(0), Some(format!("127.0.0.1:{}", a.port())), "{json}");
+    assert_eq!(to(1), Some(format!("127.0.0.1:{}", b.port())), "{json}");
 }
 
 #[test]

@@ -539,6 +539,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         streams: typed.streams.unwrap_or(1),
         proxy,
         reach: typed.reach,
+        reached: None,
     };
     let fewest = (0..config.threads).map(|t| config.connections_of_thread(t)).min();
     Origins::of(&config).check(fewest.unwrap_or(0), config.threads).map_err(Error::Usage)?;

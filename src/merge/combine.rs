@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use super::saved::{SavedRun, Settings};
 use crate::config::{BenchConfig, Mode, Shard};
 use crate::plan::PlanSpec;
+use crate::report::reached::Reached;
 use crate::stats::{Interval, RunResult, Stats};
 use crate::target::Target;
 
@@ -46,6 +47,13 @@ pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
     same_everywhere(runs, "-D (significant digits)", |s| s.digits)?;
     same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan.is_some())?;
     let kind = kind(runs, &mut notes)?;
+    if reached_together(runs).is_none() {
+        notes.push(
+            "the runs reached their servers differently (origins, proxy, --connect-to, \
+             --unix-socket or -4/-6): the header says nothing of how"
+                .into(),
+        );
+    }
     let settings = match kind {
         Kind::Shards { present, count } => shard_settings(runs, present, count),
         Kind::Runs => run_settings(runs, &mut notes),
@@ -94,6 +102,7 @@ pub fn config(settings: &Settings) -> Result<BenchConfig, String> {
         digits: settings.digits,
         http2: settings.http2,
         streams: settings.streams,
+        reached: Some(settings.reached.clone()),
         ..BenchConfig::new(target)
     })
 }
@@ -251,8 +260,16 @@ fn added(runs: &[SavedRun]) -> Settings {
         timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
         shard: Shard::WHOLE,
         start_at: common(runs, |s| s.start_at).flatten(),
+        reached: reached_together(runs).unwrap_or_default(),
         ..first.clone()
     }
+}
+
+/// How the runs reached their servers, when they all did it the same way:
+/// their connections added up per origin.
+fn reached_together(runs: &[SavedRun]) -> Option<Reached> {
+    let all: Vec<&Reached> = runs.iter().map(|run| &run.settings.reached).collect();
+    Reached::together(&all)
 }
 
 /// The mean rate a run's plan wanted of it over its measured window.
@@ -417,6 +434,7 @@ mod tests {
                 seed: 0,
                 http2: false,
                 streams: 1,
+                reached: Reached::default(),
             },
             result: RunResult {
                 threads: vec![(&total).into()],

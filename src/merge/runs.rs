@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::combine::Kind;
 use super::saved::SavedRun;
 use crate::config::BenchConfig;
+use crate::report::reached::Reached;
 use crate::report::spectrum::value_at_percentile;
 use crate::report::text::per_second;
 use crate::units::{format_time_us, UNDEFINED};
@@ -73,8 +74,8 @@ pub fn name(line: &RunLine, i: usize) -> String {
     line.shard.clone().unwrap_or_else(|| (i + 1).to_string())
 }
 
-/// `Merged 3 shards of one plan @ URL` and wrk's second line, then the
-/// plan's lines.
+/// `Merged 3 shards of one plan @ URL` and wrk's second line, how the
+/// runs reached their servers, then the plan's lines.
 pub fn write_header(
     out: &mut dyn Write,
     cfg: &BenchConfig,
@@ -83,6 +84,9 @@ pub fn write_header(
 ) -> io::Result<()> {
     writeln!(out, "Merged {} @ {}", describe(kind, inputs), cfg.target.url)?;
     writeln!(out, "  {} threads and {} connections in all", cfg.threads, cfg.connections)?;
+    let reached = Reached::of(cfg);
+    reached.write_spread(out)?;
+    reached.write_routes(out)?;
     crate::report::plan::write_header(out, cfg)
 }
 

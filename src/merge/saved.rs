@@ -17,11 +17,16 @@ use serde::Deserialize;
 
 use crate::config::Shard;
 use crate::plan::{Arrival, PlanSpec, Stage};
+use crate::proxy::ProxyReport;
+use crate::reach::Family;
+use crate::report::reached::{OriginReach, Reached};
+use crate::requests::origins::origin_name;
 use crate::signals::Interruption;
 use crate::stats::{
     Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, TargetStats,
     ThreadTotals, Warmup,
 };
+use crate::target::Target;
 
 /// One saved run: how it was run and what it measured.
 pub struct SavedRun {
@@ -59,6 +64,8 @@ pub struct Settings {
     /// `--http2`, and `--streams`.
     pub http2: bool,
     pub streams: usize,
+    /// How it reached its servers.
+    pub reached: Reached,
 }
 
 /// Reads the run saved in `path`.
@@ -124,6 +131,15 @@ struct Record {
     protocol: String,
     #[serde(default = "one")]
     streams: usize,
+    #[serde(default)]
+    proxy: Option<ProxyReport>,
+    #[serde(default)]
+    connected_to: Option<String>,
+    #[serde(default)]
+    ip_family: Option<String>,
+    /// Absent from files of pace before it recorded each origin.
+    #[serde(default)]
+    origins: Option<Vec<OriginReach>>,
     digits: u8,
     duration_s: Option<f64>,
     #[serde(default)]
@@ -309,6 +325,7 @@ impl Record {
             ("paced", None) => return Err("a paced run without its plan".into()),
             (other, _) => return Err(format!("unknown mode '{other}'")),
         };
+        let reached = self.reached(run.shard.connections)?;
         let mut stats = self.measured.stats(self.digits)?;
         stats.generator = Generator {
             waiting_for_connection_us: run.generator.waiting_for_connection_us,
@@ -352,6 +369,7 @@ impl Record {
             seed: run.plan.as_ref().and_then(|plan| plan.seed).unwrap_or(0),
             http2: self.protocol != "http/1.1",
             streams: self.streams,
+            reached,
         };
         let (series, series_interval) = series(&run);
         let result = RunResult {
@@ -370,6 +388,32 @@ impl Record {
             measured_from: UNIX_EPOCH + seconds(run.measured_from_unix_s)?,
         };
         Ok((settings, result))
+    }
+}
+
+impl Record {
+    /// How the run reached its servers; from a file of pace before it
+    /// recorded each origin, its URL's origin with `connections`.
+    fn reached(&self, connections: usize) -> Result<Reached, String> {
+        let family = match self.ip_family.as_deref() {
+            None => None,
+            Some("ipv4") => Some(Family::V4),
+            Some("ipv6") => Some(Family::V6),
+            Some(other) => return Err(format!("unknown ip_family '{other}'")),
+        };
+        let origins = match &self.origins {
+            Some(origins) => origins.clone(),
+            None => {
+                let target = Target::parse(&self.url).map_err(|e| format!("{}: {e}", self.url))?;
+                vec![OriginReach {
+                    origin: origin_name(&target),
+                    connections,
+                    connected_to: self.connected_to.clone(),
+                    tunnel: self.proxy.as_ref().is_some_and(|proxy| proxy.tunnel),
+                }]
+            }
+        };
+        Ok(Reached { origins, proxy: self.proxy.clone(), family })
     }
 }
 

@@ -21,12 +21,13 @@ mod url;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::reach::Reach;
+use crate::requests::Origins;
 use crate::resolve::resolve_origin;
 use crate::target::{Scheme, Target};
 use absolute::AbsoluteForm;
@@ -131,28 +132,6 @@ pub fn absolute_form_of(cfg: &BenchConfig, target: &Target) -> Option<AbsoluteFo
     Some(AbsoluteForm::new(target, proxy.authorization.clone()))
 }
 
-/// The header line that says how the run uses `--proxy` (without the
-/// indent), None without the option.
-pub fn header_line(cfg: &BenchConfig) -> Option<String> {
-    let line = match cfg.proxy.as_ref()? {
-        Route::Proxy { proxy, via } => {
-            let named = match via {
-                Via::Option => "--proxy".to_string(),
-                Via::Env(name) => format!("--proxy env: {name}"),
-            };
-            let how = match tunnels(cfg, &cfg.target) {
-                true => {
-                    format!("CONNECT tunnel to {}", authority(&cfg.target.host, cfg.target.port))
-                }
-                false => "absolute-form requests".to_string(),
-            };
-            format!("Through the proxy {} ({named}), {how}", proxy.shown())
-        }
-        Route::Direct(why) => format!("No proxy (--proxy env): {why}"),
-    };
-    Some(line)
-}
-
 /// Says on stderr when the proxy answered requests with 407 (Proxy
 /// Authentication Required): in plain HTTP its refusals are responses, and
 /// the report shows only their status.
@@ -166,17 +145,19 @@ pub fn note_refusals(cfg: &BenchConfig, statuses: &BTreeMap<u16, u64>) {
 }
 
 /// `proxy` in the JSON report (docs/json.md).
-#[derive(Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProxyReport {
     /// `http://[user@]host:port`; null when the run went direct.
     pub url: Option<String>,
     /// `--proxy`, or the variable `--proxy env` took it from (`env` when
     /// the run went direct).
-    pub from: &'static str,
-    /// Through a CONNECT tunnel (else requests in absolute form).
+    pub from: String,
+    /// Through a CONNECT tunnel (else requests in absolute form); with
+    /// several origins, whether any went through one (each origin's is in
+    /// the report's `origins`).
     pub tunnel: bool,
     /// Why `--proxy env` sent the run direct.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub direct: Option<String>,
 }
 
@@ -186,14 +167,15 @@ pub fn report_of(cfg: &BenchConfig) -> Option<ProxyReport> {
         Route::Proxy { proxy, via } => ProxyReport {
             url: Some(proxy.shown()),
             from: match via {
-                Via::Option => "--proxy",
-                Via::Env(name) => name,
+                Via::Option => "--proxy".to_string(),
+                Via::Env(name) => name.to_string(),
             },
-            tunnel: tunnels(cfg, &cfg.target),
+            tunnel: Origins::of(cfg).list.iter().any(|(target, _)| tunnels(cfg, target)),
             direct: None,
         },
         Route::Direct(why) => {
-            ProxyReport { url: None, from: "env", tunnel: false, direct: Some(why.clone()) }
+            let from = "env".to_string();
+            ProxyReport { url: None, from, tunnel: false, direct: Some(why.clone()) }
         }
     })
 }
@@ -201,6 +183,15 @@ pub fn report_of(cfg: &BenchConfig) -> Option<ProxyReport> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::report::reached::Reached;
+
+    /// The header's line on the proxy (without the indent), if any.
+    fn header_line(cfg: &BenchConfig) -> Option<String> {
+        let mut out = Vec::new();
+        Reached::of(cfg).write_routes(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        text.lines().next().map(|line| line.trim_start().to_string())
+    }
 
     fn config(url: &str, proxy: &str, http2: bool) -> BenchConfig {
         let mut cfg = BenchConfig::new(Target::parse(url).unwrap());

@@ -18,6 +18,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::Serialize;
 
 use super::hlog::encode_compressed;
+use super::reached::{OriginReach, Reached};
 use super::spectrum::{self, value_at_percentile};
 use super::text::{per_second, WRK2_PERCENTILES};
 use super::{diagnose, plan, series, targets};
@@ -58,10 +59,14 @@ pub struct Report {
     /// `--proxy`: the proxy the run went through; absent without it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy: Option<crate::proxy::ProxyReport>,
-    /// Where the connections went when not to the URL's host and port
-    /// (`--unix-socket`, `--connect-to`): `unix:/path` or `host:port`.
+    /// Where the connections went when not to the origin's host and port
+    /// (`--unix-socket`, `--connect-to`): `unix:/path` or `host:port`; the
+    /// first origin's (each origin's is in `origins`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub connected_to: Option<String>,
+    /// Each origin: its connections, where they went, and whether through
+    /// the proxy's CONNECT tunnel.
+    pub origins: Vec<OriginReach>,
     /// `-4`/`-6`: `"ipv4"` or `"ipv6"`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ip_family: Option<&'static str>,
@@ -522,6 +527,7 @@ fn common_fields(
         Mode::Paced(_) => "paced",
     };
     let target = cfg.target_rate();
+    let reached = Reached::of(cfg);
     Ok(Report {
         schema_version: SCHEMA_VERSION,
         report: kind,
@@ -536,12 +542,13 @@ fn common_fields(
         connections: cfg.connections,
         protocol: cfg.protocol(),
         streams: cfg.streams,
-        proxy: crate::proxy::report_of(cfg),
-        connected_to: cfg.reach.redirected(&cfg.target),
-        ip_family: cfg.reach.family.map(|family| match family {
+        proxy: reached.proxy.clone(),
+        connected_to: reached.origins.first().and_then(|origin| origin.connected_to.clone()),
+        ip_family: reached.family.map(|family| match family {
             Family::V4 => "ipv4",
             Family::V6 => "ipv6",
         }),
+        origins: reached.origins,
         digits: cfg.digits,
         target_requests_per_sec: target,
         duration_s: cfg.duration.map(|d| d.as_secs_f64()),

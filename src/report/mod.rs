@@ -13,6 +13,7 @@ pub mod html;
 pub mod json;
 pub mod periodic;
 pub mod plan;
+pub mod reached;
 pub mod series;
 pub mod spectrum;
 pub mod targets;

@@ -13,9 +13,9 @@ use std::time::Duration;
 use hdrhistogram::Histogram;
 
 use super::c_fixed;
+use super::reached::Reached;
 use super::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::config::{BenchConfig, Mode};
-use crate::requests::Origins;
 use crate::stats::{Http2Counts, RunResult, Stats};
 use crate::units::{
     format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
@@ -48,11 +48,8 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         (None, n) => writeln!(out, "Running {} requests @ {url}", n.unwrap_or_default())?,
     }
     writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
-    let origins = Origins::of(cfg);
-    if origins.several() {
-        let line = origins.spread_line(|thread| cfg.connections_of_thread(thread), cfg.threads);
-        writeln!(out, "{line}")?;
-    }
+    let reached = Reached::of(cfg);
+    reached.write_spread(out)?;
     if cfg.http2 {
         let how = match cfg.protocol() {
             "h2" => "h2, over TLS by ALPN",
@@ -61,12 +58,7 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         let streams = if cfg.streams == 1 { "stream" } else { "streams" };
         writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", cfg.streams)?;
     }
-    if let Some(line) = crate::proxy::header_line(cfg) {
-        writeln!(out, "  {line}")?;
-    }
-    if let Some(line) = cfg.reach.header_line(&cfg.target) {
-        writeln!(out, "{line}")?;
-    }
+    reached.write_routes(out)?;
     super::plan::write_header(out, cfg)
 }
 

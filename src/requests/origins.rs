@@ -73,26 +73,20 @@ impl Origins {
         ))
     }
 
-    /// The header line that says how the connections were spread (only
-    /// with several origins): `connections` per thread.
-    pub fn spread_line(
+    /// The connections to each origin over `threads` threads, which have
+    /// `connections_of_thread` each.
+    pub fn connection_totals(
         &self,
         connections_of_thread: impl Fn(usize) -> usize,
         threads: usize,
-    ) -> String {
+    ) -> Vec<usize> {
         let mut totals = vec![0; self.list.len()];
         for thread in 0..threads {
             for (total, n) in totals.iter_mut().zip(self.spread(connections_of_thread(thread))) {
                 *total += n;
             }
         }
-        let parts: Vec<String> = self
-            .list
-            .iter()
-            .zip(totals)
-            .map(|((target, _), n)| format!("{n} to {}", origin_name(target)))
-            .collect();
-        format!("  connections per origin: {}", parts.join(", "))
+        totals
     }
 }
 
@@ -214,11 +208,7 @@ mod tests {
         );
         assert_eq!(origins.of_target, [0, 1, 0, 2, 3, 1]);
         assert!(origins.several());
-        assert_eq!(
-            origins.spread_line(|_| 5, 2),
-            "  connections per origin: 4 to http://a:1, 2 to http://b:1, 2 to https://a:1, \
-             2 to http://[::1]:8"
-        );
+        assert_eq!(origins.connection_totals(|_| 5, 2), [4, 2, 2, 2]);
         assert_eq!(origins.check(4, 2), Ok(()));
         assert_eq!(
             origins.check(3, 2).unwrap_err(),
