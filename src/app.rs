@@ -1,30 +1,36 @@
 //! The `pace` program: read the command line, run the command, turn the
 //! outcome into an exit code (the table is in `src/error.rs`).
 
+use std::ffi::OsString;
 use std::io::{self, Write};
 use std::process::ExitCode;
 
 use crate::cli::{self, Command};
 use crate::error::Error;
+use crate::provenance::Provenance;
 
 /// The whole program, for `src/main.rs`.
 pub fn main() -> ExitCode {
     install_panic_hook();
-    let code = match cli::parse(std::env::args_os().skip(1)).and_then(run) {
-        Ok(code) => code,
-        Err(err) => {
-            // Nothing more can be done if stderr is gone too.
-            let _ = writeln!(io::stderr(), "pace: {err}");
-            err.exit_code()
-        }
-    };
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let code =
+        match cli::parse(args.iter().skip(1).cloned()).and_then(|command| run(command, &args)) {
+            Ok(code) => code,
+            Err(err) => {
+                // Nothing more can be done if stderr is gone too.
+                let _ = writeln!(io::stderr(), "pace: {err}");
+                err.exit_code()
+            }
+        };
     ExitCode::from(u8::try_from(code).unwrap_or(u8::MAX))
 }
 
-/// Runs one command and returns its exit code.
-fn run(command: Command) -> Result<i32, Error> {
+/// Runs one command (of the command line `args`) and returns its exit
+/// code.
+fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
     match command {
-        Command::Bench { config, print_version } => {
+        Command::Bench { mut config, print_version } => {
+            config.provenance = Some(Provenance::of_this_process(args));
             // Refused before anything is printed, the header included.
             config.check_start_at(std::time::SystemTime::now())?;
             if print_version {

@@ -8,6 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::plan::PlanSpec;
+use crate::provenance::Provenance;
 use crate::reach::Reach;
 use crate::report::reached::Reached;
 use crate::requests::{Targets, TargetsOrder};
@@ -123,6 +124,9 @@ pub struct BenchConfig {
     /// reached its servers, as recorded (it has no proxy, reach options or
     /// targets to tell). None for a live run (see [`Reached::of`]).
     pub reached: Option<Reached>,
+    /// How the run was made (its command line, pace version and host),
+    /// for the JSON and HTML reports; None when unknown (a merge, a test).
+    pub provenance: Option<Provenance>,
 }
 
 /// What to write besides (or instead of) the final text report.
@@ -196,6 +200,7 @@ impl BenchConfig {
             proxy: None,
             reach: Reach::default(),
             reached: None,
+            provenance: None,
         }
     }
 

@@ -29,6 +29,7 @@ mod outfile;
 mod output;
 mod plan;
 mod progress;
+mod provenance;
 mod proxy;
 mod reach;
 mod report;

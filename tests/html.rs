@@ -249,10 +249,14 @@ fn run_with_errors() {
     let _load = load_lock();
     let server = default_server();
     let target = url(server.addr(), "/status/503");
-    let args = ["-t1", "-c2", "-d1s", "-R200", "--html", page.to_str().unwrap(), &target];
+    let args = ["-t1", "-c10", "-d1s", "-R200", "--html", page.to_str().unwrap(), &target];
     pace(&args, LIMIT).assert_ok();
     let dom = check_page(&page, &[&["spectrum"][..], &TIME_CHARTS, &["lag"]].concat(), 5);
-    assert_eq!(lines_of(&dom, "statuses"), ["5xx"]);
+    // Every response is a 503; on a loaded machine some requests may also
+    // have found no free connection before the end (unsent).
+    let lines = lines_of(&dom, "statuses");
+    assert!(lines.contains(&"5xx".to_string()), "{lines:?}");
+    assert!(lines.iter().all(|line| line == "5xx" || line == "unsent"), "{lines:?}");
     assert!(
         dom.contains("errors: connect 0, read 0, write 0, timeout 0, status &gt; 399 "),
         "the verdict counts the errors:\n{dom}"
@@ -365,12 +369,17 @@ fn report_of_a_saved_run() {
     let saved_arg = saved.to_str().unwrap();
     let run = pace(&["report", "-U", saved_arg, "--html", page.to_str().unwrap()], LIMIT);
     run.assert_ok();
-    // The text report again, with the uncorrected block asked for now.
-    assert!(run.stdout.starts_with("Running 1s test @ "), "{run}");
+    // How the run was made, then the text report again, with the
+    // uncorrected block asked for now.
+    assert!(run.stdout.starts_with("Saved run: pace "), "{run}");
+    assert!(run.stdout.contains(" -R200 -e -p 100ms -o "), "{run}");
+    let report = run.stdout.lines().skip(2).collect::<Vec<_>>().join("\n");
+    assert!(report.starts_with("Running 1s test @ "), "{run}");
     assert!(run.stdout.contains("Uncorrected Latency"), "{run}");
     assert!(run.report().requests() > 0, "{run}");
     let dom = check_page(&page, &[&["spectrum"][..], &TIME_CHARTS, &["lag"]].concat(), 5);
     assert!(dom.contains("run.json"), "the page names its source");
+    assert!(dom.contains(" -R200 -e -p 100ms -o "), "the page has the command line");
     // Without --html: the text report only.
     let text = pace(&["report", saved_arg], LIMIT);
     text.assert_ok();

@@ -488,3 +488,52 @@ fn percentiles_alone_print_the_distribution() {
     plain.assert_ok();
     assert!(!plain.stdout.contains("Latency Distribution"), "{plain}");
 }
+
+/// A saved run says how it was made (command line with its secrets
+/// masked, version, host, start), and `pace report` says it again.
+#[test]
+fn a_saved_run_records_how_it_was_made() {
+    let _load = load_lock();
+    let server = default_server();
+    let dir = tempfile::tempdir().unwrap();
+    let saved = dir.path().join("run.json");
+    let saved = saved.to_str().unwrap();
+    let target = url(server.addr(), "/").replace("http://", "http://user:hunter2@");
+    let before = std::time::SystemTime::now();
+    let args = ["-t1", "-c2", "-d300ms", "-H", "Authorization: Bearer s3cret", "-e", "-o", saved];
+    let run = pace(&[&args[..], &[target.as_str()]].concat(), Duration::from_secs(15));
+    run.assert_ok();
+    let text = fs::read_to_string(saved).unwrap();
+    assert!(!text.contains("s3cret") && !text.contains("hunter2"), "{text}");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let provenance = &v["provenance"];
+    let line: Vec<&str> = provenance["command_line"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w.as_str().unwrap())
+        .collect();
+    let masked_url = target.replace("hunter2", "***");
+    let expected = [&["pace"], &args[..4], &["Authorization: ***", "-e", "-o", saved, &masked_url]];
+    assert_eq!(line, expected.concat(), "{provenance}");
+    assert_eq!(provenance["version"], env!("CARGO_PKG_VERSION"));
+    let host = fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    assert_eq!(provenance["host"], host.trim());
+    let started = provenance["started_at"].as_str().unwrap();
+    let started_s = f64_at(&v, "/measured_from_unix_s");
+    let before_s = before.duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64();
+    assert!(started_s >= before_s - 1.0, "{started} {started_s} {before_s}");
+
+    let report = pace(&["report", saved], Duration::from_secs(15));
+    report.assert_ok();
+    let first = format!(
+        "Saved run: pace {} on {}, started {started}\n",
+        env!("CARGO_PKG_VERSION"),
+        host.trim()
+    );
+    assert!(report.stdout.starts_with(&first), "{report}");
+    let shell = format!(
+        "  pace -t1 -c2 -d300ms -H 'Authorization: ***' -e -o {saved} '{masked_url}'\nRunning"
+    );
+    assert!(report.stdout.contains(&shell), "{report}");
+}

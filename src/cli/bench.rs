@@ -540,6 +540,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         proxy,
         reach: typed.reach,
         reached: None,
+        provenance: None,
     };
     let fewest = (0..config.threads).map(|t| config.connections_of_thread(t)).min();
     Origins::of(&config).check(fewest.unwrap_or(0), config.threads).map_err(Error::Usage)?;

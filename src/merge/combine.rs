@@ -103,6 +103,7 @@ pub fn config(settings: &Settings) -> Result<BenchConfig, String> {
         http2: settings.http2,
         streams: settings.streams,
         reached: Some(settings.reached.clone()),
+        provenance: settings.provenance.clone(),
         ..BenchConfig::new(target)
     })
 }
@@ -261,6 +262,8 @@ fn added(runs: &[SavedRun]) -> Settings {
         shard: Shard::WHOLE,
         start_at: common(runs, |s| s.start_at).flatten(),
         reached: reached_together(runs).unwrap_or_default(),
+        // Several command lines made it.
+        provenance: None,
         ..first.clone()
     }
 }
@@ -435,6 +438,7 @@ mod tests {
                 http2: false,
                 streams: 1,
                 reached: Reached::default(),
+                provenance: None,
             },
             result: RunResult {
                 threads: vec![(&total).into()],

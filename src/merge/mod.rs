@@ -133,6 +133,9 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
         eprintln!("pace report: {caveat}");
     }
     write_out(args, |out| {
+        if let Some(provenance) = &cfg.provenance {
+            provenance.write_lines(out, json::started_at(&cfg, &run.result))?;
+        }
         text::write_header(out, &cfg)?;
         text::write_report(out, &cfg, &run.result)?;
         slo::write_verdicts(out, &slo::verdicts(&cfg, &run.result))

@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use crate::config::Shard;
 use crate::plan::{Arrival, PlanSpec, Stage};
+use crate::provenance::Provenance;
 use crate::proxy::ProxyReport;
 use crate::reach::Family;
 use crate::report::reached::{OriginReach, Reached};
@@ -66,6 +67,8 @@ pub struct Settings {
     pub streams: usize,
     /// How it reached its servers.
     pub reached: Reached,
+    /// How it was made (None: not recorded, or a merge).
+    pub provenance: Option<Provenance>,
 }
 
 /// Reads the run saved in `path`.
@@ -216,6 +219,9 @@ struct FinalRecord {
     streams_allowed: Option<u32>,
     #[serde(default)]
     retried_after_goaway: u64,
+    /// Absent from files of pace before it recorded it, and from merges.
+    #[serde(default)]
+    provenance: Option<Provenance>,
 }
 
 fn http1() -> String {
@@ -370,6 +376,7 @@ impl Record {
             http2: self.protocol != "http/1.1",
             streams: self.streams,
             reached,
+            provenance: run.provenance.clone(),
         };
         let (series, series_interval) = series(&run);
         let result = RunResult {

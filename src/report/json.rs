@@ -24,6 +24,7 @@ use super::text::{per_second, WRK2_PERCENTILES};
 use super::{diagnose, plan, series, targets};
 use crate::config::{BenchConfig, Mode};
 use crate::plan::Arrival;
+use crate::provenance::{masked_url, Provenance};
 use crate::reach::Family;
 use crate::slo;
 use crate::stats::{Errors, Interval, RunResult, Stats};
@@ -188,6 +189,8 @@ pub struct RunOnly {
     pub unsent: u64,
     /// Who wrote the report: `pace` and its version.
     pub generated_by: String,
+    /// How the run was made, to make it again (null for a merge).
+    pub provenance: Option<Provenance>,
     /// When the measured part of the run began (after any warm-up), by
     /// the wall clock, in Unix seconds: `elapsed_s` counts from there.
     pub measured_from_unix_s: f64,
@@ -234,6 +237,12 @@ pub struct RunOnly {
     pub retried_after_goaway: u64,
     /// The report's `Warning:` lines ([`diagnose`]); empty in closed loop.
     pub warnings: Vec<diagnose::Diagnostic>,
+}
+
+/// When `result`'s run began sending: its measured part began after the
+/// warm-up.
+pub fn started_at(cfg: &BenchConfig, result: &RunResult) -> SystemTime {
+    result.measured_from.checked_sub(cfg.warmup).unwrap_or(result.measured_from)
 }
 
 /// [`crate::stats::Generator`], for a merge to add up.
@@ -380,6 +389,7 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
     report.run = Some(RunOnly {
         unsent: result.total.errors.unsent,
         generated_by: format!("pace {}", env!("CARGO_PKG_VERSION")),
+        provenance: cfg.provenance.as_ref().map(|p| p.with_start(started_at(cfg, result))),
         measured_from_unix_s: unix_seconds(result.measured_from),
         timeout_s: cfg.timeout.as_secs_f64(),
         interrupted_by: result.interrupted.map(|signal| signal.name()),
@@ -536,7 +546,7 @@ fn common_fields(
         rps: requests_per_sec,
         rx_bps: format!("{}B", format_binary(bytes_per_sec)),
         hist: encode_compressed(&stats.corrected)?,
-        url: cfg.target.url.clone(),
+        url: masked_url(&cfg.target.url),
         mode,
         threads: cfg.threads,
         connections: cfg.connections,

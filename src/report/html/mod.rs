@@ -17,6 +17,7 @@ pub mod timeline;
 use std::io::{self, Write};
 
 use crate::config::{BenchConfig, Mode};
+use crate::provenance::masked_url;
 use crate::stats::RunResult;
 use timeline::PeriodPoint;
 
@@ -72,7 +73,7 @@ pub struct Input {
 
 /// Writes the page.
 pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
-    let url = escape(&page.cfg.target.url);
+    let url = escape(&masked_url(&page.cfg.target.url));
     let paced = matches!(page.cfg.mode, Mode::Paced(_));
     write!(
         out,

@@ -11,6 +11,7 @@ use super::escape::escape;
 use super::{Origin, Page};
 use crate::config::Mode;
 use crate::plan::Arrival;
+use crate::provenance::masked_url;
 use crate::report::diagnose;
 use crate::report::plan::stage_rows;
 use crate::report::spectrum::{self, value_at_percentile};
@@ -59,7 +60,7 @@ fn grid(head: &[&str], rows: &[Vec<String>]) -> String {
 /// How the run was run.
 pub fn settings(page: &Page) -> String {
     let cfg = page.cfg;
-    let mut rows = vec![("URL", escape(&cfg.target.url))];
+    let mut rows = vec![("URL", escape(&masked_url(&cfg.target.url)))];
     let mode = match &cfg.mode {
         Mode::ClosedLoop => "closed loop (wrk: as fast as responses come)".to_string(),
         Mode::Paced(spec) => {
@@ -109,6 +110,15 @@ pub fn settings(page: &Page) -> String {
     rows.push(("Measured from", escape(&format_rfc3339(page.result.measured_from))));
     rows.push(("Sending window", seconds(page.result.runtime)));
     rows.push(("Histograms", format!("HdrHistogram, {} significant digits", cfg.digits)));
+    if let Some(provenance) = &cfg.provenance {
+        let started = crate::report::json::started_at(cfg, page.result);
+        rows.push(("Command line", format!("<code>{}</code>", escape(&provenance.shell_line()))));
+        rows.push((
+            "Run by",
+            escape(&format!("pace {} on {}", provenance.version, provenance.host)),
+        ));
+        rows.push(("Started", escape(&provenance.started(started))));
+    }
     match &page.origin {
         Origin::Live => {}
         Origin::Saved(source) => rows.push(("Saved in", escape(source))),
