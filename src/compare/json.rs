@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use serde_json::{json, Value};
 
 use super::gate::Judged;
-use super::statistics::{CONFIDENCE, ROUNDS, SEED};
+use super::statistics::{self, CONFIDENCE, MAX_BLOCKS, ROUNDS, SEED};
 use super::verdicts::{Comparison, Figure, Line};
 use super::Runs;
 use crate::merge::saved::SavedRun;
@@ -36,6 +36,7 @@ pub fn value(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> Value {
         "method": {
             "confidence": CONFIDENCE,
             "bootstrap_rounds": ROUNDS,
+            "max_period_blocks": MAX_BLOCKS,
             "seed": SEED,
             "noise_floor_percent": comparison.noise.percent,
             "noise_floor_latency_us": comparison.noise.latency_us,
@@ -61,6 +62,8 @@ fn run(run: &SavedRun) -> Value {
         "requests": run.result.total.requests,
         "elapsed_s": seconds,
         "requests_per_sec": per_second(run.result.total.requests, seconds),
+        "periods": run.periods.len(),
+        "resampled_by_periods": statistics::by_periods(run.periods.len()),
         "description": super::settings::describe(run),
     })
 }

@@ -51,8 +51,8 @@ pub struct CompareArgs {
 pub struct Runs<'a> {
     pub base: &'a SavedRun,
     pub new: &'a SavedRun,
-    /// What makes them not comparable, and what their reports cannot make
-    /// exact.
+    /// What makes them not comparable, what their reports cannot make
+    /// exact, and what their reports warn of.
     pub warnings: Vec<String>,
 }
 
@@ -72,6 +72,9 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
         ));
     }
     warnings.extend(base.caveats.iter().chain(&new.caveats).cloned());
+    for run in [&base, &new] {
+        warnings.extend(diagnostics(run)?);
+    }
     let runs = Runs { base: &base, new: &new, warnings };
     let percentiles = args.percentiles.clone().unwrap_or_else(|| WRK2_PERCENTILES.to_vec());
     let comparison = verdicts::compare(&base, &new, &percentiles, args.noise);
@@ -110,6 +113,17 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
             Ok(SLO_FAILED)
         }
     }
+}
+
+/// What the report of `run` warns of (a generator short of CPU, a server
+/// that fell behind its plan...), which explains a difference better than
+/// the server does.
+fn diagnostics(run: &SavedRun) -> Result<Vec<String>, Error> {
+    let cfg = crate::merge::config(&run.settings).map_err(Error::Setup)?;
+    Ok(crate::report::diagnose::diagnose(&cfg, &run.result)
+        .into_iter()
+        .map(|d| format!("{}: {} [{}]", run.source, d.message, d.code.name()))
+        .collect())
 }
 
 /// Writes `report` to stdout, or completely to `output`.

@@ -11,6 +11,13 @@
 //!   of the percentile, without the raw values and at a cost independent of
 //!   the number of requests. [`ROUNDS`] rounds give the distribution of
 //!   NEW - BASE, whose central [`CONFIDENCE`] interval must exclude 0.
+//!   That bootstrap takes the values as independent, and they are not: a
+//!   stall, a noisy neighbour or a garbage collection slows many requests
+//!   in a row. So a run saved with `-p` is also resampled by whole periods
+//!   (a block bootstrap: its periods grouped into at most [`MAX_BLOCKS`]
+//!   consecutive blocks, drawn with replacement, their histograms added),
+//!   which sees how much the run varied over time; the interval is then
+//!   the wider of the two.
 //! - **Rate**: each run's rate is uncertain by the spread of its 100 ms
 //!   Req/Sec samples (standard error of their mean, scaled to the run's
 //!   rate); the interval is the normal one on the difference.
@@ -35,6 +42,13 @@ pub const ROUNDS: usize = 1000;
 pub const CONFIDENCE: f64 = 0.99;
 /// The normal quantile of [`CONFIDENCE`] (two-sided).
 const Z: f64 = 2.575_829_303_548_901;
+/// Fewest periods a run needs for the block bootstrap: with fewer, a
+/// block is too much of the run for resampling them to mean anything.
+pub const MIN_BLOCKS: usize = 5;
+/// Most blocks the periods are grouped into (a long run's periods are
+/// grouped into this many consecutive blocks: slow drifts stay inside
+/// blocks, and the cost stays small).
+pub const MAX_BLOCKS: usize = 20;
 /// The bootstrap's seed: the same inputs give the same verdicts.
 pub const SEED: u64 = 0x7061_6365;
 
@@ -82,6 +96,20 @@ impl Ranks {
         Ranks { total: buckets.last().map_or(0, |b| b.0), buckets }
     }
 
+    /// The ranks of `counts` over `buckets` (lowest, highest), of `total`
+    /// values in all.
+    fn from_counts(buckets: &[(u64, u64)], counts: &[u64], total: u64) -> Ranks {
+        let mut cumulative = 0;
+        let buckets = (buckets.iter().zip(counts))
+            .filter(|(_, &count)| count > 0)
+            .map(|(&(lowest, highest), &count)| {
+                cumulative += count;
+                (cumulative, lowest, highest)
+            })
+            .collect();
+        Ranks { buckets, total }
+    }
+
     /// The value at `rank` (1 to the total) as the reports give a
     /// percentile: its bucket's highest value, the lowest for p0.
     fn value_at_rank(&self, rank: u64, percentile: f64) -> u64 {
@@ -113,31 +141,169 @@ impl Ranks {
     }
 }
 
-/// The [`CONFIDENCE`] bootstrap interval of NEW - BASE at `percentile`,
-/// in microseconds; None when either histogram is empty. `stream` tells
-/// the percentiles' random streams apart.
-pub fn percentile_difference(
-    base: &Ranks,
-    new: &Ranks,
-    percentile: f64,
-    stream: u64,
-) -> Option<(f64, f64)> {
-    if base.total == 0 || new.total == 0 {
-        return None;
+/// A run's recorded values of one latency, ready to be resampled: its
+/// histogram, and its periods' when it was saved with enough of them.
+pub struct Resampler {
+    ranks: Ranks,
+    blocks: Option<Blocks>,
+}
+
+impl Resampler {
+    /// `total` with its periods' histograms (none without `-p`).
+    pub fn of(total: &Histogram<u64>, periods: &[&Histogram<u64>]) -> Resampler {
+        Resampler { ranks: Ranks::of(total), blocks: Blocks::of(periods) }
     }
-    let mut base_draws = Draws::at(SEED, stream, 0);
-    let mut new_draws = Draws::at(SEED, stream, 1);
-    let mut differences: Vec<f64> = (0..ROUNDS)
-        .map(|_| {
-            let b = base.resampled(percentile, &mut base_draws) as f64;
-            let n = new.resampled(percentile, &mut new_draws) as f64;
-            n - b
-        })
-        .collect();
-    differences.sort_by(f64::total_cmp);
+
+    /// Whether the periods are resampled too.
+    #[cfg(test)]
+    fn by_periods(&self) -> bool {
+        self.blocks.is_some()
+    }
+}
+
+/// Whether a run of `periods` periods is resampled by periods too.
+pub fn by_periods(periods: usize) -> bool {
+    periods >= MIN_BLOCKS
+}
+
+/// The [`CONFIDENCE`] bootstrap interval of NEW - BASE at each of
+/// `percentiles`, in microseconds; None where a run recorded nothing.
+/// `stream` tells the random streams of separate calls apart.
+pub fn percentile_differences(
+    base: &Resampler,
+    new: &Resampler,
+    percentiles: &[f64],
+    stream: u64,
+) -> Vec<Option<(f64, f64)>> {
+    if base.ranks.total == 0 || new.ranks.total == 0 {
+        return vec![None; percentiles.len()];
+    }
+    let mut draws = [0, 1].map(|run| Draws::at(SEED, stream, run));
+    // Rounds of values resampled, one difference per percentile a round.
+    let by_values = rounds(percentiles, |p| {
+        let [base_draws, new_draws] = &mut draws;
+        let b = p.iter().map(|&p| base.ranks.resampled(p, base_draws));
+        let n = p.iter().map(|&p| new.ranks.resampled(p, new_draws));
+        Some(n.zip(b).map(|(n, b)| n as f64 - b as f64).collect())
+    });
+    if base.blocks.is_none() && new.blocks.is_none() {
+        return by_values.into_iter().map(Some).collect();
+    }
+    // Rounds of periods resampled (a run without them: its values).
+    let mut block_draws = [2, 3].map(|run| Draws::at(SEED, stream, run));
+    let by_periods = rounds(percentiles, |p| {
+        let [base_draws, new_draws] = &mut block_draws;
+        let b = base.resampled_all(p, base_draws)?;
+        let n = new.resampled_all(p, new_draws)?;
+        Some(n.iter().zip(&b).map(|(n, b)| *n as f64 - *b as f64).collect())
+    });
+    (by_values.into_iter().zip(by_periods))
+        .map(|(values, periods)| Some((values.0.min(periods.0), values.1.max(periods.1))))
+        .collect()
+}
+
+impl Resampler {
+    /// One resample's value at each of `percentiles`: by periods when the
+    /// run has them, else by values. None when the periods drawn hold
+    /// nothing.
+    fn resampled_all(&self, percentiles: &[f64], draws: &mut Draws) -> Option<Vec<u64>> {
+        match &self.blocks {
+            Some(blocks) => blocks.resampled(percentiles, draws),
+            None => Some(percentiles.iter().map(|&p| self.ranks.resampled(p, draws)).collect()),
+        }
+    }
+}
+
+/// Runs [`ROUNDS`] rounds of `round` (one difference per percentile, or
+/// None for a round that drew nothing) and returns each percentile's
+/// central [`CONFIDENCE`] interval.
+fn rounds(
+    percentiles: &[f64],
+    mut round: impl FnMut(&[f64]) -> Option<Vec<f64>>,
+) -> Vec<(f64, f64)> {
+    let mut differences: Vec<Vec<f64>> = vec![Vec::with_capacity(ROUNDS); percentiles.len()];
+    for _ in 0..ROUNDS {
+        let Some(row) = round(percentiles) else { continue };
+        for (column, d) in differences.iter_mut().zip(row) {
+            column.push(d);
+        }
+    }
     let tail = (1.0 - CONFIDENCE) / 2.0;
-    let at = |q: f64| differences[((q * ROUNDS as f64) as usize).min(ROUNDS - 1)];
-    Some((at(tail), at(1.0 - tail)))
+    differences
+        .into_iter()
+        .map(|mut column| {
+            if column.is_empty() {
+                return (f64::NEG_INFINITY, f64::INFINITY);
+            }
+            column.sort_by(f64::total_cmp);
+            let last = column.len() - 1;
+            let at = |q: f64| column[((q * column.len() as f64) as usize).min(last)];
+            (at(tail), at(1.0 - tail))
+        })
+        .collect()
+}
+
+/// A run's periods grouped into consecutive blocks, each block's counts
+/// over the buckets any period recorded.
+struct Blocks {
+    /// (lowest, highest) value of each bucket recorded in any period, in
+    /// value order.
+    buckets: Vec<(u64, u64)>,
+    /// Per block: (bucket index, count) of its recorded buckets.
+    blocks: Vec<Vec<(usize, u64)>>,
+}
+
+impl Blocks {
+    /// None with fewer than [`MIN_BLOCKS`] periods.
+    fn of(periods: &[&Histogram<u64>]) -> Option<Blocks> {
+        if !by_periods(periods.len()) {
+            return None;
+        }
+        let mut buckets: Vec<(u64, u64)> = periods
+            .iter()
+            .flat_map(|h| {
+                crate::report::spectrum::recorded_buckets(h).map(|b| (b.lowest, b.highest))
+            })
+            .collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        let count = periods.len().min(MAX_BLOCKS);
+        let blocks = (0..count)
+            .map(|block| {
+                // Periods [start, end) of this block: as even as can be.
+                let (start, end) =
+                    (block * periods.len() / count, (block + 1) * periods.len() / count);
+                let mut counts: Vec<(usize, u64)> = Vec::new();
+                for h in &periods[start..end] {
+                    for b in crate::report::spectrum::recorded_buckets(h) {
+                        let index = buckets.partition_point(|&(low, _)| low < b.lowest);
+                        counts.push((index, b.count));
+                    }
+                }
+                counts
+            })
+            .collect();
+        Some(Blocks { buckets, blocks })
+    }
+
+    /// Draws as many blocks as there are, with replacement, and gives the
+    /// value at each percentile of what they recorded together.
+    fn resampled(&self, percentiles: &[f64], draws: &mut Draws) -> Option<Vec<u64>> {
+        let mut counts = vec![0u64; self.buckets.len()];
+        for _ in 0..self.blocks.len() {
+            let block =
+                ((draws.uniform() * self.blocks.len() as f64) as usize).min(self.blocks.len() - 1);
+            for &(index, count) in &self.blocks[block] {
+                counts[index] += count;
+            }
+        }
+        let total: u64 = counts.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let ranks = Ranks::from_counts(&self.buckets, &counts, total);
+        Some(percentiles.iter().map(|&p| ranks.value_at_rank(ranks.rank_of(p), p)).collect())
+    }
 }
 
 /// The run's rate and its standard error, from its Req/Sec samples
@@ -204,24 +370,28 @@ mod tests {
         }
     }
 
+    /// The interval of NEW - BASE at `p`, by values only.
+    fn interval(base: &Histogram<u64>, new: &Histogram<u64>, p: f64) -> Option<(f64, f64)> {
+        let (base, new) = (Resampler::of(base, &[]), Resampler::of(new, &[]));
+        percentile_differences(&base, &new, &[p], 0)[0]
+    }
+
     #[test]
     fn the_bootstrap_centres_on_the_difference_and_narrows_with_counts() {
-        let base = Ranks::of(&histogram(2000, 100, 2000, 0));
-        let new = Ranks::of(&histogram(2000, 100, 2000, 1000));
-        let (low, high) = percentile_difference(&base, &new, 50.0, 0).unwrap();
+        let base = histogram(2000, 100, 2000, 0);
+        let new = histogram(2000, 100, 2000, 1000);
+        let (low, high) = interval(&base, &new, 50.0).unwrap();
         assert!(low < 1000.0 && high > 1000.0 && low > 800.0 && high < 1200.0, "{low} {high}");
         // The same histogram: the interval holds 0.
-        let same = percentile_difference(&base, &base, 50.0, 0).unwrap();
+        let same = interval(&base, &base, 50.0).unwrap();
         assert!(!excludes_zero(same), "{same:?}");
         // Deterministic.
-        assert_eq!(percentile_difference(&base, &new, 99.0, 3), {
-            percentile_difference(&base, &new, 99.0, 3)
-        });
-        let many = Ranks::of(&histogram(200_000, 100, 2000, 0));
-        let wide = percentile_difference(&base, &base, 50.0, 1).unwrap();
-        let narrow = percentile_difference(&many, &many, 50.0, 1).unwrap();
+        assert_eq!(interval(&base, &new, 99.0), interval(&base, &new, 99.0));
+        let many = histogram(200_000, 100, 2000, 0);
+        let wide = interval(&base, &base, 50.0).unwrap();
+        let narrow = interval(&many, &many, 50.0).unwrap();
         assert!(narrow.1 - narrow.0 < (wide.1 - wide.0) / 3.0, "{narrow:?} {wide:?}");
-        assert_eq!(percentile_difference(&base, &Ranks::of(&latency_histogram(3)), 50.0, 0), None);
+        assert_eq!(interval(&base, &latency_histogram(3), 50.0), None);
     }
 
     /// A percentile far in the tail rests on a few values: one outlier
@@ -231,9 +401,48 @@ mod tests {
         let base = histogram(1000, 100, 200, 0);
         let mut new = base.clone();
         new.record(50_000).unwrap();
-        let interval =
-            percentile_difference(&Ranks::of(&base), &Ranks::of(&new), 100.0, 0).unwrap();
+        let interval = interval(&base, &new, 100.0).unwrap();
         assert!(!excludes_zero(interval), "{interval:?}");
+    }
+
+    /// A run of 10 periods, one of them (`stalled`) with every value at
+    /// 5 ms: its p99 is the stall's. Taken value by value, that differs
+    /// from a run without the stall; resampled by periods, a stall in one
+    /// period of ten is what one run can have by chance.
+    #[test]
+    fn a_stall_in_one_period_is_within_what_periods_vary_by() {
+        let periods = |stalled: Option<usize>| -> Vec<Histogram<u64>> {
+            (0..10)
+                .map(|i| {
+                    let shift = if Some(i) == stalled { 5000 } else { 0 };
+                    histogram(500, 100, 200, shift)
+                })
+                .collect()
+        };
+        let total = |periods: &[Histogram<u64>]| {
+            let mut h = latency_histogram(3);
+            periods.iter().for_each(|p| h.add(p).unwrap());
+            h
+        };
+        let (calm, stalled) = (periods(None), periods(Some(3)));
+        let (calm_total, stalled_total) = (total(&calm), total(&stalled));
+        let values = interval(&calm_total, &stalled_total, 99.0).unwrap();
+        assert!(excludes_zero(values), "{values:?}");
+        let by_periods = |h: &Histogram<u64>, p: &[Histogram<u64>]| {
+            Resampler::of(h, &p.iter().collect::<Vec<_>>())
+        };
+        let (calm, stalled) =
+            (by_periods(&calm_total, &calm), by_periods(&stalled_total, &stalled));
+        assert!(calm.by_periods());
+        let both = percentile_differences(&calm, &stalled, &[50.0, 99.0], 0);
+        assert!(!excludes_zero(both[1].unwrap()), "{both:?}");
+        // The body is the same either way, and its interval holds the
+        // values' one.
+        let body = both[0].unwrap();
+        let body_values = interval(&calm_total, &stalled_total, 50.0).unwrap();
+        assert!(body.0 <= body_values.0 && body.1 >= body_values.1, "{body:?}");
+        // Too few periods to resample: values only.
+        assert!(!by_periods(&calm_total, &periods(None)[..4]).by_periods());
     }
 
     #[test]

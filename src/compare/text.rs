@@ -74,9 +74,9 @@ pub fn noise_sentence(comparison: &Comparison) -> String {
     let noise = comparison.noise;
     format!(
         "Within noise: the difference is inside its {:.0}% interval (latency: bootstrap of \
-         the histograms, {ROUNDS} rounds; rate: 100 ms Req/Sec samples; errors: \
-         Agresti-Caffo), or smaller than {}% of base (latency: also than {} and 2 histogram \
-         buckets).",
+         the histograms, {ROUNDS} rounds, by values and, for runs saved with -p, by periods; \
+         rate: 100 ms Req/Sec samples; errors: Agresti-Caffo), or smaller than {}% of base \
+         (latency: also than {} and 2 histogram buckets).",
         CONFIDENCE * 100.0,
         noise.percent,
         format_time_us(noise.latency_us),

@@ -4,10 +4,10 @@
 
 use hdrhistogram::Histogram;
 
-use super::statistics::{self, Noise, Ranks};
+use super::statistics::{self, Noise, Resampler};
 use crate::merge::saved::SavedRun;
 use crate::slo::{self, Expectation, Metric, Objective, Op, Source, Unit};
-use crate::stats::RunResult;
+use crate::stats::{RunResult, Stats};
 
 /// What a line compares.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -87,15 +87,22 @@ pub struct Comparison {
 /// Compares `new` with `base` at `percentiles`.
 pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Noise) -> Comparison {
     let (b, n) = (&base.result, &new.result);
-    let latency = |source: Source, pick: fn(&RunResult) -> &Histogram<u64>| {
-        latency_lines(source, pick(b), pick(n), percentiles, noise)
+    let latency = |source: Source, pick: fn(&Stats) -> &Histogram<u64>| {
+        let resampler = |run: &SavedRun| {
+            let periods: Vec<&Histogram<u64>> =
+                run.periods.iter().map(|p| pick(&p.stats)).collect();
+            Resampler::of(pick(&run.result.total), &periods)
+        };
+        let histograms = (pick(&b.total), pick(&n.total));
+        let resamplers = (resampler(base), resampler(new));
+        latency_lines(source, histograms, resamplers, percentiles, noise)
     };
     let both_paced = base.settings.plan.is_some() && new.settings.plan.is_some();
     Comparison {
         rate: rate_line(b, n, noise),
         errors: errors_line(b, n),
-        corrected: latency(Source::Corrected, |r| &r.total.corrected),
-        uncorrected: both_paced.then(|| latency(Source::Uncorrected, |r| &r.total.uncorrected)),
+        corrected: latency(Source::Corrected, |s| &s.corrected),
+        uncorrected: both_paced.then(|| latency(Source::Uncorrected, |s| &s.uncorrected)),
         noise,
     }
 }
@@ -154,22 +161,22 @@ fn errors_line(base: &RunResult, new: &RunResult) -> Line {
 
 fn latency_lines(
     source: Source,
-    base: &Histogram<u64>,
-    new: &Histogram<u64>,
+    (base, new): (&Histogram<u64>, &Histogram<u64>),
+    (base_resampler, new_resampler): (Resampler, Resampler),
     percentiles: &[f64],
     noise: Noise,
 ) -> Vec<Line> {
-    let (base_ranks, new_ranks) = (Ranks::of(base), Ranks::of(new));
+    let stream = if source == Source::Corrected { 0 } else { 1 };
+    let intervals =
+        statistics::percentile_differences(&base_resampler, &new_resampler, percentiles, stream);
     let at = |h: &Histogram<u64>, p: f64| {
         (!h.is_empty()).then(|| crate::report::spectrum::value_at_percentile(h, p) as f64)
     };
     percentiles
         .iter()
-        .enumerate()
-        .map(|(i, &p)| {
+        .zip(intervals)
+        .map(|(&p, interval)| {
             let (b, n) = (at(base, p), at(new, p));
-            let stream = i as u64 + if source == Source::Corrected { 0 } else { 1000 };
-            let interval = statistics::percentile_difference(&base_ranks, &new_ranks, p, stream);
             let floor = b.map_or(0.0, |b| {
                 let bucket = |h: &Histogram<u64>| {
                     let v = b as u64;
