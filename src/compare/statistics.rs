@@ -36,7 +36,7 @@ use hdrhistogram::Histogram;
 
 use crate::plan::random::Draws;
 
-/// Bootstrap rounds per percentile.
+/// Bootstrap rounds (each resamples every percentile of both runs).
 pub const ROUNDS: usize = 1000;
 /// The two-sided confidence of every interval.
 pub const CONFIDENCE: f64 = 0.99;
@@ -52,7 +52,14 @@ pub const MAX_BLOCKS: usize = 20;
 /// The bootstrap's seed: the same inputs give the same verdicts.
 pub const SEED: u64 = 0x7061_6365;
 
-/// The smallest difference that counts, whatever the statistics say.
+/// The smallest difference that counts, whatever the statistics say
+/// (`--noise`). The defaults come from measuring: on a loaded 2-core
+/// machine, 1 s runs of one loopback server had p50s from 22 to 34 us and
+/// p99s from 77 to 125 us, run after run, each significant by its samples.
+/// 100 us is above that jitter and below what matters to most HTTP
+/// services; 5% does the same for slower ones (a 10 ms p50 moves by more
+/// than 100 us between runs). Two histogram buckets are the recording's
+/// own resolution.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Noise {
     /// Percent of the base value.
