@@ -85,7 +85,7 @@ fn verdict(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> String {
     let class = match (crossed > 0, !worse.is_empty() || !runs.warnings.is_empty()) {
         (true, _) => "bad",
         (false, true) => "warn",
-        (false, false) => "",
+        (false, false) => "ok",
     };
     let mut out = format!(r#"<p class="verdict {class}">{}</p>"#, escape(&sentences.join(" ")));
     let _ = write!(out, "<p>{}</p>", escape(&text::noise_sentence(comparison)));
