@@ -14,6 +14,7 @@
 
 mod app;
 mod cli;
+mod compare;
 mod config;
 mod demo;
 mod endpoint;

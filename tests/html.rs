@@ -115,13 +115,18 @@ fn charts(dom: &str) -> Vec<(String, Vec<(String, usize)>)> {
 /// charts `expected` (in order), each with lines of at least `min_points`
 /// points; returns the rendered DOM.
 fn check_page(path: &Path, expected: &[&str], min_points: usize) -> String {
+    check_page_headed(path, "pace report", expected, min_points)
+}
+
+/// [`check_page`] for a page whose heading is `heading`.
+fn check_page_headed(path: &Path, heading: &str, expected: &[&str], min_points: usize) -> String {
     let html = fs::read_to_string(path).unwrap();
     // Self-contained: nothing to fetch, no script.
     for fetch in ["<script", "<link", " src=", "url(", "@import"] {
         assert!(!html.contains(fetch), "{fetch} in {}", path.display());
     }
     let dom = render(path);
-    assert!(dom.contains("<h1>pace report</h1>"), "{dom}");
+    assert!(dom.contains(&format!("<h1>{heading}</h1>")), "{dom}");
     let charts = charts(&dom);
     let kinds: Vec<&str> = charts.iter().map(|(kind, _)| kind.as_str()).collect();
     assert_eq!(kinds, expected, "charts of {}", path.display());
@@ -412,4 +417,40 @@ fn per_target_table() {
     let table = dom.split("<h2>Per target</h2>").nth(1).expect("the per-target section");
     assert!(table.contains(&format!("GET http://{}/a?x=&lt;1&gt;&amp;y", a.addr())), "{table}");
     assert!(table.contains(&format!("POST http://{}/b", b.addr())), "{table}");
+}
+
+/// `pace compare --html`: runs against the built-in server without and
+/// with 1 ms of added latency; the page draws both percentile spectra on
+/// one chart (corrected and uncorrected of each run) and both timelines.
+#[test]
+fn comparison_of_two_runs() {
+    if !chromium_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (base, new) = (dir.path().join("base.json"), dir.path().join("new.json"));
+    let page = dir.path().join("compare.html");
+    let _load = load_lock();
+    let fast = default_server();
+    let slow =
+        serve(pace::serve::ServeOptions { latency: Duration::from_millis(1), ..serve_options() });
+    saved_run(&url(fast.addr(), "/"), &base, &[]).wait(LIMIT).assert_ok();
+    saved_run(&url(slow.addr(), "/"), &new, &[]).wait(LIMIT).assert_ok();
+    let (base, new) = (base.to_str().unwrap(), new.to_str().unwrap());
+    let run = pace(&["compare", "--html", page.to_str().unwrap(), base, new], LIMIT);
+    run.assert_ok();
+    assert!(run.stdout.starts_with("Comparing"), "{run}");
+    let dom =
+        check_page_headed(&page, "pace comparison", &["spectrum", "latency", "throughput"], 5);
+    assert_eq!(
+        lines_of(&dom, "spectrum"),
+        ["base corrected", "new corrected", "base uncorrected", "new uncorrected"]
+    );
+    assert_eq!(lines_of(&dom, "latency"), ["base p50", "base p99", "new p50", "new p99"]);
+    assert_eq!(lines_of(&dom, "throughput"), ["base", "new"]);
+    // The table, with the verdict of the p50 line.
+    assert!(dom.contains("<td>corrected p50</td>"), "{dom}");
+    assert!(dom.contains("NEW is worse at: "), "{dom}");
+    assert!(dom.contains(r#"<span class="bad">slower</span>"#), "{dom}");
+    assert!(dom.contains("base.json") && dom.contains("new.json"));
 }

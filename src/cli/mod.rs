@@ -1,13 +1,14 @@
 //! The command line: which command to run, with which options.
 //!
-//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...` and
-//! `pace help [serve|demo|merge|report]` are
+//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...`,
+//! `pace compare ...` and `pace help [serve|demo|merge|report|compare]` are
 //! subcommands, recognised by the first word only; anything else is a
 //! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
 //! [`Command`] (help and version texts included) or an [`Error::Usage`] with
 //! a one-line message, and `main` does the printing.
 
 mod bench;
+mod compare;
 mod merge;
 mod options;
 mod plan;
@@ -41,6 +42,8 @@ pub enum Command {
     Merge(crate::merge::MergeArgs),
     /// `pace report`: report one saved run again.
     Report(crate::merge::MergeArgs),
+    /// `pace compare`: two saved runs side by side.
+    Compare(crate::compare::CompareArgs),
     /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
@@ -58,6 +61,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "demo" => serve::parse_demo,
         "merge" => merge::parse_merge,
         "report" => merge::parse_report,
+        "compare" => compare::parse_compare,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -93,7 +97,7 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-/// `pace help [serve|demo|merge|report]`.
+/// `pace help [serve|demo|merge|report|compare]`.
 fn help(topics: Vec<OsString>) -> Result<Command, Error> {
     let text = match topics.first().map(|topic| topic.to_string_lossy()) {
         None => usage::main(),
@@ -101,9 +105,10 @@ fn help(topics: Vec<OsString>) -> Result<Command, Error> {
         Some(topic) if topic == "demo" => usage::demo(),
         Some(topic) if topic == "merge" => usage::merge(),
         Some(topic) if topic == "report" => usage::report(),
+        Some(topic) if topic == "compare" => compare::usage(),
         Some(topic) => {
             return Err(Error::Usage(format!(
-                "unknown command '{topic}' (commands: serve, demo, merge, report)"
+                "unknown command '{topic}' (commands: serve, demo, merge, report, compare)"
             )))
         }
     };
@@ -156,11 +161,12 @@ mod tests {
         assert_eq!(help_text(&["help", "demo"]), help_text(&["demo", "--help"]));
         assert_eq!(help_text(&["help", "merge"]), help_text(&["merge", "-h"]));
         assert_eq!(help_text(&["help", "report"]), help_text(&["report", "-h"]));
+        assert_eq!(help_text(&["help", "compare"]), help_text(&["compare", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
         assert!(matches!(
             run(&["help", "bogus"]),
             Err(Error::Usage(m))
-                if m == "unknown command 'bogus' (commands: serve, demo, merge, report)"
+                if m == "unknown command 'bogus' (commands: serve, demo, merge, report, compare)"
         ));
     }
 }

@@ -12,6 +12,7 @@ Usage: pace <options> <url> [script args...]
        pace demo
        pace merge <options> <file>...
        pace report <options> <file>
+       pace compare <options> <base> <new>
   Options:
     -c, --connections     <N>  Connections to keep open (default 10)
     -d, --duration        <T>  Duration of test (default 10s)
@@ -110,6 +111,8 @@ Usage: pace <options> <url> [script args...]
                                the shards of a plan (pace merge -h)
     report                     Report a run saved with -e again, as text
                                or HTML (pace report -h)
+    compare                    Compare two saved runs: faster, slower or
+                               within noise (pace compare -h)
 
   Exit status:
     0                          The run completed

@@ -16,6 +16,10 @@ mod hlog;
 mod runs;
 pub mod saved;
 
+/// The configuration a saved run's settings describe (`pace compare`
+/// diagnoses each run with it).
+pub use combine::config;
+
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 

@@ -129,7 +129,7 @@ impl Verdict {
 /// A value as the report prints its kind: times as wrk does (`9.12ms`),
 /// shares with two decimals or as many as it takes to show two digits
 /// (`0.0043%`), counts whole, rates with two decimals.
-fn format_value(value: f64, unit: Unit) -> String {
+pub fn format_value(value: f64, unit: Unit) -> String {
     match unit {
         Unit::Micros => format_time_us(value),
         Unit::Percent => {

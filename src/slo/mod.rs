@@ -43,8 +43,8 @@
 mod evaluate;
 mod parse;
 
-pub use evaluate::{gate, verdicts, write_verdicts, Expectation, Verdict};
-pub use parse::{check, parse};
+pub use evaluate::{evaluate, format_value, gate, verdicts, write_verdicts, Expectation, Verdict};
+pub use parse::{check, metric, parse};
 
 /// One objective: `metric op threshold`.
 #[derive(Clone, Debug, PartialEq)]

@@ -91,7 +91,7 @@ fn objective(text: &str) -> Result<Objective, String> {
 }
 
 /// A metric's name, case-insensitive.
-fn metric(typed: &str) -> Result<Metric, String> {
+pub fn metric(typed: &str) -> Result<Metric, String> {
     let name = typed.to_ascii_lowercase();
     match name.as_str() {
         "errors" => return Ok(Metric::Errors),

@@ -190,7 +190,7 @@ fn over_time(
 
 /// The smallest value above 0 and the largest of `values` (0 and 0 when
 /// there are none).
-fn extent(values: impl Iterator<Item = f64>) -> (f64, f64) {
+pub(crate) fn extent(values: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut low, mut high) = (f64::INFINITY, 0f64);
     for v in values.filter(|v| v.is_finite()) {
         if v > 0.0 {

@@ -8,10 +8,10 @@
 //! [`timeline`] is what a run keeps of each period for the charts over
 //! time, and [`escape`] makes any text safe to show.
 
-mod charts;
-mod escape;
-mod svg;
-mod tables;
+pub(crate) mod charts;
+pub(crate) mod escape;
+pub(crate) mod svg;
+pub(crate) mod tables;
 pub mod timeline;
 
 use std::io::{self, Write};
@@ -24,7 +24,7 @@ use timeline::PeriodPoint;
 use self::escape::escape;
 
 /// The page's style sheet: colours for both schemes, print layout.
-const STYLE: &str = include_str!("style.css");
+pub(crate) const STYLE: &str = include_str!("style.css");
 
 /// Everything a page is made from.
 pub struct Page<'a> {

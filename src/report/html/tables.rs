@@ -30,7 +30,7 @@ fn seconds(duration: std::time::Duration) -> String {
 }
 
 /// A two-column table of names and (already escaped) values.
-fn facts(rows: &[(&str, String)]) -> String {
+pub(crate) fn facts(rows: &[(&str, String)]) -> String {
     let mut out = String::from(r#"<table class="facts">"#);
     for (name, value) in rows {
         let _ = write!(out, "<tr><th>{}</th><td>{value}</td></tr>", escape(name));
@@ -40,7 +40,7 @@ fn facts(rows: &[(&str, String)]) -> String {
 }
 
 /// A table with a header row; cells are already escaped.
-fn grid(head: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn grid(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::from(r#"<table class="grid"><thead><tr>"#);
     for name in head {
         let _ = write!(out, "<th>{}</th>", escape(name));

@@ -1,0 +1,292 @@
+//! The comparison itself: each figure of both runs, their difference, and
+//! a plain verdict — faster, slower, or within noise ([`statistics`] says
+//! what counts as noise).
+
+use hdrhistogram::Histogram;
+
+use super::statistics::{self, Noise, Resampler};
+use crate::merge::saved::SavedRun;
+use crate::slo::{self, Expectation, Metric, Objective, Op, Source, Unit};
+use crate::stats::{RunResult, Stats};
+
+/// What a line compares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Figure {
+    /// Requests per second, as the report's `Requests/sec`.
+    Rate,
+    /// The share of the requests issued that failed, in percent (as
+    /// `--slo errors<N%` counts them).
+    Errors,
+    /// A latency percentile (0 to 100), in microseconds.
+    Latency(Source, f64),
+}
+
+/// The plain word for a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    Faster,
+    Slower,
+    WithinNoise,
+    MoreErrors,
+    FewerErrors,
+    /// One of the runs has no such figure (no latency recorded).
+    NotMeasured,
+}
+
+impl Verdict {
+    pub fn word(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::WithinNoise => "within noise",
+            Verdict::MoreErrors => "more errors",
+            Verdict::FewerErrors => "fewer errors",
+            Verdict::NotMeasured => "not measured",
+        }
+    }
+}
+
+/// One figure of both runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub figure: Figure,
+    pub base: Option<f64>,
+    pub new: Option<f64>,
+    /// The interval of NEW - BASE that sampling alone explains.
+    pub interval: Option<(f64, f64)>,
+    /// The smallest difference that counts (see [`Noise`]).
+    pub floor: f64,
+    pub verdict: Verdict,
+}
+
+impl Line {
+    /// NEW - BASE.
+    pub fn change(&self) -> Option<f64> {
+        Some(self.new? - self.base?)
+    }
+
+    /// NEW - BASE in percent of BASE (None from 0).
+    pub fn change_percent(&self) -> Option<f64> {
+        let (base, new) = (self.base?, self.new?);
+        (base != 0.0).then(|| 100.0 * (new - base) / base)
+    }
+}
+
+/// Both runs compared.
+pub struct Comparison {
+    pub rate: Line,
+    pub errors: Line,
+    /// The corrected latency (in a closed loop, the only one).
+    pub corrected: Vec<Line>,
+    /// The uncorrected latency, when both runs followed a plan (in a closed
+    /// loop it is the same histogram).
+    pub uncorrected: Option<Vec<Line>>,
+    pub noise: Noise,
+}
+
+/// Compares `new` with `base` at `percentiles`.
+pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Noise) -> Comparison {
+    let (b, n) = (&base.result, &new.result);
+    let latency = |source: Source, pick: fn(&Stats) -> &Histogram<u64>| {
+        let resampler = |run: &SavedRun| {
+            let periods: Vec<&Histogram<u64>> =
+                run.periods.iter().map(|p| pick(&p.stats)).collect();
+            Resampler::of(pick(&run.result.total), &periods)
+        };
+        let histograms = (pick(&b.total), pick(&n.total));
+        let resamplers = (resampler(base), resampler(new));
+        latency_lines(source, histograms, resamplers, percentiles, noise)
+    };
+    let both_paced = base.settings.plan.is_some() && new.settings.plan.is_some();
+    Comparison {
+        rate: rate_line(b, n, noise),
+        errors: errors_line(b, n),
+        corrected: latency(Source::Corrected, |s| &s.corrected),
+        uncorrected: both_paced.then(|| latency(Source::Uncorrected, |s| &s.uncorrected)),
+        noise,
+    }
+}
+
+/// A figure of a run as `--slo` measures it (and so as the reports print
+/// it); None when the run has none.
+pub fn measure(result: &RunResult, metric: Metric, unit: Unit) -> Option<f64> {
+    let objective =
+        Objective { metric, op: Op::Lt, threshold: 0.0, unit, threshold_text: String::new() };
+    let expectation = Expectation { target_rate: None };
+    slo::evaluate(&[objective], result, &expectation).pop()?.value
+}
+
+fn rate_line(base: &RunResult, new: &RunResult, noise: Noise) -> Line {
+    let rate = |r: &RunResult| measure(r, Metric::Rate, Unit::PerSecond).unwrap_or(0.0);
+    let (b, n) = (rate(base), rate(new));
+    let interval = statistics::normal_difference(
+        statistics::rate_with_error(b, &base.total.rate_samples),
+        statistics::rate_with_error(n, &new.total.rate_samples),
+    );
+    let floor = noise.relative_floor(b);
+    let verdict = match judge(n - b, interval, floor) {
+        Some(true) => Verdict::Faster,
+        Some(false) => Verdict::Slower,
+        None => Verdict::WithinNoise,
+    };
+    Line {
+        figure: Figure::Rate,
+        base: Some(b),
+        new: Some(n),
+        interval: Some(interval),
+        floor,
+        verdict,
+    }
+}
+
+fn errors_line(base: &RunResult, new: &RunResult) -> Line {
+    let counts = |r: &RunResult| {
+        let e = &r.total.errors;
+        (e.socket_total() + e.status + e.unsent, r.total.requests + e.socket_total() + e.unsent)
+    };
+    let share = |r: &RunResult| measure(r, Metric::Errors, Unit::Percent);
+    let (b, n) = (share(base), share(new));
+    let interval = statistics::share_difference(counts(base), counts(new));
+    let verdict = match (b, n) {
+        (Some(b), Some(n)) => match judge(n - b, interval, 0.0) {
+            Some(true) => Verdict::MoreErrors,
+            Some(false) => Verdict::FewerErrors,
+            None => Verdict::WithinNoise,
+        },
+        // Nothing issued on a side: no share to compare.
+        _ => Verdict::NotMeasured,
+    };
+    Line { figure: Figure::Errors, base: b, new: n, interval: Some(interval), floor: 0.0, verdict }
+}
+
+fn latency_lines(
+    source: Source,
+    (base, new): (&Histogram<u64>, &Histogram<u64>),
+    (base_resampler, new_resampler): (Resampler, Resampler),
+    percentiles: &[f64],
+    noise: Noise,
+) -> Vec<Line> {
+    let stream = if source == Source::Corrected { 0 } else { 1 };
+    let intervals =
+        statistics::percentile_differences(&base_resampler, &new_resampler, percentiles, stream);
+    let at = |h: &Histogram<u64>, p: f64| {
+        (!h.is_empty()).then(|| crate::report::spectrum::value_at_percentile(h, p) as f64)
+    };
+    percentiles
+        .iter()
+        .zip(intervals)
+        .map(|(&p, interval)| {
+            let (b, n) = (at(base, p), at(new, p));
+            let floor = b.map_or(0.0, |b| {
+                let bucket = |h: &Histogram<u64>| {
+                    let v = b as u64;
+                    (h.highest_equivalent(v) - h.lowest_equivalent(v) + 1) as f64
+                };
+                noise.latency_floor(b, bucket(base).max(bucket(new)))
+            });
+            let verdict = match (b, n, interval) {
+                (Some(b), Some(n), Some(interval)) => match judge(n - b, interval, floor) {
+                    // More latency is slower.
+                    Some(true) => Verdict::Slower,
+                    Some(false) => Verdict::Faster,
+                    None => Verdict::WithinNoise,
+                },
+                _ => Verdict::NotMeasured,
+            };
+            Line { figure: Figure::Latency(source, p), base: b, new: n, interval, floor, verdict }
+        })
+        .collect()
+}
+
+/// Some(true) for a rise, Some(false) for a fall, None within noise: a
+/// difference counts when sampling does not explain it (its interval
+/// leaves 0 out) and it reaches `floor`.
+fn judge(difference: f64, interval: (f64, f64), floor: f64) -> Option<bool> {
+    let counts = statistics::excludes_zero(interval) && difference.abs() >= floor;
+    counts.then_some(difference > 0.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::stats::Stats;
+
+    /// A run of `count` responses around `latency_us` (spread ±20%) over
+    /// 2 s, with `errors` timeouts and Req/Sec samples around the rate.
+    fn run(count: u64, latency_us: u64, errors: u64) -> RunResult {
+        let mut total = Stats::new(3);
+        for i in 0..count {
+            total.response(200);
+            let v = latency_us * 8 / 10 + latency_us * 4 / 10 * i / count;
+            total.corrected.record(v).unwrap();
+            total.uncorrected.record(v).unwrap();
+        }
+        total.errors.timeout = errors;
+        let rate = count as f64 / 2.0;
+        total.rate_samples = (0..20).map(|i| rate * (0.95 + 0.005 * f64::from(i))).collect();
+        RunResult::measured(total, Duration::from_secs(2))
+    }
+
+    fn saved(result: RunResult) -> SavedRun {
+        let cfg = super::super::settings::tests::config("http://h:1/");
+        super::super::settings::tests::saved_run(&cfg, &result)
+    }
+
+    #[test]
+    fn a_millisecond_more_is_slower_and_the_same_run_is_within_noise() {
+        let base = saved(run(4000, 100, 0));
+        let slower = saved(run(4000, 1100, 0));
+        let c = compare(&base, &slower, &[50.0, 99.0], Noise::default());
+        assert!(c.corrected.iter().all(|l| l.verdict == Verdict::Slower), "{:?}", c.corrected);
+        let change = c.corrected[0].change().unwrap();
+        assert!((change - 1000.0).abs() < 20.0, "{change}");
+        assert_eq!(c.rate.verdict, Verdict::WithinNoise);
+        assert_eq!(c.errors.verdict, Verdict::WithinNoise);
+        let back = compare(&slower, &base, &[50.0], Noise::default());
+        assert_eq!(back.corrected[0].verdict, Verdict::Faster);
+        let same = compare(&base, &base, &[0.0, 50.0, 99.9, 100.0], Noise::default());
+        assert!(same.corrected.iter().all(|l| l.verdict == Verdict::WithinNoise));
+        assert!(same.uncorrected.is_none(), "closed loop: one latency");
+    }
+
+    /// A significant difference below the floor is noise: 3% slower at
+    /// 10 ms with plenty of samples.
+    #[test]
+    fn the_floor_keeps_small_differences_within_noise() {
+        let base = saved(run(100_000, 10_000, 0));
+        let new = saved(run(100_000, 10_300, 0));
+        let c = compare(&base, &new, &[50.0], Noise::default());
+        assert!(statistics::excludes_zero(c.corrected[0].interval.unwrap()));
+        assert_eq!(c.corrected[0].verdict, Verdict::WithinNoise);
+        let strict = Noise { percent: 1.0, latency_us: 0.0 };
+        assert_eq!(compare(&base, &new, &[50.0], strict).corrected[0].verdict, Verdict::Slower);
+    }
+
+    #[test]
+    fn rates_and_errors() {
+        let base = saved(run(4000, 100, 0));
+        let half = saved(run(2000, 100, 200));
+        let c = compare(&base, &half, &[50.0], Noise::default());
+        assert_eq!((c.rate.base, c.rate.new), (Some(2000.0), Some(1000.0)));
+        assert_eq!(c.rate.verdict, Verdict::Slower);
+        assert_eq!(c.rate.change_percent(), Some(-50.0));
+        assert_eq!(c.errors.verdict, Verdict::MoreErrors);
+        let share = c.errors.new.unwrap();
+        assert!((share - 100.0 * 200.0 / 2200.0).abs() < 1e-9, "{share}");
+        assert_eq!(
+            compare(&half, &base, &[], Noise::default()).errors.verdict,
+            Verdict::FewerErrors
+        );
+    }
+
+    #[test]
+    fn an_empty_histogram_is_not_measured() {
+        let base = saved(run(1000, 100, 0));
+        let empty = saved(run(0, 100, 5));
+        let c = compare(&base, &empty, &[50.0], Noise::default());
+        assert_eq!(c.corrected[0].verdict, Verdict::NotMeasured);
+        assert_eq!(c.corrected[0].new, None);
+    }
+}
