@@ -48,7 +48,7 @@ fn run(command: Command) -> Result<i32, Error> {
         Command::Demo { http2 } => crate::demo::run(http2),
         Command::Merge(args) => crate::merge::run(&args),
         Command::Report(args) => crate::merge::report(&args),
-        Command::Help(text) | Command::Version(text) => {
+        Command::Help(text) | Command::Version(text) | Command::Generated(text) => {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))
         }
     }

@@ -1,18 +1,22 @@
 //! The command line: which command to run, with which options.
 //!
-//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...` and
-//! `pace help [serve|demo|merge|report]` are
-//! subcommands, recognised by the first word only; anything else is a
-//! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
+//! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...`,
+//! `pace completions SHELL`, `pace man` and `pace help [COMMAND]` are
+//! subcommands, recognised by the first word only ([`commands`] describes
+//! them all); anything else is a wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
 //! [`Command`] (help and version texts included) or an [`Error::Usage`] with
 //! a one-line message, and `main` does the printing.
 
 mod bench;
+mod commands;
+mod completions;
+mod manpage;
 mod merge;
 mod options;
 mod plan;
 mod serve;
 mod shard;
+mod suggest;
 mod usage;
 
 use std::ffi::OsString;
@@ -45,6 +49,9 @@ pub enum Command {
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
     Version(String),
+    /// `pace completions SHELL`, `pace man`: print this script or page to
+    /// stdout, exit 0.
+    Generated(String),
 }
 
 /// Reads a command line; `args` excludes the program name.
@@ -58,6 +65,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "demo" => serve::parse_demo,
         "merge" => merge::parse_merge,
         "report" => merge::parse_report,
+        "completions" => completions::parse,
+        "man" => manpage::parse,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -93,21 +102,18 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-/// `pace help [serve|demo|merge|report]`.
+/// `pace help [COMMAND]`.
 fn help(topics: Vec<OsString>) -> Result<Command, Error> {
-    let text = match topics.first().map(|topic| topic.to_string_lossy()) {
-        None => usage::main(),
-        Some(topic) if topic == "serve" => usage::serve(),
-        Some(topic) if topic == "demo" => usage::demo(),
-        Some(topic) if topic == "merge" => usage::merge(),
-        Some(topic) if topic == "report" => usage::report(),
-        Some(topic) => {
-            return Err(Error::Usage(format!(
-                "unknown command '{topic}' (commands: serve, demo, merge, report)"
-            )))
-        }
+    let Some(topic) = topics.first().map(|topic| topic.to_string_lossy()) else {
+        return Ok(Command::Help(usage::main()));
     };
-    Ok(Command::Help(text))
+    match commands::find(&topic) {
+        Some(command) => Ok(Command::Help(usage::command(&command))),
+        None => Err(Error::Usage(format!(
+            "unknown command '{topic}' (commands: {})",
+            commands::names()
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -160,7 +166,8 @@ mod tests {
         assert!(matches!(
             run(&["help", "bogus"]),
             Err(Error::Usage(m))
-                if m == "unknown command 'bogus' (commands: serve, demo, merge, report)"
+                if m == "unknown command 'bogus' (commands: serve, demo, merge, report, \
+                         completions, man, help)"
         ));
     }
 }

@@ -117,7 +117,9 @@ pub fn command_line(data: &[u8]) {
         Ok(Command::Serve(options)) => assert!(options.threads >= 1),
         Ok(Command::Merge(args)) => assert!(!args.files.is_empty()),
         Ok(Command::Report(args)) => assert_eq!(args.files.len(), 1),
-        Ok(Command::Demo { .. } | Command::Help(_) | Command::Version(_)) => {}
+        Ok(
+            Command::Demo { .. } | Command::Help(_) | Command::Version(_) | Command::Generated(_),
+        ) => {}
         Err(Error::Usage(message)) => assert!(!message.is_empty()),
         Err(other) => panic!("not a usage error: {other:?}"),
     }
