@@ -163,7 +163,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
             usage: "[command]",
             summary: &["Print this help, or a command's (as -h)"],
             about: &["Prints the help of pace, or of one of its commands."],
-            options: Vec::new(),
+            options: described(super::HELP_SPECS),
             operands: Some(Kind::Command),
             notes: &[],
             column: 25,

@@ -25,6 +25,7 @@ use std::path::PathBuf;
 use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::serve::ServeOptions;
+use options::{Item, Options, Spec};
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -102,9 +103,28 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
+#[derive(Clone, Copy, PartialEq)]
+enum HelpFlag {
+    Help,
+}
+
+const HELP_SPECS: &[Spec<HelpFlag>] =
+    &[Spec::new(Some('h'), "help", HelpFlag::Help).help(&["Print this help"])];
+
 /// `pace help [COMMAND]`.
-fn help(topics: Vec<OsString>) -> Result<Command, Error> {
-    let Some(topic) = topics.first().map(|topic| topic.to_string_lossy()) else {
+fn help(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, HELP_SPECS);
+    let mut topic = None;
+    while let Some(item) = options.next()? {
+        match item {
+            Item::Option(found) => match found.flag {
+                HelpFlag::Help => return Ok(Command::Help(usage::of("help"))),
+            },
+            Item::Word(word) if topic.is_none() => topic = Some(word),
+            Item::Word(word) => return Err(options::unexpected_word("help", word)),
+        }
+    }
+    let Some(topic) = topic.map(|topic| topic.to_string_lossy().into_owned()) else {
         return Ok(Command::Help(usage::main()));
     };
     match commands::find(&topic) {
@@ -163,6 +183,8 @@ mod tests {
         assert_eq!(help_text(&["help", "merge"]), help_text(&["merge", "-h"]));
         assert_eq!(help_text(&["help", "report"]), help_text(&["report", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
+        assert!(help_text(&["help", "-h"]).starts_with("Usage: pace help [command]"));
+        assert_eq!(help_text(&["help", "completions"]), help_text(&["completions", "-h"]));
         assert!(matches!(
             run(&["help", "bogus"]),
             Err(Error::Usage(m))

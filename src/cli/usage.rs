@@ -53,10 +53,7 @@ pub(super) fn command(command: &CommandDoc) -> String {
     for line in command.about {
         text += &format!("  {line}\n");
     }
-    if !command.options.is_empty() {
-        text += &options(command);
-    }
-    text + &notes(command)
+    text + &options(command) + &notes(command)
 }
 
 /// `  Options:` and a line or more per option, in groups.
@@ -219,7 +216,7 @@ mod tests {
         for command in commands::subcommands() {
             assert!(!command.summary.is_empty(), "{}", command.name);
             let has_help = command.options.iter().any(|option| option.long == "help");
-            assert!(has_help || command.name == "help", "{}", command.name);
+            assert!(has_help, "{}", command.name);
         }
         // Operands that name commands name these.
         assert!(commands::subcommands().iter().any(|c| c.operands == Some(Kind::Command)));
