@@ -157,6 +157,48 @@ whence -w _pace_bench _pace_serve _pace_completions";
     );
 }
 
+/// zsh completes in its line editor only: an interactive zsh in a
+/// pseudo-terminal (zpty) is sent `pace --arr<TAB>`, and lists the one
+/// option with its description; then `pace serve --stall-<TAB>` lists the
+/// two options of serve that start so. Every specification of the
+/// command is read on the way (a bad one would print an `_arguments`
+/// error instead).
+#[test]
+fn zsh_completes_in_its_line_editor() {
+    if !installed("/usr/bin/zsh", "zsh", "zsh completion") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let driver = r#"
+zmodload zsh/zpty || exit 9
+zpty shell 'zsh -f -i'
+zpty -w shell 'autoload -Uz compinit; compinit -u -d "$PWD/zcompdump"; source <(pace completions zsh)'
+seen=""
+# Reads what the terminal shows until it has $1, for at most 20 s.
+expect() {
+  local chunk
+  integer deadline=$(( SECONDS + 20 ))
+  while (( SECONDS < deadline )); do
+    if zpty -rt shell chunk; then seen+=$chunk; else sleep 0.05; fi
+    [[ $seen == *$1* ]] && return 0
+  done
+  print -r -- "no '$1' in: $seen"
+  exit 1
+}
+zpty -w -n shell $'pace --arr\t'
+expect '--arrival  -- constant (even, default) or poisson'
+zpty -w -n shell $'\C-u'
+zpty -w -n shell $'pace serve --stall-\t'
+expect '--stall-for  -- ...for this long (both or neither)'
+expect '--stall-at   -- Stop answering this long after start...'
+[[ $seen == *_arguments* || $seen == *"not found"* ]] && { print -r -- "$seen"; exit 2 }
+zpty -d shell
+print ok
+"#;
+    let out = run_in(dir.path(), "zsh", &["-f", "-s"], driver);
+    assert_eq!(text(&out.stdout).lines().last(), Some("ok"), "{}", text(&out.stdout));
+}
+
 #[test]
 fn fish_completes() {
     if !installed("/usr/bin/fish", "fish", "fish completion") {

@@ -3,9 +3,10 @@
 //! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...`,
 //! `pace completions SHELL`, `pace man` and `pace help [COMMAND]` are
 //! subcommands, recognised by the first word only ([`commands`] describes
-//! them all); anything else is a wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
-//! [`Command`] (help and version texts included) or an [`Error::Usage`] with
-//! a one-line message, and `main` does the printing.
+//! them all); anything else is a wrk/wrk2 command line ([`bench`]).
+//! Parsing never prints: it returns a [`Command`] (help and version texts,
+//! completion scripts and the man page included) or an [`Error::Usage`]
+//! with a one-line message, and `main` does the printing.
 
 mod bench;
 mod commands;
