@@ -23,7 +23,8 @@ pub(super) struct CommandDoc {
     pub operands: Option<Kind>,
     /// Lines its `-h` ends with (the units values may have).
     pub notes: &'static [&'static str],
-    /// Where option descriptions start in its `-h`, counted from 0.
+    /// The width of the names column in its `-h` (indent included): the
+    /// descriptions start two spaces after it.
     pub column: usize,
 }
 
@@ -169,6 +170,11 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
             column: 25,
         },
     ]
+}
+
+/// Every command: the benchmark first (it has no word), then the others.
+pub(super) fn all() -> Vec<CommandDoc> {
+    std::iter::once(benchmark()).chain(subcommands()).collect()
 }
 
 /// The command `name` selects.

@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn every_option_of_every_command_is_on_the_page() {
         let page = page();
-        for command in std::iter::once(commands::benchmark()).chain(commands::subcommands()) {
+        for command in commands::all() {
             for option in &command.options {
                 assert!(page.contains(&format!("\\fB{}\\fR", text(&format!("--{}", option.long)))));
             }

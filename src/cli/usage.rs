@@ -91,7 +91,7 @@ fn option_column(option: &Described, column: usize) -> String {
 }
 
 /// The description, with the further short names said last.
-pub(super) fn help_lines(option: &Described) -> Vec<String> {
+fn help_lines(option: &Described) -> Vec<String> {
     let mut lines: Vec<String> = option.help.iter().map(|line| line.to_string()).collect();
     if !option.aliases.is_empty() {
         let aliases: Vec<String> = option.aliases.iter().map(|alias| format!("-{alias}")).collect();
@@ -136,10 +136,6 @@ mod tests {
     use super::super::options::Kind;
     use super::*;
 
-    fn every_command() -> Vec<CommandDoc> {
-        std::iter::once(commands::benchmark()).chain(commands::subcommands()).collect()
-    }
-
     fn every_text() -> Vec<String> {
         let subcommands = commands::subcommands();
         std::iter::once(main()).chain(subcommands.iter().map(command)).collect()
@@ -149,7 +145,7 @@ mod tests {
     /// help, the names in the column and the description after them.
     #[test]
     fn usage_lists_every_option() {
-        for (command, text) in every_command().iter().zip(every_text()) {
+        for (command, text) in commands::all().iter().zip(every_text()) {
             let lines: Vec<&str> = text.lines().collect();
             for option in &command.options {
                 let start = option_column(option, command.column);

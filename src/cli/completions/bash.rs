@@ -5,11 +5,11 @@
 
 use std::fmt::Write;
 
-use super::{choices, command_words, every_command, names, CommandDoc, Kind};
+use super::{choices, command_words, names, CommandDoc, Kind};
 
 pub(super) fn script() -> String {
     let mut branches = String::new();
-    for command in every_command() {
+    for command in super::commands::all() {
         branches += &branch(&command);
     }
     let words = command_words().join(" ");

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::{choices, command_words, description, every_command, CommandDoc, Described, Kind};
+use super::{choices, command_words, description, CommandDoc, Described, Kind};
 
 pub(super) fn script() -> String {
     let mut text = format!(
@@ -32,7 +32,7 @@ complete -c pace -f
         let summary = quote(&command.summary.join(" "));
         let _ = writeln!(text, "complete -c pace -n {first_word} -a {} -d {summary}", command.name);
     }
-    for command in every_command() {
+    for command in super::commands::all() {
         text += &lines(&command);
     }
     text

@@ -56,13 +56,6 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
     Ok(Command::Generated(script))
 }
 
-/// Every command: the benchmark first (no word), then those with a word.
-fn every_command() -> Vec<CommandDoc> {
-    let mut all = vec![commands::benchmark()];
-    all.extend(commands::subcommands());
-    all
-}
-
 /// The words that select a command.
 fn command_words() -> Vec<&'static str> {
     commands::subcommands().iter().map(|command| command.name).collect()
@@ -105,7 +98,7 @@ mod tests {
                 panic!("{shell}")
             };
             // Every option of every command is in each script.
-            for command in every_command() {
+            for command in commands::all() {
                 for option in &command.options {
                     assert!(script.contains(option.long), "{shell}: --{}", option.long);
                 }

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use super::{choices, command_words, description, every_command, CommandDoc, Described, Kind};
+use super::{choices, command_words, description, CommandDoc, Described, Kind};
 
 pub(super) fn script() -> String {
     let mut text = String::from(
@@ -46,7 +46,7 @@ _pace() {
 ",
         command_words().join("|")
     );
-    for command in every_command() {
+    for command in super::commands::all() {
         text += &function(&command);
     }
     text += r#"
