@@ -44,6 +44,19 @@ fn unknown_option() {
     assert_fails(&["-x", &closed_url()], 1, "unknown option '-x'");
 }
 
+/// A near miss names the option meant, after the usual start.
+#[test]
+fn unknown_option_suggests_the_nearest() {
+    let url = closed_url();
+    let out = pace(&["--duraton", "1s", &url]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(text(&out.stderr), "pace: unknown option '--duraton' (did you mean --duration?)\n");
+    assert_fails(&["serve", "--prot", "0"], 1, "unknown option '--prot' (did you mean --port?)");
+    assert_fails(&["merge", "--jsno", "a.json"], 1, "(did you mean --json?)");
+    let far = pace(&["--foo", &url]);
+    assert!(!text(&far.stderr).contains("did you mean"), "{}", text(&far.stderr));
+}
+
 #[test]
 fn ambiguous_option() {
     assert_fails(&["--t", "2", &closed_url()], 1, "'--threads' '--timeout'");
@@ -159,7 +172,7 @@ fn help() {
 
 #[test]
 fn version() {
-    for flag in ["-v", "--version"] {
+    for flag in ["-v", "-V", "--version", "--vers"] {
         let out = pace(&[flag]);
         assert_eq!(out.status.code(), Some(0));
         let expected = format!("pace {} [epoll]", env!("CARGO_PKG_VERSION"));
@@ -169,13 +182,41 @@ fn version() {
     }
 }
 
-/// `-v` with a URL prints the version and goes on, as wrk does.
+/// `-v` (or `-V`) with a URL prints the version and goes on, as wrk does.
 #[test]
 fn version_then_run() {
-    let out = pace(&["-v", &closed_url()]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(text(&out.stdout).starts_with("pace "));
-    assert!(text(&out.stderr).contains("unable to connect"));
+    for flag in ["-v", "-V"] {
+        let out = pace(&[flag, &closed_url()]);
+        assert_eq!(out.status.code(), Some(2));
+        assert!(text(&out.stdout).starts_with("pace "));
+        assert!(text(&out.stderr).contains("unable to connect"));
+    }
+}
+
+/// The commands that print a generated text, and their mistakes.
+#[test]
+fn completions_and_man() {
+    for args in [&["completions", "bash"][..], &["completions", "zsh"], &["completions", "fish"]] {
+        let out = pace(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(text(&out.stdout).contains("connections"), "{args:?}");
+        assert_eq!(text(&out.stderr), "");
+    }
+    let out = pace(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(text(&out.stdout).contains(".TH PACE 1"));
+    for (args, usage) in [
+        (&["completions", "-h"][..], "Usage: pace completions bash|zsh|fish"),
+        (&["help", "man"], "Usage: pace man"),
+        (&["man", "--help"], "Usage: pace man"),
+    ] {
+        let out = pace(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}");
+        assert!(text(&out.stdout).starts_with(usage), "{args:?}");
+    }
+    assert_fails(&["completions"], 1, "pace completions needs a shell: bash, zsh or fish");
+    assert_fails(&["completions", "csh"], 1, "unknown shell 'csh' (shells: bash, zsh, fish)");
+    assert_fails(&["man", "extra"], 1, "unexpected argument 'extra'");
 }
 
 /// `pace -h | head -0`: a reader that went away is no error.

@@ -24,29 +24,48 @@ pub(super) enum MergeFlag {
 }
 
 pub(super) const MERGE_SPECS: &[Spec<MergeFlag>] = &[
-    Spec { short: Some('e'), long: "json", flag: MergeFlag::Json },
-    Spec { short: Some('L'), long: "latency", flag: MergeFlag::Latency },
-    Spec { short: Some('U'), long: "u_latency", flag: MergeFlag::ULatency },
-    Spec { short: None, long: "percentiles", flag: MergeFlag::Percentiles },
-    Spec { short: None, long: "slo", flag: MergeFlag::Slo },
-    Spec { short: Some('o'), long: "output", flag: MergeFlag::Output },
-    Spec { short: None, long: "html", flag: MergeFlag::Html },
-    Spec { short: Some('h'), long: "help", flag: MergeFlag::Help },
+    LATENCY,
+    U_LATENCY,
+    PERCENTILES,
+    Spec::new(Some('e'), "json", MergeFlag::Json).help(&["Print JSON instead of text"]),
+    Spec::new(None, "slo", MergeFlag::Slo)
+        .takes("S")
+        .help(&["Judge the merged result (exit 4 on failure)"]),
+    Spec::new(Some('o'), "output", MergeFlag::Output)
+        .takes_file("F")
+        .help(&["Write the report to F instead of stdout"]),
+    Spec::new(None, "html", MergeFlag::Html)
+        .takes_file("F")
+        .help(&["Also write an HTML report with charts to F", "(results of -e only)"]),
+    HELP,
 ];
 
 pub(super) const REPORT_SPECS: &[Spec<MergeFlag>] = &[
-    Spec { short: Some('L'), long: "latency", flag: MergeFlag::Latency },
-    Spec { short: Some('U'), long: "u_latency", flag: MergeFlag::ULatency },
-    Spec { short: None, long: "percentiles", flag: MergeFlag::Percentiles },
-    Spec { short: None, long: "slo", flag: MergeFlag::Slo },
-    Spec { short: None, long: "html", flag: MergeFlag::Html },
-    Spec { short: Some('h'), long: "help", flag: MergeFlag::Help },
+    LATENCY,
+    U_LATENCY,
+    PERCENTILES,
+    Spec::new(None, "slo", MergeFlag::Slo).takes("S").help(&["Judge the run (exit 4 on failure)"]),
+    Spec::new(None, "html", MergeFlag::Html)
+        .takes_file("F")
+        .help(&["Write the HTML report with charts to F"]),
+    HELP,
 ];
+
+// The options `pace merge` and `pace report` share, said alike.
+const LATENCY: Spec<MergeFlag> =
+    Spec::new(Some('L'), "latency", MergeFlag::Latency).help(&["Print latency statistics"]);
+const U_LATENCY: Spec<MergeFlag> = Spec::new(Some('U'), "u_latency", MergeFlag::ULatency)
+    .help(&["Also print the uncorrected latency"]);
+const PERCENTILES: Spec<MergeFlag> = Spec::new(None, "percentiles", MergeFlag::Percentiles)
+    .takes("P")
+    .help(&["Percentiles to print (e.g. 50,99,99.9;", "implies -L)"]);
+const HELP: Spec<MergeFlag> =
+    Spec::new(Some('h'), "help", MergeFlag::Help).help(&["Print this help"]);
 
 /// Parses the words after `pace merge`.
 pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
     let Some(merge) = parse_args(args, MERGE_SPECS)? else {
-        return Ok(Command::Help(usage::merge()));
+        return Ok(Command::Help(usage::of("merge")));
     };
     if merge.files.is_empty() {
         return Err(Error::Usage(
@@ -59,7 +78,7 @@ pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
 /// Parses the words after `pace report`.
 pub(super) fn parse_report(args: Vec<OsString>) -> Result<Command, Error> {
     let Some(report) = parse_args(args, REPORT_SPECS)? else {
-        return Ok(Command::Help(usage::report()));
+        return Ok(Command::Help(usage::of("report")));
     };
     if report.files.len() != 1 {
         return Err(Error::Usage(

@@ -1,19 +1,24 @@
 //! The command line: which command to run, with which options.
 //!
 //! `pace serve ...`, `pace demo`, `pace merge ...`, `pace report ...`,
-//! `pace compare ...` and `pace help [serve|demo|merge|report|compare]` are
-//! subcommands, recognised by the first word only; anything else is a
-//! wrk/wrk2 command line ([`bench`]). Parsing never prints: it returns a
-//! [`Command`] (help and version texts included) or an [`Error::Usage`] with
-//! a one-line message, and `main` does the printing.
+//! `pace completions SHELL`, `pace man` and `pace help [COMMAND]` are
+//! subcommands, recognised by the first word only ([`commands`] describes
+//! them all); anything else is a wrk/wrk2 command line ([`bench`]).
+//! Parsing never prints: it returns a [`Command`] (help and version texts,
+//! completion scripts and the man page included) or an [`Error::Usage`]
+//! with a one-line message, and `main` does the printing.
 
 mod bench;
+mod commands;
 mod compare;
+mod completions;
+mod manpage;
 mod merge;
 mod options;
 mod plan;
 mod serve;
 mod shard;
+mod suggest;
 mod usage;
 
 use std::ffi::OsString;
@@ -22,6 +27,7 @@ use std::path::PathBuf;
 use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
 use crate::serve::ServeOptions;
+use options::{Item, Options, Spec};
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -48,6 +54,9 @@ pub enum Command {
     Help(String),
     /// `-v` without a URL: print this line to stdout, exit 0.
     Version(String),
+    /// `pace completions SHELL`, `pace man`: print this script or page to
+    /// stdout, exit 0.
+    Generated(String),
 }
 
 /// Reads a command line; `args` excludes the program name.
@@ -62,6 +71,8 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "merge" => merge::parse_merge,
         "report" => merge::parse_report,
         "compare" => compare::parse_compare,
+        "completions" => completions::parse,
+        "man" => manpage::parse,
         "help" => help,
         _ => return bench::parse(args),
     };
@@ -97,22 +108,37 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-/// `pace help [serve|demo|merge|report|compare]`.
-fn help(topics: Vec<OsString>) -> Result<Command, Error> {
-    let text = match topics.first().map(|topic| topic.to_string_lossy()) {
-        None => usage::main(),
-        Some(topic) if topic == "serve" => usage::serve(),
-        Some(topic) if topic == "demo" => usage::demo(),
-        Some(topic) if topic == "merge" => usage::merge(),
-        Some(topic) if topic == "report" => usage::report(),
-        Some(topic) if topic == "compare" => compare::usage(),
-        Some(topic) => {
-            return Err(Error::Usage(format!(
-                "unknown command '{topic}' (commands: serve, demo, merge, report, compare)"
-            )))
+#[derive(Clone, Copy, PartialEq)]
+enum HelpFlag {
+    Help,
+}
+
+const HELP_SPECS: &[Spec<HelpFlag>] =
+    &[Spec::new(Some('h'), "help", HelpFlag::Help).help(&["Print this help"])];
+
+/// `pace help [COMMAND]`.
+fn help(args: Vec<OsString>) -> Result<Command, Error> {
+    let mut options = Options::new(args, HELP_SPECS);
+    let mut topic = None;
+    while let Some(item) = options.next()? {
+        match item {
+            Item::Option(found) => match found.flag {
+                HelpFlag::Help => return Ok(Command::Help(usage::of("help"))),
+            },
+            Item::Word(word) if topic.is_none() => topic = Some(word),
+            Item::Word(word) => return Err(options::unexpected_word("help", word)),
         }
+    }
+    let Some(topic) = topic.map(|topic| topic.to_string_lossy().into_owned()) else {
+        return Ok(Command::Help(usage::main()));
     };
-    Ok(Command::Help(text))
+    match commands::find(&topic) {
+        Some(command) => Ok(Command::Help(usage::command(&command))),
+        None => Err(Error::Usage(format!(
+            "unknown command '{topic}' (commands: {})",
+            commands::names()
+        ))),
+    }
 }
 
 #[cfg(test)]
@@ -163,10 +189,13 @@ mod tests {
         assert_eq!(help_text(&["help", "report"]), help_text(&["report", "-h"]));
         assert_eq!(help_text(&["help", "compare"]), help_text(&["compare", "-h"]));
         assert!(help_text(&["-h"]).starts_with("Usage: pace <options> <url>"));
+        assert!(help_text(&["help", "-h"]).starts_with("Usage: pace help [command]"));
+        assert_eq!(help_text(&["help", "completions"]), help_text(&["completions", "-h"]));
         assert!(matches!(
             run(&["help", "bogus"]),
             Err(Error::Usage(m))
-                if m == "unknown command 'bogus' (commands: serve, demo, merge, report, compare)"
+                if m == "unknown command 'bogus' (commands: serve, demo, merge, report, \
+                         compare, completions, man, help)"
         ));
     }
 }

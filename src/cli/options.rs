@@ -20,6 +20,7 @@
 use std::ffi::OsString;
 use std::time::Duration;
 
+use super::suggest;
 use crate::error::Error;
 use crate::units::parse_time;
 
@@ -27,12 +28,114 @@ use crate::units::parse_time;
 /// keeps `Instant + duration` from overflowing anywhere downstream.
 const MAX_TIME: Duration = Duration::from_secs(365 * 24 * 3600);
 
-/// One option a command accepts. `F` is the command's own enum of options, so
-/// the parsing loop can `match` exhaustively instead of on strings.
+/// One option a command accepts, and all that is said about it: the parser,
+/// `-h`, the man page (`pace man`) and the shell completions (`pace
+/// completions`) read this one entry, so they cannot disagree. `F` is the
+/// command's own enum of options, so the parsing loop can `match`
+/// exhaustively instead of on strings. Built with [`Spec::new`] and the
+/// methods after it, in a `const` table.
+#[derive(Clone, Copy)]
 pub(super) struct Spec<F> {
     pub short: Option<char>,
+    /// More short names, documented after the description (`-V`).
+    pub aliases: &'static [char],
     pub long: &'static str,
     pub flag: F,
+    pub value: Option<Value>,
+    /// The description, one help line each (they fit in 80 columns).
+    pub help: &'static [&'static str],
+    /// This option starts a group in `-h`: a blank line, then this
+    /// heading (none if empty). The man page makes it a subsection.
+    pub group: Option<&'static str>,
+}
+
+/// The value an option takes.
+#[derive(Clone, Copy)]
+pub(super) struct Value {
+    /// Shown as `<N>` (`[=T]` when optional).
+    pub placeholder: &'static str,
+    /// Only attached (`--timeseries=500ms`): getopt's `optional_argument`.
+    pub optional: bool,
+    pub kind: Kind,
+}
+
+/// What a value (or an operand) is, for the shell completions.
+#[derive(Clone, Copy, PartialEq, Debug)]
+pub(super) enum Kind {
+    /// Anything typed: nothing to complete.
+    Text,
+    /// A path: completed as files.
+    File,
+    /// One of these words.
+    Choice(&'static [&'static str]),
+    /// The name of one of pace's commands (`pace help serve`).
+    Command,
+}
+
+/// A table entry without its parser's flag: what help texts, the man page
+/// and completions read, whichever command it belongs to.
+pub(super) type Described = Spec<()>;
+
+impl<F: Copy> Spec<F> {
+    /// An option without a value, documented by nothing yet.
+    pub const fn new(short: Option<char>, long: &'static str, flag: F) -> Self {
+        Spec { short, aliases: &[], long, flag, value: None, help: &[], group: None }
+    }
+
+    /// It takes a value, shown as `<placeholder>`, that is anything typed.
+    pub const fn takes(self, placeholder: &'static str) -> Self {
+        self.value(placeholder, false, Kind::Text)
+    }
+
+    /// It takes the path of a file.
+    pub const fn takes_file(self, placeholder: &'static str) -> Self {
+        self.value(placeholder, false, Kind::File)
+    }
+
+    /// It takes one of `words`.
+    pub const fn takes_one_of(
+        self,
+        placeholder: &'static str,
+        words: &'static [&'static str],
+    ) -> Self {
+        self.value(placeholder, false, Kind::Choice(words))
+    }
+
+    /// It may take a value, attached only (`--timeseries[=T]`).
+    pub const fn may_take(self, placeholder: &'static str) -> Self {
+        self.value(placeholder, true, Kind::Text)
+    }
+
+    const fn value(mut self, placeholder: &'static str, optional: bool, kind: Kind) -> Self {
+        self.value = Some(Value { placeholder, optional, kind });
+        self
+    }
+
+    pub const fn help(mut self, lines: &'static [&'static str]) -> Self {
+        self.help = lines;
+        self
+    }
+
+    pub const fn aliases(mut self, shorts: &'static [char]) -> Self {
+        self.aliases = shorts;
+        self
+    }
+
+    /// See [`Spec::group`].
+    pub const fn starts_group(mut self, heading: &'static str) -> Self {
+        self.group = Some(heading);
+        self
+    }
+
+    pub fn described(&self) -> Described {
+        let Spec { short, aliases, long, flag: _, value, help, group } = *self;
+        Spec { short, aliases, long, flag: (), value, help, group }
+    }
+
+    /// Every short name, the first one first.
+    pub fn shorts(&self) -> impl Iterator<Item = char> + '_ {
+        self.short.into_iter().chain(self.aliases.iter().copied())
+    }
 }
 
 /// The long options of a program whose command line a pace command
@@ -162,7 +265,7 @@ pub(super) fn bad_value(option: &str, why: impl std::fmt::Display) -> Error {
 fn find_short<F: Copy + PartialEq>(specs: &[Spec<F>], typed: char) -> Result<Found<F>, Error> {
     specs
         .iter()
-        .find(|spec| spec.short == Some(typed))
+        .find(|spec| spec.shorts().any(|short| short == typed))
         .map(|spec| Found { flag: spec.flag, name: format!("-{typed}") })
         .ok_or_else(|| unknown_option(&format!("-{typed}")))
 }
@@ -190,7 +293,14 @@ fn find_long<F: Copy + PartialEq>(
                 names.join(" ")
             )))
         }
-        Resolution::Unknown => Err(unknown_option(&format!("--{typed}"))),
+        Resolution::Unknown => {
+            let names = specs.iter().map(|spec| spec.long);
+            let hint = match suggest::nearest(typed, names) {
+                Some(long) => format!(" (did you mean --{long}?)"),
+                None => String::new(),
+            };
+            Err(Error::Usage(format!("unknown option '--{typed}'{hint}")))
+        }
     }
 }
 
@@ -247,4 +357,12 @@ fn lexopt_error(err: lexopt::Error) -> Error {
         )),
         other => Error::Usage(other.to_string()),
     }
+}
+
+/// A word where a command takes none (`pace serve http://x/`).
+pub(super) fn unexpected_word(command: &str, word: OsString) -> Error {
+    Error::Usage(format!(
+        "unexpected argument '{}' (try 'pace {command} --help')",
+        word.to_string_lossy()
+    ))
 }

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::options::{bad_value, time, Item, Options, Spec};
+use super::options::{bad_value, time, unexpected_word, Item, Options, Spec};
 use super::{usage, Command};
 use crate::error::Error;
 use crate::serve::{ServeOptions, Stall};
@@ -29,17 +29,38 @@ pub(super) enum ServeFlag {
     Help,
 }
 
+/// In the order of `pace serve -h`. The defaults the help states are
+/// [`ServeOptions::default`]'s (a test checks them).
 pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
-    Spec { short: Some('p'), long: "port", flag: ServeFlag::Port },
-    Spec { short: None, long: "bind", flag: ServeFlag::Bind },
-    Spec { short: Some('t'), long: "threads", flag: ServeFlag::Threads },
-    Spec { short: None, long: "body-size", flag: ServeFlag::BodySize },
-    Spec { short: None, long: "latency", flag: ServeFlag::Latency },
-    Spec { short: None, long: "stall-at", flag: ServeFlag::StallAt },
-    Spec { short: None, long: "stall-for", flag: ServeFlag::StallFor },
-    Spec { short: None, long: "tls", flag: ServeFlag::Tls },
-    Spec { short: None, long: "unix-socket", flag: ServeFlag::UnixSocket },
-    Spec { short: Some('h'), long: "help", flag: ServeFlag::Help },
+    Spec::new(Some('p'), "port", ServeFlag::Port)
+        .takes("N")
+        .help(&["Port to listen on (default 8080, 0 = any free port)"]),
+    Spec::new(None, "bind", ServeFlag::Bind)
+        .takes("A")
+        .help(&["Address to listen on (default 127.0.0.1;", "e.g. ::1, 0.0.0.0)"]),
+    Spec::new(Some('t'), "threads", ServeFlag::Threads)
+        .takes("N")
+        .help(&["Number of threads to use (default 1)"]),
+    Spec::new(None, "body-size", ServeFlag::BodySize)
+        .takes("N")
+        .help(&["Response body size in bytes (default 13)"]),
+    Spec::new(None, "latency", ServeFlag::Latency)
+        .takes("T")
+        .help(&["Delay before each response (default none)"]),
+    Spec::new(None, "stall-at", ServeFlag::StallAt)
+        .takes("T")
+        .help(&["Stop answering this long after start..."]),
+    Spec::new(None, "stall-for", ServeFlag::StallFor)
+        .takes("T")
+        .help(&["...for this long (both or neither)"]),
+    Spec::new(None, "tls", ServeFlag::Tls)
+        .help(&["Serve HTTPS with a self-signed certificate", "(benchmark it with pace -k)"]),
+    Spec::new(None, "unix-socket", ServeFlag::UnixSocket).takes_file("P").help(&[
+        "Listen on the Unix socket P instead of TCP",
+        "(e.g. --unix-socket /tmp/pace.sock; benchmark",
+        "it with pace --unix-socket /tmp/pace.sock URL)",
+    ]),
+    Spec::new(Some('h'), "help", ServeFlag::Help).help(&["Print this help"]),
 ];
 
 /// Parses the words after `pace serve`.
@@ -79,7 +100,7 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
                 }
                 opts.unix_socket = Some(path);
             }
-            ServeFlag::Help => return Ok(Command::Help(usage::serve())),
+            ServeFlag::Help => return Ok(Command::Help(usage::of("serve"))),
         }
     }
     if opts.threads == 0 {
@@ -103,7 +124,7 @@ pub(super) fn parse_demo(args: Vec<OsString>) -> Result<Command, Error> {
         match item {
             Item::Option(found) => match found.flag {
                 DemoFlag::Http2 => http2 = true,
-                DemoFlag::Help => return Ok(Command::Help(usage::demo())),
+                DemoFlag::Help => return Ok(Command::Help(usage::of("demo"))),
             },
             Item::Word(word) => return Err(unexpected_word("demo", word)),
         }
@@ -118,16 +139,9 @@ pub(super) enum DemoFlag {
 }
 
 pub(super) const DEMO_SPECS: &[Spec<DemoFlag>] = &[
-    Spec { short: None, long: "http2", flag: DemoFlag::Http2 },
-    Spec { short: Some('h'), long: "help", flag: DemoFlag::Help },
+    Spec::new(None, "http2", DemoFlag::Http2).help(&["Over HTTP/2 (h2c) instead of HTTP/1.1"]),
+    Spec::new(Some('h'), "help", DemoFlag::Help).help(&["Print this help"]),
 ];
-
-fn unexpected_word(command: &str, word: OsString) -> Error {
-    Error::Usage(format!(
-        "unexpected argument '{}' (try 'pace {command} --help')",
-        word.to_string_lossy()
-    ))
-}
 
 /// `--stall-at` and `--stall-for` only mean something together.
 fn stall(at: Option<Duration>, length: Option<Duration>) -> Result<Option<Stall>, Error> {

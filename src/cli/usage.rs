@@ -1,255 +1,224 @@
 //! The `--help` texts, laid out like wrk's usage (reference section 1.7: an
 //! option column, `<N>`/`<T>` placeholders, the two lines on units) but
-//! listing pace's options, its subcommands and its exit codes.
+//! listing pace's options, its commands and its exit codes. The option
+//! lines are made from the commands' option tables ([`super::commands`]).
 
-use crate::serve::ServeOptions;
+use super::commands::{self, CommandDoc};
+use super::options::Described;
+
+/// What each exit status means, for `pace -h` and the man page.
+pub(super) const EXIT_STATUS: &[(&str, &[&str])] = &[
+    ("0", &["The run completed"]),
+    ("1", &["Bad command line"]),
+    (
+        "2",
+        &[
+            "Target unusable (resolve, connect, TLS)",
+            "or a file cannot be read, written or",
+            "merged",
+        ],
+    ),
+    ("3", &["The Lua script failed"]),
+    (
+        "4",
+        &[
+            "An --slo objective failed, or pace compare's",
+            "--max-regression (the report is printed;",
+            "2, 3, 130, 143 take precedence)",
+        ],
+    ),
+    ("130, 143", &["Interrupted by SIGINT, SIGTERM", "(the report so far is printed)"]),
+];
 
 /// `pace -h`.
 pub(super) fn main() -> String {
-    "\
-Usage: pace <options> <url> [script args...]
-       pace serve <options>
-       pace demo
-       pace merge <options> <file>...
-       pace report <options> <file>
-       pace compare <options> <base> <new>
-  Options:
-    -c, --connections     <N>  Connections to keep open (default 10)
-    -d, --duration        <T>  Duration of test (default 10s)
-    -t, --threads         <N>  Number of threads to use (default 2)
-
-    -s, --script          <S>  Load Lua script file
-    -H, --header          <H>  Add header to request (\"Name: value\")
-    -L, --latency              Print latency statistics
-    -U, --u_latency            Print uncorrected latency statistics
-    -B, --batch_latency        Measure latency of whole
-                               batches of pipelined ops
-                               (as opposed to each op)
-    -T, --timeout         <T>  Socket/request timeout (default 2s)
-    -R, --rate            <N>  Work rate (throughput)
-                               in requests/sec (total);
-                               without it, as fast as possible (wrk)
-        --arrival         <A>  constant (even, default) or poisson
-        --stages    <D:R,...>  Ramp/step the rate: each stage moves
-                               it to R over D (e.g. 30s:1k,1m:1k)
-        --warmup          <T>  Send the first T but do not count it
-        --seed            <N>  Repeat a random plan
-        --shard         <I/N>  Send instance I's part (from 0) of a
-                               plan N instances send together
-        --start-at        <T>  Start the plan at this wall-clock time
-                               (RFC 3339, or Unix seconds)
-    -D, --digits          <N>  Latency precision digits [1..5] (default 3)
-        --http2                Speak HTTP/2 (h2 by ALPN for https://,
-                               h2c by prior knowledge for http://)
-        --streams         <N>  HTTP/2 requests in flight per connection
-                               (default 1; the server may allow fewer)
-        --unix-socket     <P>  Connect to the Unix socket P; the URL
-                               still gives Host and path (e.g. P =
-                               /run/app.sock, URL http://app/)
-        --connect-to      <R>  HOST:PORT:ADDR:PORT: for HOST:PORT connect
-                               to ADDR:PORT, keeping Host and TLS name
-                               (curl's; e.g. example.com:443:127.0.0.1:8443;
-                               empty fields: any, or the same; repeatable)
-    -4, --ipv4                 Connect over IPv4 only (e.g. -4 localhost)
-    -6, --ipv6                 Connect over IPv6 only (e.g. -6 localhost)
-    -k, --insecure             Do not verify TLS certificates
-        --cacert          <F>  Trust the CAs in F (PEM) instead of
-                               the system's (or SSL_CERT_FILE's)
-        --cert            <F>  Client certificate (PEM) for mutual TLS
-        --key             <F>  Its private key (PEM: PKCS #8, RSA or
-                               EC; default: the one in --cert's file)
-        --tls-server-name <N>  Name to send (SNI) and verify instead
-                               of the URL host
-        --proxy           <U>  Go through an HTTP proxy, e.g.
-                               http://user:pass@proxy:3128 (CONNECT
-                               for https://), or env (http_proxy,
-                               https_proxy, no_proxy as curl reads them)
-    -v, --version              Print version details
-    -h, --help                 Print this help
-
-  Requests (without -s; a script makes its own):
-    -m, --method          <M>  Request method (default GET)
-        --body            <S>  Request body (Content-Length is set)
-        --body-file       <F>  Request body read from file F
-        --targets         <F>  Requests from file F, in turn (vegeta's
-                               http format); then the URL may be left out
-        --targets-order   <O>  sequential (default) or random (--seed
-                               repeats the order)
-    -n, --requests        <N>  Stop after N requests (with a rate: a plan
-                               of N requests; -d still bounds the run)
-
-  Reports:
-    -p, --report_interval <T>  Also report each period of T alone (0 = off)
-    -e, --json                 Print JSON on stdout instead of text
-        --json_encoding        Same as --json (yicwang/wrk2's name)
-        --percentiles     <L>  Latency percentiles to print
-                               (e.g. 50,90,99,99.9; implies -L)
-        --hlog            <F>  Write an HdrHistogram interval log to F
-        --html            <F>  Write a self-contained HTML report with
-                               charts to F
-    -o, --output          <F>  Write the reports to F instead of stdout
-                               (complete, or not at all)
-        --timeseries[=T]       Print requests per period of T
-                               (default 250ms)
-        --thread-timeseries    Print requests per period and thread
-        --histogram            Print requests per 1us of latency
-        --no-progress          No live progress on stderr (shown only
-                               when stderr is a terminal)
-        --slo             <L>  Objectives to judge the run by, e.g.
-                               'p99<10ms,errors<0.1%,rate>99%'
-                               (exit status 4 if one fails)
-
-  Numeric arguments may include a SI unit (1k, 1M, 1G)
-  Time arguments may include a time unit (2s, 2m, 2h)
-  Fractions and sub-second times work too (-R 0.5, -d 500ms)
-
-  Commands:
-    serve                      Run the built-in target server (pace serve -h)
-    demo                       Benchmark the built-in server with a stall:
-                               corrected vs uncorrected latency, no setup
-    merge                      Report saved runs (-e, --hlog) as one, e.g.
-                               the shards of a plan (pace merge -h)
-    report                     Report a run saved with -e again, as text
-                               or HTML (pace report -h)
-    compare                    Compare two saved runs: faster, slower or
-                               within noise (pace compare -h)
-
-  Exit status:
-    0                          The run completed
-    1                          Bad command line
-    2                          Target unusable (resolve, connect, TLS)
-                               or a file cannot be read, written or
-                               merged
-    3                          The Lua script failed
-    4                          An --slo objective failed (the report
-                               is printed; 2, 3, 130, 143 take precedence)
-    130, 143                   Interrupted by SIGINT, SIGTERM
-                               (the report so far is printed)
-"
-    .to_string()
+    let bench = commands::benchmark();
+    let subcommands = commands::subcommands();
+    let mut text = format!("Usage: {}\n", bench.synopsis());
+    for command in &subcommands {
+        text += &format!("       {}\n", command.synopsis());
+    }
+    text += &options(&bench);
+    text += &notes(&bench);
+    text += "\n  Commands:\n";
+    for command in &subcommands {
+        text += &item(command.name, command.summary, bench.column);
+    }
+    text += "\n  Exit status:\n";
+    for (status, lines) in EXIT_STATUS {
+        text += &item(status, lines, bench.column);
+    }
+    text
 }
 
-/// `pace serve -h`. Defaults are printed from the values the parser uses.
-pub(super) fn serve() -> String {
-    let defaults = ServeOptions::default();
-    let (port, ip) = (defaults.bind.port(), defaults.bind.ip());
-    let (threads, body_size) = (defaults.threads, defaults.body_size);
-    format!(
-        "\
-Usage: pace serve <options>
-  Options:
-    -p, --port        <N>  Port to listen on (default {port}, 0 = any free port)
-        --bind        <A>  Address to listen on (default {ip};
-                           e.g. ::1, 0.0.0.0)
-    -t, --threads     <N>  Number of threads to use (default {threads})
-        --body-size   <N>  Response body size in bytes (default {body_size})
-        --latency     <T>  Delay before each response (default none)
-        --stall-at    <T>  Stop answering this long after start...
-        --stall-for   <T>  ...for this long (both or neither)
-        --tls              Serve HTTPS with a self-signed certificate
-                           (benchmark it with pace -k)
-        --unix-socket <P>  Listen on the Unix socket P instead of TCP
-                           (e.g. --unix-socket /tmp/pace.sock; benchmark
-                           it with pace --unix-socket /tmp/pace.sock URL)
-    -h, --help             Print this help
-
-  Numeric arguments may include a SI unit (1k, 1M, 1G)
-  Time arguments may include a time unit (500ms, 2s, 2m, 2h)
-",
-    )
+/// `pace COMMAND -h`.
+pub(super) fn command(command: &CommandDoc) -> String {
+    let mut text = format!("Usage: {}\n", command.synopsis());
+    for line in command.about {
+        text += &format!("  {line}\n");
+    }
+    text + &options(command) + &notes(command)
 }
 
-/// `pace merge -h`.
-pub(super) fn merge() -> String {
-    "\
-Usage: pace merge <options> <file>...
-  Reports several saved runs as one: the shards of one plan (--shard)
-  sent from several machines, or unrelated runs. Each file is what
-  pace -e wrote (JSON, or JSON Lines with -p), or an --hlog log.
-  Latency histograms are added count by count (exact), counts and bytes
-  summed, rates taken over the union of the runs' time windows.
-  Options:
-    -L, --latency              Print latency statistics
-    -U, --u_latency            Also print the uncorrected latency
-        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9;
-                               implies -L)
-    -e, --json                 Print JSON instead of text
-        --slo             <S>  Judge the merged result (exit 4 on failure)
-    -o, --output          <F>  Write the report to F instead of stdout
-        --html            <F>  Also write an HTML report with charts to F
-                               (results of -e only)
-    -h, --help                 Print this help
-"
-    .to_string()
+/// `  Options:` and a line or more per option, in groups.
+fn options(command: &CommandDoc) -> String {
+    let mut text = String::from("  Options:\n");
+    for option in &command.options {
+        match option.group {
+            Some("") => text.push('\n'),
+            Some(heading) => text += &format!("\n  {heading}\n"),
+            None => {}
+        }
+        text += &item(&option_column(option, command.column), &help_lines(option), command.column);
+    }
+    text
 }
 
-/// `pace report -h`.
-pub(super) fn report() -> String {
-    "\
-Usage: pace report <options> <file>
-  Reports a run saved with pace -e (JSON, or JSON Lines with -p) again:
-  the text report on stdout and, with --html, the HTML report. The
-  figures are computed from the saved histograms, so any percentile can
-  be asked for afterwards. Charts over time need the periods of -p.
-  Options:
-    -L, --latency              Print latency statistics
-    -U, --u_latency            Also print the uncorrected latency
-        --percentiles     <P>  Percentiles to print (e.g. 50,99,99.9;
-                               implies -L)
-        --slo             <S>  Judge the run (exit 4 on failure)
-        --html            <F>  Write the HTML report with charts to F
-    -h, --help                 Print this help
-"
-    .to_string()
+/// `-c, --connections     <N>`: the short name (or room for one), the long
+/// name and the placeholder, right-aligned to end before `column`.
+fn option_column(option: &Described, column: usize) -> String {
+    let short = match option.short {
+        Some(short) => format!("-{short}, "),
+        None => "    ".to_string(),
+    };
+    let names = format!("{short}--{}", option.long);
+    match option.value {
+        Some(value) if value.optional => format!("{names}[={}]", value.placeholder),
+        Some(value) => {
+            let placeholder = format!("<{}>", value.placeholder);
+            // The item's four-space indent is not in `names`.
+            let width = column.saturating_sub(4 + names.len()).max(placeholder.len() + 1);
+            format!("{names}{placeholder:>width$}")
+        }
+        None => names,
+    }
 }
 
-/// `pace demo -h`.
-pub(super) fn demo() -> String {
-    "\
-Usage: pace demo [--http2]
-  Starts the built-in server on a free loopback port with an injected
-  stall, benchmarks it at a fixed rate for a few seconds and prints the
-  corrected and uncorrected latency side by side: what coordinated
-  omission hides. Needs no network access and no other setup.
-  Options:
-        --http2            Over HTTP/2 (h2c) instead of HTTP/1.1
-    -h, --help             Print this help
-"
-    .to_string()
+/// The description, with the further short names said last.
+fn help_lines(option: &Described) -> Vec<String> {
+    let mut lines: Vec<String> = option.help.iter().map(|line| line.to_string()).collect();
+    if !option.aliases.is_empty() {
+        let aliases: Vec<String> = option.aliases.iter().map(|alias| format!("-{alias}")).collect();
+        let also = format!("(also {})", aliases.join(", "));
+        match lines.last_mut() {
+            Some(last) => *last = format!("{last} {also}"),
+            None => lines.push(also),
+        }
+    }
+    lines
+}
+
+/// `label` indented, then `lines`, the first after it, all from `column` + 2.
+fn item(label: &str, lines: &[impl AsRef<str>], column: usize) -> String {
+    let width = column + 2 - 4;
+    let mut text = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let label = if i == 0 { label } else { "" };
+        text += &format!("    {label:<width$}{}\n", line.as_ref());
+    }
+    text
+}
+
+fn notes(command: &CommandDoc) -> String {
+    if command.notes.is_empty() {
+        return String::new();
+    }
+    let lines: Vec<String> = command.notes.iter().map(|line| format!("  {line}\n")).collect();
+    format!("\n{}", lines.concat())
+}
+
+/// `pace NAME -h`, for a command of [`commands::subcommands`].
+pub(super) fn of(name: &str) -> String {
+    match commands::find(name) {
+        Some(found) => command(&found),
+        None => unreachable!("pace {name} is not in commands::subcommands"),
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{bench, serve as serve_cli};
+    use super::super::options::Kind;
     use super::*;
 
-    /// Every option of the table is documented, and nothing else is.
-    fn documents_exactly<F>(text: &str, specs: &[super::super::options::Spec<F>]) {
-        for spec in specs {
-            let documented = |after: &str| text.contains(&format!("--{}{after}", spec.long));
-            // `--timeseries[=T]`: an optional value.
-            assert!(documented(" ") || documented("[="), "--{} missing", spec.long);
-            if let Some(short) = spec.short {
-                assert!(text.contains(&format!("-{short}, --{} ", spec.long)), "-{short}");
-            }
-        }
-        let documented = text.lines().filter(|line| line.trim_start().starts_with('-')).count();
-        assert_eq!(documented, specs.len());
+    fn every_text() -> Vec<String> {
+        let subcommands = commands::subcommands();
+        std::iter::once(main()).chain(subcommands.iter().map(command)).collect()
     }
 
+    /// Every option of a command's table is on a line of its own in its
+    /// help, the names in the column and the description after them.
     #[test]
     fn usage_lists_every_option() {
-        documents_exactly(&main(), bench::SPECS);
-        documents_exactly(&serve(), serve_cli::SERVE_SPECS);
+        for (command, text) in commands::all().iter().zip(every_text()) {
+            let lines: Vec<&str> = text.lines().collect();
+            for option in &command.options {
+                let start = option_column(option, command.column);
+                let line = lines.iter().find(|line| line.starts_with(&format!("    {start} ")));
+                let line =
+                    line.unwrap_or_else(|| panic!("{}: --{} missing", command.name, option.long));
+                assert_eq!(&line[command.column + 2..], help_lines(option)[0]);
+                assert_eq!(line.as_bytes()[command.column + 1], b' ', "{line}");
+                assert_eq!(line.as_bytes()[command.column], b' ', "{line}");
+                assert!(!option.help.is_empty(), "--{} has no help", option.long);
+            }
+        }
     }
 
     #[test]
     fn usage_fits_in_80_columns() {
-        for text in [main(), serve(), demo()] {
+        for text in every_text() {
             for line in text.lines() {
                 assert!(line.chars().count() <= 80, "{line}");
                 assert_eq!(line.trim_end(), line, "trailing space: {line:?}");
             }
         }
+    }
+
+    /// wrk's lines keep their shape: `-c, --connections <N>` in a column,
+    /// the placeholder right-aligned against the descriptions.
+    #[test]
+    fn wrk_layout() {
+        let text = main();
+        for line in [
+            "Usage: pace <options> <url> [script args...]",
+            "    -c, --connections     <N>  Connections to keep open (default 10)",
+            "    -B, --batch_latency        Measure latency of whole",
+            "                               batches of pipelined ops",
+            "        --tls-server-name <N>  Name to send (SNI) and verify instead",
+            "        --timeseries[=T]       Print requests per period of T",
+            "    -v, --version              Print version details (also -V)",
+            "  Requests (without -s; a script makes its own):",
+            "    130, 143                   Interrupted by SIGINT, SIGTERM",
+        ] {
+            assert!(text.lines().any(|shown| shown == line), "{line}");
+        }
+        let serve = of("serve");
+        assert!(serve.contains("\n    -p, --port        <N>  Port to listen on (default 8080, "));
+    }
+
+    /// The defaults `pace serve -h` states are the server's.
+    #[test]
+    fn serve_defaults_are_the_servers() {
+        let defaults = crate::serve::ServeOptions::default();
+        let text = of("serve");
+        for said in [
+            format!("(default {}, 0 = any free port)", defaults.bind.port()),
+            format!("(default {};", defaults.bind.ip()),
+            format!("Number of threads to use (default {})", defaults.threads),
+            format!("size in bytes (default {})", defaults.body_size),
+        ] {
+            assert!(text.contains(&said), "{said}");
+        }
+    }
+
+    #[test]
+    fn every_command_has_help_and_a_help_option() {
+        for command in commands::subcommands() {
+            assert!(!command.summary.is_empty(), "{}", command.name);
+            let has_help = command.options.iter().any(|option| option.long == "help");
+            assert!(has_help, "{}", command.name);
+        }
+        // Operands that name commands name these.
+        assert!(commands::subcommands().iter().any(|c| c.operands == Some(Kind::Command)));
     }
 }

@@ -121,7 +121,9 @@ pub fn command_line(data: &[u8]) {
             assert!(args.noise.percent.is_finite() && args.noise.percent >= 0.0);
             assert!(args.noise.latency_us >= 0.0);
         }
-        Ok(Command::Demo { .. } | Command::Help(_) | Command::Version(_)) => {}
+        Ok(
+            Command::Demo { .. } | Command::Help(_) | Command::Version(_) | Command::Generated(_),
+        ) => {}
         Err(Error::Usage(message)) => assert!(!message.is_empty()),
         Err(other) => panic!("not a usage error: {other:?}"),
     }
