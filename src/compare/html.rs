@@ -16,7 +16,7 @@ use crate::report::html::charts::{self, extent};
 use crate::report::html::escape::escape;
 use crate::report::html::svg::{number_label, Axis, Chart, Scale, Series};
 use crate::report::html::tables::{facts, grid};
-use crate::report::html::STYLE;
+use crate::report::html::{section, write_end, STYLE};
 use crate::report::spectrum::value_at_percentile;
 use crate::slo::Unit;
 use crate::units::format_time_us;
@@ -47,16 +47,7 @@ pub fn write(
     section(out, "comparison", "Comparison", &table(comparison))?;
     section(out, "latency", "Latency", &spectra(runs, comparison))?;
     section(out, "over-time", "Over time", &over_time(runs))?;
-    write!(
-        out,
-        "<footer>Written by pace {}. Times as in the text report: us, ms, s.</footer>\n\
-         </main>\n</body>\n</html>\n",
-        env!("CARGO_PKG_VERSION")
-    )
-}
-
-fn section(out: &mut dyn Write, id: &str, title: &str, body: &str) -> io::Result<()> {
-    writeln!(out, "<section id=\"{id}\">\n<h2>{title}</h2>\n{body}</section>")
+    write_end(out)
 }
 
 /// The headline (which lines got worse or better), the warnings, and the

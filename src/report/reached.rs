@@ -186,28 +186,19 @@ mod tests {
 
     use super::*;
     use crate::reach::{ConnectTo, Reach};
-    use crate::requests::targets::{TargetRequest, Targets};
+    use crate::requests::origins::config_with_targets;
     use crate::target::Target;
 
     fn config(url: &str) -> BenchConfig {
         BenchConfig::new(Target::parse(url).unwrap())
     }
 
-    /// `cfg` with a targets file of `urls` (a GET each).
+    /// `cfg` with a targets file of `urls` (a GET each), 3 connections
+    /// for each of 2 threads.
     fn with_targets(urls: &[&str]) -> BenchConfig {
-        let list = (urls.iter().enumerate())
-            .map(|(i, url)| TargetRequest {
-                line: i + 1,
-                method: "GET".into(),
-                target: Target::parse(url).unwrap(),
-                headers: Vec::new(),
-                body: None,
-            })
-            .collect();
-        let mut cfg = config(urls[0]);
+        let mut cfg = config_with_targets(urls);
         cfg.connections = 6;
         cfg.threads = 2;
-        cfg.targets = Some(Targets { file: "t.txt".into(), list });
         cfg
     }
 

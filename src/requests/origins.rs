@@ -142,10 +142,27 @@ pub fn spread(shares: &[usize], connections: usize) -> Vec<usize> {
     given
 }
 
+/// A configuration for tests: a targets file of `urls`, a GET each.
+#[cfg(test)]
+pub fn config_with_targets(urls: &[&str]) -> BenchConfig {
+    use crate::requests::targets::{TargetRequest, Targets};
+    let list = (urls.iter().enumerate())
+        .map(|(i, url)| TargetRequest {
+            line: i + 1,
+            method: "GET".into(),
+            target: Target::parse(url).unwrap(),
+            headers: Vec::new(),
+            body: None,
+        })
+        .collect();
+    let mut cfg = BenchConfig::new(Target::parse(urls[0]).unwrap());
+    cfg.targets = Some(Targets { file: "t.txt".into(), list });
+    cfg
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::requests::targets::{TargetRequest, Targets};
 
     #[test]
     fn connections_follow_the_shares_at_least_one_each() {
@@ -167,26 +184,9 @@ mod tests {
         }
     }
 
-    fn cfg(urls: &[&str]) -> BenchConfig {
-        let list = urls
-            .iter()
-            .enumerate()
-            .map(|(i, url)| TargetRequest {
-                line: i + 1,
-                method: "GET".into(),
-                target: Target::parse(url).unwrap(),
-                headers: Vec::new(),
-                body: None,
-            })
-            .collect();
-        let mut cfg = BenchConfig::new(Target::parse(urls[0]).unwrap());
-        cfg.targets = Some(Targets { file: "t.txt".into(), list });
-        cfg
-    }
-
     #[test]
     fn origins_in_order_of_first_mention() {
-        let cfg = cfg(&[
+        let cfg = config_with_targets(&[
             "http://a:1/x",
             "http://b:1/",
             "http://A:1/y",
@@ -221,7 +221,7 @@ mod tests {
     fn one_origin_without_targets_or_with_a_script() {
         let plain = BenchConfig::new(Target::parse("http://h/").unwrap());
         assert_eq!(Origins::of(&plain).list.len(), 1);
-        let mut scripted = cfg(&["http://a/", "http://b/"]);
+        let mut scripted = config_with_targets(&["http://a/", "http://b/"]);
         assert!(Origins::of(&scripted).several());
         scripted.script = Some("s.lua".into());
         let origins = Origins::of(&scripted);

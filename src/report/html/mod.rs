@@ -103,6 +103,11 @@ pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
     let mut rows = tables::threads(page);
     rows.push_str(&tables::inputs(page));
     section(out, "threads", "Threads", &rows)?;
+    write_end(out)
+}
+
+/// The footer, and the end of the page.
+pub fn write_end(out: &mut dyn Write) -> io::Result<()> {
     write!(
         out,
         "<footer>Written by pace {}. Times as in the text report: us, ms, s.</footer>\n\
@@ -111,7 +116,8 @@ pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
     )
 }
 
-fn section(out: &mut dyn Write, id: &str, title: &str, body: &str) -> io::Result<()> {
+/// A section of the page: `title` over `body`.
+pub fn section(out: &mut dyn Write, id: &str, title: &str, body: &str) -> io::Result<()> {
     writeln!(out, "<section id=\"{id}\">\n<h2>{title}</h2>\n{body}</section>")
 }
 
