@@ -25,6 +25,7 @@ mod http;
 mod http2;
 mod limits;
 mod merge;
+mod metrics;
 mod outfile;
 mod output;
 mod plan;

@@ -48,6 +48,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::metrics::{ListenAddr, MetricsOptions};
 use crate::proxy;
 use crate::reach::{ConnectTo, Family, Reach};
 use crate::requests::{self, Origins, Targets, TargetsOrder};
@@ -86,6 +87,8 @@ pub(super) enum Flag {
     Histogram,
     Percentiles,
     NoProgress,
+    Metrics,
+    MetricsLinger,
     Arrival,
     Stages,
     Warmup,
@@ -136,6 +139,8 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "histogram", flag: Flag::Histogram },
     Spec { short: None, long: "percentiles", flag: Flag::Percentiles },
     Spec { short: None, long: "no-progress", flag: Flag::NoProgress },
+    Spec { short: None, long: "metrics", flag: Flag::Metrics },
+    Spec { short: None, long: "metrics-linger", flag: Flag::MetricsLinger },
     Spec { short: None, long: "arrival", flag: Flag::Arrival },
     Spec { short: None, long: "stages", flag: Flag::Stages },
     Spec { short: None, long: "warmup", flag: Flag::Warmup },
@@ -276,6 +281,9 @@ struct BenchArgs {
     key: Option<PathBuf>,
     tls_server_name: Option<ServerName<'static>>,
     outputs: OutputOptions,
+    /// `--metrics`, `--metrics-linger`: checked together by [`validate`].
+    metrics: Option<ListenAddr>,
+    metrics_linger: Option<Duration>,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
     http2: bool,
@@ -322,6 +330,8 @@ impl Default for BenchArgs {
             tls_server_name: None,
             // Shown only when stderr is a terminal (see crate::progress).
             outputs: OutputOptions { progress: true, ..OutputOptions::default() },
+            metrics: None,
+            metrics_linger: None,
             slo: Vec::new(),
             http2: false,
             streams: None,
@@ -406,6 +416,11 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
             Flag::NoProgress => typed.outputs.progress = false,
+            Flag::Metrics => {
+                let text = options.text(name)?;
+                typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
+            }
+            Flag::MetricsLinger => typed.metrics_linger = Some(time(name, &options.text(name)?)?),
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
@@ -470,6 +485,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     check_ranges(&typed)?;
     check_requests(&typed)?;
     check_reach(&typed.reach, typed.proxy.is_some())?;
+    typed.outputs.metrics = metrics_options(&typed)?;
     super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
@@ -671,6 +687,19 @@ fn check_reach(reach: &Reach, proxied: bool) -> Result<(), Error> {
         return fail("--unix-socket needs the path of a socket");
     }
     Ok(())
+}
+
+/// `--metrics ADDR` and how long it lingers (`--metrics-linger`, which
+/// needs it).
+fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
+    match (&typed.metrics, typed.metrics_linger) {
+        (None, None) => Ok(None),
+        (None, Some(_)) => Err(Error::Usage("--metrics-linger needs --metrics".into())),
+        (Some(addr), linger) => Ok(Some(MetricsOptions {
+            addr: addr.clone(),
+            linger: linger.unwrap_or(Duration::ZERO),
+        })),
+    }
 }
 
 /// `--body-file`: read once, at the start.
@@ -1023,6 +1052,46 @@ mod tests {
     }
 
     #[test]
+    fn metrics() {
+        let addr = |host: &str, port| ListenAddr { host: host.into(), port };
+        assert_eq!(config(&[URL]).outputs.metrics, None);
+        for line in [
+            &["--metrics", "127.0.0.1:9464", URL][..],
+            &["--metrics=127.0.0.1:9464", URL],
+            &[URL, "--metrics", "127.0.0.1:9464"],
+        ] {
+            let metrics = config(line).outputs.metrics;
+            let expected = MetricsOptions { addr: addr("127.0.0.1", 9464), linger: Duration::ZERO };
+            assert_eq!(metrics, Some(expected), "{line:?}");
+        }
+        let cfg = config(&["--metrics", ":0", "--metrics-linger", "2s", URL]);
+        let expected = MetricsOptions { addr: addr("", 0), linger: Duration::from_secs(2) };
+        assert_eq!(cfg.outputs.metrics, Some(expected));
+        let v6 = config(&["--metrics", "[::1]:9464", "--metrics-l=500ms", URL]).outputs.metrics;
+        assert_eq!(
+            v6.map(|m| (m.addr, m.linger)),
+            Some((addr("::1", 9464), Duration::from_millis(500)))
+        );
+        assert_eq!(
+            error(&["--metrics", "9464", URL]),
+            "invalid value for '--metrics': '9464' is not HOST:PORT (e.g. 127.0.0.1:9464, \
+             :9464 for every interface, [::1]:9464)"
+        );
+        assert!(
+            error(&["--metrics", "h:99999", URL]).ends_with("'99999' is not a port (0 to 65535)")
+        );
+        assert_eq!(error(&["--metrics-linger", "1s", URL]), "--metrics-linger needs --metrics");
+        assert!(error(&["--metrics", ":1", "--metrics-linger", "x", URL])
+            .contains("'--metrics-linger'"));
+        // --metrics is a prefix of --metrics-linger: typed whole, it is itself.
+        assert!(
+            error(&["--metr", ":1", URL]).contains("ambiguous"),
+            "{}",
+            error(&["--metr", ":1", URL])
+        );
+    }
+
+    #[test]
     fn slo() {
         let texts = |cfg: BenchConfig| -> Vec<String> {
             cfg.slo.iter().map(crate::slo::Objective::text).collect()
@@ -1290,7 +1359,9 @@ mod tests {
     fn method() {
         each_form("-m", "--method", "POST", |cfg| assert_eq!(cfg.method, "POST"));
         assert_eq!(config(&[URL]).method, "GET");
-        assert_eq!(config(&["--m", "HEAD", URL]).method, "HEAD");
+        assert_eq!(config(&["--meth", "HEAD", URL]).method, "HEAD");
+        // --metrics starts the same way.
+        assert!(error(&["--m", "HEAD", URL]).starts_with("option '--m' is ambiguous"));
         // Sent as typed: methods are case-sensitive.
         assert_eq!(config(&["-m", "purge", URL]).method, "purge");
         assert_eq!(config(&["-mPUT", "-mDELETE", URL]).method, "DELETE");

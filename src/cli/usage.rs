@@ -94,6 +94,11 @@ Usage: pace <options> <url> [script args...]
         --histogram            Print requests per 1us of latency
         --no-progress          No live progress on stderr (shown only
                                when stderr is a terminal)
+        --metrics         <A>  Serve live figures for Prometheus at
+                               http://A/metrics (e.g. 127.0.0.1:9464;
+                               :9464 for every interface; port 0: any)
+        --metrics-linger  <T>  Keep serving them T after the report,
+                               for a last scrape (default 0)
         --slo             <L>  Objectives to judge the run by, e.g.
                                'p99<10ms,errors<0.1%,rate>99%'
                                (exit status 4 if one fails)
