@@ -78,11 +78,21 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     let measured = measure_with(cfg, places, workload, &signals, &mut outputs, metrics.as_ref());
     let (finished, interval_error) = measured?;
     let outcome = conclude(cfg, outputs, script, finished, interval_error, &signals);
-    // The last scrapes, after the report, the files and done().
-    if let Some(metrics) = &metrics {
-        metrics.linger(&signals);
+    let Some(metrics) = metrics else { return outcome };
+    // The final figures, after the report, the files and done(): pushed,
+    // then served for the last scrapes. A push that failed is a setup
+    // error, as a file that could not be written (a verdict or a signal
+    // keeps its exit code, and the failure is said).
+    let pushed = metrics.push();
+    metrics.linger(&signals);
+    match (outcome, pushed) {
+        (Ok(0), Err(error)) => Err(error),
+        (outcome, Err(error)) => {
+            eprintln!("pace: {error}");
+            outcome
+        }
+        (outcome, Ok(())) => outcome,
     }
-    outcome
 }
 
 /// After the run: the report and the files, the script's `done()`, and

@@ -60,6 +60,11 @@ impl Prometheus {
     /// Started and ready, or None (loudly) when it is not installed; in CI
     /// a missing Prometheus fails the test.
     fn start(targets: &[u16]) -> Option<Prometheus> {
+        Prometheus::start_with(targets, &[])
+    }
+
+    /// [`Prometheus::start`] with these extra arguments.
+    fn start_with(targets: &[u16], args: &[&str]) -> Option<Prometheus> {
         if !installed(PROMETHEUS, "prometheus", "Prometheus") {
             return None;
         }
@@ -77,6 +82,7 @@ impl Prometheus {
             .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address={addr}"))
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(log)
@@ -332,6 +338,57 @@ fn the_series_of_two_shards_add_up() {
 
 fn path(path: &Path) -> &str {
     path.to_str().unwrap()
+}
+
+/// `--metrics-push`: a run shorter than any scrape interval sends its
+/// final figures by remote write to Prometheus's receiver; they are the
+/// report's. A receiver that refuses them, or is not there, is said, with
+/// exit code 2 (the report is printed all the same).
+#[test]
+fn the_final_figures_are_pushed_by_remote_write() {
+    let _load = load_lock();
+    let server = default_server();
+    let Some(prometheus) = Prometheus::start_with(&[], &["--web.enable-remote-write-receiver"])
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let write = format!("http://{}/api/v1/write", prometheus.addr);
+    let target = url(server.addr(), "/");
+    let args =
+        ["-t1", "-c2", "-d1s", "-R200", "--metrics-push", &write, "-e", "-o", path(&out), &target];
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    assert_eq!(run.stderr, "", "{run}");
+    let report = report(&out);
+    let requests = report["requests"].as_u64().unwrap() as f64;
+    let pushed = prometheus.query("pace_requests_total");
+    assert_eq!(pushed.len(), 1, "{pushed:?}");
+    let (labels, value) = &pushed[0];
+    assert_eq!(*value, requests);
+    assert_eq!((labels["job"].as_str(), labels["shard"].as_str()), ("pace", "0/1"));
+    assert_eq!(prometheus.value("pace_run_finished"), Some(1.0));
+    assert_eq!(prometheus.value("pace_target_rate_requests_per_second"), Some(200.0));
+    let ok = prometheus.value("pace_responses_total{status=\"200\"}");
+    assert_eq!(ok, Some(requests));
+    let p99 = prometheus
+        .value("histogram_quantile(0.99, pace_latency_corrected_seconds_bucket)")
+        .unwrap();
+    assert_same_bucket(p99, p99_seconds(&report), "p99 pushed");
+
+    let refused = format!("http://{}/api/v1/nothing", prometheus.addr);
+    let run = pace(&["-d200ms", "--metrics-push", &refused, &target], LIMIT);
+    run.assert_code(2);
+    assert!(run.stdout.contains("Requests/sec:"), "the report comes first\n{run}");
+    let said =
+        format!("pace: cannot push the metrics to {refused}: the receiver answered HTTP/1.1 404");
+    assert!(run.stderr.starts_with(&said), "{run}");
+    let nowhere = format!("http://127.0.0.1:{}/api/v1/write", free_port());
+    let run = pace(&["-d200ms", "--metrics-push", &nowhere, &target], LIMIT);
+    run.assert_code(2);
+    let said = format!("pace: cannot push the metrics to {nowhere}: Connection refused\n");
+    assert_eq!(run.stderr, said, "{run}");
 }
 
 // ----- without Prometheus ----------------------------------------------------------------

@@ -48,7 +48,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
-use crate::metrics::{ListenAddr, MetricsOptions};
+use crate::metrics::{parse_push_url, ListenAddr, MetricsOptions};
 use crate::proxy;
 use crate::reach::{ConnectTo, Family, Reach};
 use crate::requests::{self, Origins, Targets, TargetsOrder};
@@ -89,6 +89,7 @@ pub(super) enum Flag {
     NoProgress,
     Metrics,
     MetricsLinger,
+    MetricsPush,
     Arrival,
     Stages,
     Warmup,
@@ -141,6 +142,7 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec { short: None, long: "no-progress", flag: Flag::NoProgress },
     Spec { short: None, long: "metrics", flag: Flag::Metrics },
     Spec { short: None, long: "metrics-linger", flag: Flag::MetricsLinger },
+    Spec { short: None, long: "metrics-push", flag: Flag::MetricsPush },
     Spec { short: None, long: "arrival", flag: Flag::Arrival },
     Spec { short: None, long: "stages", flag: Flag::Stages },
     Spec { short: None, long: "warmup", flag: Flag::Warmup },
@@ -281,9 +283,11 @@ struct BenchArgs {
     key: Option<PathBuf>,
     tls_server_name: Option<ServerName<'static>>,
     outputs: OutputOptions,
-    /// `--metrics`, `--metrics-linger`: checked together by [`validate`].
+    /// `--metrics`, `--metrics-linger`, `--metrics-push`: checked
+    /// together by [`validate`].
     metrics: Option<ListenAddr>,
     metrics_linger: Option<Duration>,
+    metrics_push: Option<Target>,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
     http2: bool,
@@ -332,6 +336,7 @@ impl Default for BenchArgs {
             outputs: OutputOptions { progress: true, ..OutputOptions::default() },
             metrics: None,
             metrics_linger: None,
+            metrics_push: None,
             slo: Vec::new(),
             http2: false,
             streams: None,
@@ -421,6 +426,11 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
             }
             Flag::MetricsLinger => typed.metrics_linger = Some(time(name, &options.text(name)?)?),
+            Flag::MetricsPush => {
+                let text = options.text(name)?;
+                typed.metrics_push =
+                    Some(parse_push_url(&text).map_err(|why| bad_value(name, why))?)
+            }
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
@@ -690,16 +700,19 @@ fn check_reach(reach: &Reach, proxied: bool) -> Result<(), Error> {
 }
 
 /// `--metrics ADDR` and how long it lingers (`--metrics-linger`, which
-/// needs it).
+/// needs it), and `--metrics-push URL`.
 fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
-    match (&typed.metrics, typed.metrics_linger) {
-        (None, None) => Ok(None),
-        (None, Some(_)) => Err(Error::Usage("--metrics-linger needs --metrics".into())),
-        (Some(addr), linger) => Ok(Some(MetricsOptions {
-            addr: addr.clone(),
-            linger: linger.unwrap_or(Duration::ZERO),
-        })),
+    if typed.metrics.is_none() && typed.metrics_linger.is_some() {
+        return Err(Error::Usage("--metrics-linger needs --metrics".into()));
     }
+    if typed.metrics.is_none() && typed.metrics_push.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(MetricsOptions {
+        listen: typed.metrics.clone(),
+        linger: typed.metrics_linger.unwrap_or(Duration::ZERO),
+        push: typed.metrics_push.clone(),
+    }))
 }
 
 /// `--body-file`: read once, at the start.
@@ -1054,41 +1067,49 @@ mod tests {
     #[test]
     fn metrics() {
         let addr = |host: &str, port| ListenAddr { host: host.into(), port };
+        let listen = |addr, linger| MetricsOptions { listen: Some(addr), linger, push: None };
         assert_eq!(config(&[URL]).outputs.metrics, None);
         for line in [
             &["--metrics", "127.0.0.1:9464", URL][..],
             &["--metrics=127.0.0.1:9464", URL],
             &[URL, "--metrics", "127.0.0.1:9464"],
         ] {
-            let metrics = config(line).outputs.metrics;
-            let expected = MetricsOptions { addr: addr("127.0.0.1", 9464), linger: Duration::ZERO };
-            assert_eq!(metrics, Some(expected), "{line:?}");
+            let expected = listen(addr("127.0.0.1", 9464), Duration::ZERO);
+            assert_eq!(config(line).outputs.metrics, Some(expected), "{line:?}");
         }
         let cfg = config(&["--metrics", ":0", "--metrics-linger", "2s", URL]);
-        let expected = MetricsOptions { addr: addr("", 0), linger: Duration::from_secs(2) };
-        assert_eq!(cfg.outputs.metrics, Some(expected));
+        assert_eq!(cfg.outputs.metrics, Some(listen(addr("", 0), Duration::from_secs(2))));
         let v6 = config(&["--metrics", "[::1]:9464", "--metrics-l=500ms", URL]).outputs.metrics;
-        assert_eq!(
-            v6.map(|m| (m.addr, m.linger)),
-            Some((addr("::1", 9464), Duration::from_millis(500)))
-        );
+        assert_eq!(v6, Some(listen(addr("::1", 9464), Duration::from_millis(500))));
         assert_eq!(
             error(&["--metrics", "9464", URL]),
             "invalid value for '--metrics': '9464' is not HOST:PORT (e.g. 127.0.0.1:9464, \
              :9464 for every interface, [::1]:9464)"
         );
-        assert!(
-            error(&["--metrics", "h:99999", URL]).ends_with("'99999' is not a port (0 to 65535)")
-        );
+        let bad_port = error(&["--metrics", "h:99999", URL]);
+        assert!(bad_port.ends_with("'99999' is not a port (0 to 65535)"), "{bad_port}");
         assert_eq!(error(&["--metrics-linger", "1s", URL]), "--metrics-linger needs --metrics");
-        assert!(error(&["--metrics", ":1", "--metrics-linger", "x", URL])
-            .contains("'--metrics-linger'"));
-        // --metrics is a prefix of --metrics-linger: typed whole, it is itself.
-        assert!(
-            error(&["--metr", ":1", URL]).contains("ambiguous"),
-            "{}",
-            error(&["--metr", ":1", URL])
+        let bad_linger = error(&["--metrics", ":1", "--metrics-linger", "x", URL]);
+        assert!(bad_linger.contains("'--metrics-linger'"), "{bad_linger}");
+        // --metrics is a prefix of the others: typed whole, it is itself.
+        let prefix = error(&["--metr", ":1", URL]);
+        assert!(prefix.starts_with("option '--metr' is ambiguous"), "{prefix}");
+
+        // Remote write alone, or with the listener.
+        let write = "http://user:pw@127.0.0.1:9090/api/v1/write";
+        let push = config(&["--metrics-push", write, URL]).outputs.metrics.unwrap();
+        assert_eq!((push.listen, push.linger), (None, Duration::ZERO));
+        let target = push.push.unwrap();
+        assert_eq!(
+            (target.host.as_str(), target.port, target.path.as_str()),
+            ("127.0.0.1", 9090, "/api/v1/write")
         );
+        assert!(target.basic_authorization().is_some());
+        let both = config(&["--metrics", ":1", "--metrics-p", write, URL]).outputs.metrics.unwrap();
+        assert!(both.listen.is_some() && both.push.is_some());
+        let tls = error(&["--metrics-push", "https://prom/api/v1/write", URL]);
+        assert!(tls.ends_with("is not an http:// URL (remote write over TLS is not supported)"));
+        assert!(error(&["--metrics-push", "prom:9090", URL]).contains("invalid URL"));
     }
 
     #[test]

@@ -99,6 +99,9 @@ Usage: pace <options> <url> [script args...]
                                :9464 for every interface; port 0: any)
         --metrics-linger  <T>  Keep serving them T after the report,
                                for a last scrape (default 0)
+        --metrics-push    <U>  Send the final figures to U by
+                               Prometheus remote write (http://...,
+                               e.g. http://prom:9090/api/v1/write)
         --slo             <L>  Objectives to judge the run by, e.g.
                                'p99<10ms,errors<0.1%,rate>99%'
                                (exit status 4 if one fails)

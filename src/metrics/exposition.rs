@@ -47,11 +47,32 @@ impl Format {
     }
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum Kind {
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
     Counter,
     Gauge,
     Histogram,
+}
+
+/// A metric family: what its samples are, and the samples (each with
+/// its full name: a counter's `_total`, a histogram's `_bucket`...).
+#[derive(Debug)]
+pub struct Family {
+    /// The family's name (a counter's without `_total`).
+    pub name: &'static str,
+    pub kind: Kind,
+    /// The unit, when the name ends with it.
+    pub unit: Option<&'static str>,
+    pub help: &'static str,
+    pub samples: Vec<Sample>,
+}
+
+#[derive(Debug)]
+pub struct Sample {
+    pub name: String,
+    /// The labels after `shard`.
+    pub labels: Vec<(&'static str, String)>,
+    pub value: f64,
 }
 
 /// The error kinds of `pace_errors_total`, named as in the JSON report's
@@ -59,150 +80,171 @@ enum Kind {
 const ERROR_KINDS: [&str; 7] =
     ["connect", "read", "write", "timeout", "http_error", "unsent", "stopped"];
 
-/// The exposition of `figures` in `format`.
-pub fn render(figures: &Figures, format: Format) -> String {
-    let mut out = Exposition { text: String::with_capacity(16 * 1024), format, figures };
-    out.family("pace_requests", Kind::Counter, None, "Completed responses.");
-    out.sample("pace_requests_total", &[], figures.requests);
-    out.family("pace_responses", Kind::Counter, None, "Completed responses by HTTP status code.");
-    for (status, n) in &figures.statuses {
-        out.sample("pace_responses_total", &[("status", &status.to_string())], n);
-    }
-    out.family(
-        "pace_errors",
-        Kind::Counter,
-        None,
-        "Errors by kind, as the report's (http_error: responses with a status above 399; \
-         unsent: requests of the plan never sent).",
-    );
-    let e = figures.errors;
-    let counts = [e.connect, e.read, e.write, e.timeout, e.status, e.unsent, e.stopped];
-    for (kind, n) in ERROR_KINDS.iter().zip(counts) {
-        out.sample("pace_errors_total", &[("kind", kind)], n);
-    }
-    out.family(
+/// Every family of `figures`, in the order they are written.
+pub fn families(figures: &Figures) -> Vec<Family> {
+    let mut all = Vec::new();
+    let mut single = |name, kind, unit, help, value: f64| {
+        let sample = Sample { name: counted(name, kind), labels: Vec::new(), value };
+        all.push(Family { name, kind, unit, help, samples: vec![sample] });
+    };
+    single("pace_requests", Kind::Counter, None, "Completed responses.", figures.requests as f64);
+    single(
         "pace_read_bytes",
         Kind::Counter,
         Some("bytes"),
         "Bytes read from the sockets (headers and bodies, after TLS).",
+        figures.bytes as f64,
     );
-    out.sample("pace_read_bytes_total", &[], figures.bytes);
     if figures.paced() {
-        out.family(
+        single(
             "pace_target_rate_requests_per_second",
             Kind::Gauge,
             None,
             "The rate the plan wants of this instance over the latest period.",
+            figures.target_rate.unwrap_or(f64::NAN),
         );
-        out.sample("pace_target_rate_requests_per_second", &[], float(figures.target_rate));
     }
-    out.family(
+    single(
         "pace_achieved_rate_requests_per_second",
         Kind::Gauge,
         None,
         "Completed responses per second over the latest second.",
+        figures.achieved_rate(),
     );
-    out.sample("pace_achieved_rate_requests_per_second", &[], float(Some(figures.achieved_rate())));
-    out.histogram(
-        "pace_latency_corrected_seconds",
-        "Latency from each request's intended send time (coordinated-omission corrected).",
-        &figures.corrected,
-    );
-    out.histogram(
-        "pace_latency_uncorrected_seconds",
-        "Latency from each request's actual send time.",
-        &figures.uncorrected,
-    );
-    if figures.paced() {
-        out.histogram(
-            "pace_schedule_lag_seconds",
-            "How late each request was sent after its intended time (the generator's lag).",
-            &figures.lag,
-        );
-    }
-    out.family(
+    single(
         "pace_oldest_waiting_seconds",
         Kind::Gauge,
         Some("seconds"),
         "How long the request waiting longest for its response had waited, at the end of the \
          latest period (0: none waited).",
+        figures.oldest_waiting.as_secs_f64(),
     );
-    out.sample(
-        "pace_oldest_waiting_seconds",
-        &[],
-        float(Some(figures.oldest_waiting.as_secs_f64())),
-    );
-    out.family(
+    single(
         "pace_measured_seconds",
         Kind::Gauge,
         Some("seconds"),
         "Time measured so far (after any warm-up).",
+        figures.measured.as_secs_f64(),
     );
-    out.sample("pace_measured_seconds", &[], float(Some(figures.measured.as_secs_f64())));
-    out.family(
+    single(
         "pace_run_finished",
         Kind::Gauge,
         None,
         "1 once the run is over and these figures are its final ones.",
+        f64::from(u8::from(figures.finished)),
     );
-    out.sample("pace_run_finished", &[], u64::from(figures.finished));
-    if format == Format::OpenMetrics {
-        out.text.push_str("# EOF\n");
+    let statuses = figures.statuses.iter().map(|(status, n)| Sample {
+        name: "pace_responses_total".into(),
+        labels: vec![("status", status.to_string())],
+        value: *n as f64,
+    });
+    all.insert(
+        1,
+        Family {
+            name: "pace_responses",
+            kind: Kind::Counter,
+            unit: None,
+            help: "Completed responses by HTTP status code.",
+            samples: statuses.collect(),
+        },
+    );
+    let e = figures.errors;
+    let counts = [e.connect, e.read, e.write, e.timeout, e.status, e.unsent, e.stopped];
+    let errors = ERROR_KINDS.iter().zip(counts).map(|(kind, n)| Sample {
+        name: "pace_errors_total".into(),
+        labels: vec![("kind", kind.to_string())],
+        value: n as f64,
+    });
+    all.insert(
+        2,
+        Family {
+            name: "pace_errors",
+            kind: Kind::Counter,
+            unit: None,
+            help: "Errors by kind, as the report's (http_error: responses with a status above \
+                   399; unsent: requests of the plan never sent).",
+            samples: errors.collect(),
+        },
+    );
+    all.push(histogram(
+        "pace_latency_corrected_seconds",
+        "Latency from each request's intended send time (coordinated-omission corrected).",
+        &figures.corrected,
+    ));
+    all.push(histogram(
+        "pace_latency_uncorrected_seconds",
+        "Latency from each request's actual send time.",
+        &figures.uncorrected,
+    ));
+    if figures.paced() {
+        all.push(histogram(
+            "pace_schedule_lag_seconds",
+            "How late each request was sent after its intended time (the generator's lag).",
+            &figures.lag,
+        ));
     }
-    out.text
+    all
 }
 
-struct Exposition<'a> {
-    text: String,
-    format: Format,
-    figures: &'a Figures,
+/// A sample's name in a family of `kind`.
+fn counted(name: &str, kind: Kind) -> String {
+    match kind {
+        Kind::Counter => format!("{name}_total"),
+        _ => name.to_string(),
+    }
 }
 
-impl Exposition<'_> {
-    /// The metadata lines of a family. `name` is the family's name
-    /// (a counter's without `_total`).
-    fn family(&mut self, name: &str, kind: Kind, unit: Option<&str>, help: &str) {
-        let kind_word = match kind {
+/// A histogram in seconds: cumulative buckets, `+Inf`, sum, count.
+fn histogram(name: &'static str, help: &'static str, buckets: &Buckets) -> Family {
+    let mut samples = Vec::with_capacity(LATENCY_BOUNDS_US.len() + 3);
+    let mut cumulative = 0;
+    let bucket = format!("{name}_bucket");
+    for (bound, n) in LATENCY_BOUNDS_US.iter().zip(&buckets.counts) {
+        cumulative += n;
+        let labels = vec![("le", seconds_text(*bound))];
+        samples.push(Sample { name: bucket.clone(), labels, value: cumulative as f64 });
+    }
+    let count = buckets.count() as f64;
+    let labels = vec![("le", "+Inf".to_string())];
+    samples.push(Sample { name: bucket, labels, value: count });
+    let sum =
+        Sample { name: format!("{name}_sum"), labels: Vec::new(), value: buckets.sum_seconds };
+    samples.push(sum);
+    samples.push(Sample { name: format!("{name}_count"), labels: Vec::new(), value: count });
+    Family { name, kind: Kind::Histogram, unit: Some("seconds"), help, samples }
+}
+
+/// The exposition of `figures` in `format`.
+pub fn render(figures: &Figures, format: Format) -> String {
+    let mut text = String::with_capacity(16 * 1024);
+    let shard = escape_label(&figures.shard);
+    for family in families(figures) {
+        let shown = match format {
+            Format::Text => counted(family.name, family.kind),
+            Format::OpenMetrics => family.name.to_string(),
+        };
+        let kind = match family.kind {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
             Kind::Histogram => "histogram",
         };
-        let shown = match (self.format, kind) {
-            (Format::Text, Kind::Counter) => format!("{name}_total"),
-            _ => name.to_string(),
-        };
-        let text = &mut self.text;
-        let _ = writeln!(text, "# HELP {shown} {}", escape_help(help));
-        let _ = writeln!(text, "# TYPE {shown} {kind_word}");
-        if let (Format::OpenMetrics, Some(unit)) = (self.format, unit) {
+        let _ = writeln!(text, "# HELP {shown} {}", escape_help(family.help));
+        let _ = writeln!(text, "# TYPE {shown} {kind}");
+        if let (Format::OpenMetrics, Some(unit)) = (format, family.unit) {
             let _ = writeln!(text, "# UNIT {shown} {unit}");
         }
-    }
-
-    /// One sample: the shard label, then `labels`.
-    fn sample(&mut self, name: &str, labels: &[(&str, &str)], value: impl std::fmt::Display) {
-        let text = &mut self.text;
-        let _ = write!(text, "{name}{{shard=\"{}\"", escape_label(&self.figures.shard));
-        for (label, value) in labels {
-            let _ = write!(text, ",{label}=\"{}\"", escape_label(value));
+        for sample in &family.samples {
+            let _ = write!(text, "{}{{shard=\"{shard}\"", sample.name);
+            for (label, value) in &sample.labels {
+                let _ = write!(text, ",{label}=\"{}\"", escape_label(value));
+            }
+            let _ = writeln!(text, "}} {}", float(sample.value));
         }
-        let _ = writeln!(text, "}} {value}");
     }
-
-    /// A histogram in seconds: cumulative buckets, `+Inf`, sum, count.
-    fn histogram(&mut self, name: &str, help: &str, buckets: &Buckets) {
-        self.family(name, Kind::Histogram, Some("seconds"), help);
-        let mut cumulative = 0;
-        let bucket_name = format!("{name}_bucket");
-        for (bound, n) in LATENCY_BOUNDS_US.iter().zip(&buckets.counts) {
-            cumulative += n;
-            self.sample(&bucket_name, &[("le", &seconds_text(*bound))], cumulative);
-        }
-        let count = buckets.count();
-        self.sample(&bucket_name, &[("le", "+Inf")], count);
-        self.sample(&format!("{name}_sum"), &[], float(Some(buckets.sum_seconds)));
-        self.sample(&format!("{name}_count"), &[], count);
+    if format == Format::OpenMetrics {
+        text.push_str("# EOF\n");
     }
+    text
 }
 
 /// Microseconds as exact decimal seconds: 1250 -> `0.00125`, 2000000 -> `2`.
@@ -215,14 +257,13 @@ fn seconds_text(us: u64) -> String {
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
-/// A float as both formats write one (`NaN` when there is none).
-fn float(value: Option<f64>) -> String {
+/// A float as both formats write one (whole numbers without a point).
+fn float(value: f64) -> String {
     match value {
-        None => "NaN".into(),
-        Some(v) if v.is_nan() => "NaN".into(),
-        Some(v) if v == f64::INFINITY => "+Inf".into(),
-        Some(v) if v == f64::NEG_INFINITY => "-Inf".into(),
-        Some(v) => v.to_string(),
+        v if v.is_nan() => "NaN".into(),
+        f64::INFINITY => "+Inf".into(),
+        f64::NEG_INFINITY => "-Inf".into(),
+        v => v.to_string(),
     }
 }
 
@@ -368,9 +409,10 @@ mod tests {
         assert_eq!(seconds_text(1250), "0.00125");
         assert_eq!(seconds_text(2_000_000), "2");
         assert_eq!(seconds_text(1_500_000), "1.5");
-        assert_eq!(float(None), "NaN");
-        assert_eq!(float(Some(f64::INFINITY)), "+Inf");
-        assert_eq!(float(Some(0.25)), "0.25");
+        assert_eq!(float(f64::NAN), "NaN");
+        assert_eq!(float(f64::INFINITY), "+Inf");
+        assert_eq!(float(0.25), "0.25");
+        assert_eq!(float(1200.0), "1200");
         assert_eq!(escape_label("a\"b\\c\nd"), "a\\\"b\\\\c\\nd");
     }
 }

@@ -7,10 +7,12 @@
 //! ([`exposition`]). The address is bound before the run, so a bad one is
 //! a setup error before any load; the listener serves until pace exits,
 //! and `--metrics-linger T` keeps pace up T after its report so that a
-//! scrape sees the final figures.
+//! scrape sees the final figures. `--metrics-push URL` sends the final
+//! figures once instead, by remote write ([`push`]).
 
 mod exposition;
 mod figures;
+mod push;
 mod server;
 
 use std::io::{self, IsTerminal};
@@ -23,6 +25,7 @@ use crate::config::{BenchConfig, Mode};
 use crate::error::{io_reason, Error};
 use crate::signals::Signals;
 use crate::stats::Interval;
+use crate::target::Target;
 use figures::{Figures, PlanRate};
 
 /// How often the engine threads hand over a period when the metrics
@@ -30,13 +33,18 @@ use figures::{Figures, PlanRate};
 /// sample, so the hand-overs need no extra wake-up).
 pub const EVERY: Duration = Duration::from_millis(200);
 
-/// `--metrics` and `--metrics-linger` as typed.
+/// `--metrics`, `--metrics-linger` and `--metrics-push` as typed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MetricsOptions {
-    pub addr: ListenAddr,
+    /// Where to serve the figures.
+    pub listen: Option<ListenAddr>,
     /// How long pace keeps serving after its report.
     pub linger: Duration,
+    /// Where to send the final figures (remote write).
+    pub push: Option<Target>,
 }
+
+pub use push::parse_url as parse_push_url;
 
 /// Where `--metrics` listens: a host (empty: every interface) and a port
 /// (0: any free one, said on stderr).
@@ -94,20 +102,18 @@ impl std::fmt::Display for ListenAddr {
 /// The metrics of one run, served from before it starts.
 pub struct Metrics {
     figures: Arc<Mutex<Figures>>,
-    linger: Duration,
+    /// Serving: how long to linger.
+    linger: Option<Duration>,
+    push: Option<Target>,
 }
 
 impl Metrics {
-    /// Listens where `--metrics` says (None without it); a failure is a
-    /// setup error (exit 2), before any load. With port 0 the port taken
-    /// is said on stderr.
+    /// Listens where `--metrics` says (None without any metrics
+    /// option); a failure is a setup error (exit 2), before any load. With
+    /// port 0 the port taken is said on stderr.
     pub fn start(cfg: &BenchConfig) -> Result<Option<Metrics>, Error> {
         let Some(options) = &cfg.outputs.metrics else { return Ok(None) };
-        let listener = listen(&options.addr)?;
-        let addr = listener.local_addr().map_err(|e| cannot_listen(&options.addr, &e))?;
-        if options.addr.port == 0 {
-            eprintln!("pace: metrics at http://{addr}/metrics");
-        }
+        let listener = options.listen.as_ref().map(listen).transpose()?;
         let plan = match &cfg.mode {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => {
@@ -116,9 +122,24 @@ impl Metrics {
         };
         let shard = format!("{}/{}", cfg.shard.index, cfg.shard.count);
         let figures = Arc::new(Mutex::new(Figures::new(shard, plan)));
-        server::spawn(listener, figures.clone())
-            .map_err(|e| Error::Setup(format!("unable to create the --metrics thread: {e}")))?;
-        Ok(Some(Metrics { figures, linger: options.linger }))
+        if let (Some(listener), Some(asked)) = (listener, &options.listen) {
+            let addr = listener.local_addr().map_err(|e| cannot_listen(asked, &e))?;
+            if asked.port == 0 {
+                eprintln!("pace: metrics at http://{addr}/metrics");
+            }
+            server::spawn(listener, figures.clone())
+                .map_err(|e| Error::Setup(format!("unable to create the --metrics thread: {e}")))?;
+        }
+        let linger = options.listen.as_ref().map(|_| options.linger);
+        Ok(Some(Metrics { figures, linger, push: options.push.clone() }))
+    }
+
+    /// `--metrics-push`: sends the final figures (a setup error when the
+    /// receiver cannot be reached or refuses them).
+    pub fn push(&self) -> Result<(), Error> {
+        let Some(target) = &self.push else { return Ok(()) };
+        let figures = self.figures().clone();
+        push::push(target, &figures).map_err(Error::Setup)
     }
 
     /// Adds the engine's next short period.
@@ -134,16 +155,17 @@ impl Metrics {
     /// After the report: keeps serving for `--metrics-linger`, unless a
     /// signal stopped the run or comes meanwhile.
     pub fn linger(&self, signals: &Signals) {
-        if self.linger.is_zero() || signals.received().is_some() {
+        let linger = self.linger.unwrap_or_default();
+        if linger.is_zero() || signals.received().is_some() {
             return;
         }
         if io::stderr().is_terminal() {
             eprintln!(
                 "pace: serving the final metrics for {} more (--metrics-linger; Ctrl-C ends it)",
-                crate::units::format_time_us(self.linger.as_micros() as f64)
+                crate::units::format_time_us(linger.as_micros() as f64)
             );
         }
-        let deadline = Instant::now() + self.linger;
+        let deadline = Instant::now() + linger;
         while signals.count() == 0 {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
