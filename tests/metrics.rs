@@ -183,6 +183,12 @@ fn assert_same_bucket(estimate: f64, exact: f64, what: &str) {
     );
 }
 
+/// A rate computed in floating point: the plan's, give or take rounding.
+fn assert_close(value: Option<f64>, expected: f64) {
+    let value = value.unwrap_or_else(|| panic!("no value, expected {expected}"));
+    assert!((value - expected).abs() < 1e-6 * expected, "{value}, expected {expected}");
+}
+
 /// The last value Prometheus scraped of each series (a finished run's
 /// target is down, and its series stale for instant queries).
 fn last(series: &str) -> String {
@@ -256,7 +262,7 @@ fn prometheus_reads_a_paced_run_while_it_runs_and_its_final_figures() {
     let errors = prometheus.query(&last("pace_errors_total"));
     assert_eq!(errors.len(), 7, "{errors:?}");
     assert!(errors.iter().all(|(_, n)| *n == 0.0), "{errors:?}");
-    assert_eq!(prometheus.value(&last("pace_target_rate_requests_per_second")), Some(200.0));
+    assert_close(prometheus.value(&last("pace_target_rate_requests_per_second")), 200.0);
     let count = prometheus.value(&last("pace_latency_corrected_seconds_count"));
     assert_eq!(count, Some(report["latency"]["corrected"]["count"].as_u64().unwrap() as f64));
     let p99 = prometheus
@@ -319,7 +325,7 @@ fn the_series_of_two_shards_add_up() {
     let sum = |series: &str| prometheus.value(&format!("sum({})", last(series)));
     assert_eq!(sum("pace_requests_total"), Some(requests as f64), "{per_shard:?}");
     // Each shard's target is half the plan's.
-    assert_eq!(sum("pace_target_rate_requests_per_second"), Some(300.0));
+    assert_close(sum("pace_target_rate_requests_per_second"), 300.0);
     let count = sum("pace_latency_corrected_seconds_count");
     assert_eq!(count, Some(requests as f64));
 
@@ -360,7 +366,7 @@ fn the_final_figures_are_pushed_by_remote_write() {
         ["-t1", "-c2", "-d1s", "-R200", "--metrics-push", &write, "-e", "-o", path(&out), &target];
     let run = pace(&args, LIMIT);
     run.assert_ok();
-    assert_eq!(run.stderr, "", "{run}");
+    assert!(!run.stderr.contains("cannot push"), "{run}");
     let report = report(&out);
     let requests = report["requests"].as_u64().unwrap() as f64;
     let pushed = prometheus.query("pace_requests_total");
@@ -369,7 +375,7 @@ fn the_final_figures_are_pushed_by_remote_write() {
     assert_eq!(*value, requests);
     assert_eq!((labels["job"].as_str(), labels["shard"].as_str()), ("pace", "0/1"));
     assert_eq!(prometheus.value("pace_run_finished"), Some(1.0));
-    assert_eq!(prometheus.value("pace_target_rate_requests_per_second"), Some(200.0));
+    assert_close(prometheus.value("pace_target_rate_requests_per_second"), 200.0);
     let ok = prometheus.value("pace_responses_total{status=\"200\"}");
     assert_eq!(ok, Some(requests));
     let p99 = prometheus
@@ -388,7 +394,7 @@ fn the_final_figures_are_pushed_by_remote_write() {
     let run = pace(&["-d200ms", "--metrics-push", &nowhere, &target], LIMIT);
     run.assert_code(2);
     let said = format!("pace: cannot push the metrics to {nowhere}: Connection refused\n");
-    assert_eq!(run.stderr, said, "{run}");
+    assert!(run.stderr.ends_with(&said), "{run}");
 }
 
 // ----- without Prometheus ----------------------------------------------------------------
@@ -426,9 +432,9 @@ fn the_listener_answers_during_the_run() {
     let finished = finished.unwrap_or_else(|| panic!("never served the final figures\n{run}"));
     let line = format!("pace_requests_total{{shard=\"0/1\"}} {}\n", run.report().requests());
     assert!(finished.contains(&line), "{line}: {finished}");
-    // wrk's report, unchanged, and nothing on stderr (no port 0).
+    // wrk's report, unchanged; no port said (none was 0).
     assert!(run.stdout.contains("Requests/sec:"), "{run}");
-    assert_eq!(run.stderr, "", "{run}");
+    assert!(!run.stderr.contains("metrics at"), "{run}");
 
     let run = pace(&["-d300ms", "--metrics", "127.0.0.1:0", &target], LIMIT);
     run.assert_ok();
