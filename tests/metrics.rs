@@ -444,6 +444,37 @@ fn the_listener_answers_during_the_run() {
     assert!(matches!(port, Some(Ok(port)) if port != 0), "{run}");
 }
 
+/// `--metrics-linger` keeps pace up with its final figures, until a
+/// signal ends the wait: the run had completed, so the exit code is 0.
+#[test]
+fn a_signal_ends_the_linger() {
+    let _load = load_lock();
+    let server = default_server();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let target = url(server.addr(), "/");
+    let args = ["-d300ms", "--metrics", &metrics, "--metrics-linger", "60s", &target];
+    let mut running = spawn_pace(&args);
+    let addr: SocketAddr = metrics.parse().unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let response = http_get(addr, "/metrics").unwrap_or_default();
+        if response.contains("pace_run_finished{shard=\"0/1\"} 1\n") {
+            break;
+        }
+        assert!(running.is_running() && Instant::now() < deadline, "no final figures");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // Lingering: still up and serving a while after the run.
+    thread::sleep(Duration::from_millis(500));
+    assert!(running.is_running());
+    assert!(http_get(addr, "/metrics").is_some_and(|r| r.starts_with("HTTP/1.1 200")));
+    running.signal(libc::SIGTERM);
+    let run = running.wait(Duration::from_secs(30));
+    run.assert_ok();
+    assert!(run.wall < Duration::from_secs(30), "the signal ended the linger\n{run}");
+    assert!(run.stdout.contains("Requests/sec:"), "{run}");
+}
+
 /// An address that cannot be listened on is a setup error in one line,
 /// before anything else: here the target does not even exist, and the
 /// error is about the metrics.
