@@ -102,8 +102,8 @@ impl std::fmt::Display for ListenAddr {
 /// The metrics of one run, served from before it starts.
 pub struct Metrics {
     figures: Arc<Mutex<Figures>>,
-    /// Serving: how long to linger.
-    linger: Option<Duration>,
+    /// How long to keep serving after the report (zero when not serving).
+    linger: Duration,
     push: Option<Target>,
 }
 
@@ -130,7 +130,7 @@ impl Metrics {
             server::spawn(listener, figures.clone())
                 .map_err(|e| Error::Setup(format!("unable to create the --metrics thread: {e}")))?;
         }
-        let linger = options.listen.as_ref().map(|_| options.linger);
+        let linger = if options.listen.is_some() { options.linger } else { Duration::ZERO };
         Ok(Some(Metrics { figures, linger, push: options.push.clone() }))
     }
 
@@ -155,7 +155,7 @@ impl Metrics {
     /// After the report: keeps serving for `--metrics-linger`, unless a
     /// signal stopped the run or comes meanwhile.
     pub fn linger(&self, signals: &Signals) {
-        let linger = self.linger.unwrap_or_default();
+        let linger = self.linger;
         if linger.is_zero() || signals.received().is_some() {
             return;
         }
