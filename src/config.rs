@@ -154,6 +154,9 @@ pub struct OutputOptions {
     /// The live progress on stderr, when it is a terminal (off with
     /// `--no-progress`).
     pub progress: bool,
+    /// `--metrics ADDR` (with `--metrics-linger`): the figures for
+    /// Prometheus while the run goes on.
+    pub metrics: Option<crate::metrics::MetricsOptions>,
 }
 
 impl OutputOptions {

@@ -26,6 +26,7 @@ mod http;
 mod http2;
 mod limits;
 mod merge;
+mod metrics;
 mod outfile;
 mod output;
 mod plan;

@@ -17,6 +17,7 @@ use crate::engine::{
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
+use crate::metrics::{self, Metrics};
 use crate::output::Outputs;
 use crate::progress::{self, Progress};
 use crate::proxy;
@@ -46,8 +47,10 @@ const DONE_GRACE: Duration = Duration::from_secs(1);
 pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
     limits::check(cfg)?;
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
-    // A file that cannot be written stops pace before it connects.
+    // A file that cannot be written stops pace before it connects, and so
+    // does a --metrics address that cannot be listened on.
     let mut outputs = Outputs::start(cfg)?;
+    let metrics = Metrics::start(cfg)?;
     // Every origin is resolved (and reachable) before anything is sent:
     // with --unix-socket, each goes to the socket; through a proxy, every
     // connection goes to the proxy; else --connect-to and -4/-6 apply to
@@ -72,7 +75,36 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
     let signals = Signals::install()?;
-    let (finished, interval_error) = measure_with(cfg, places, workload, &signals, &mut outputs)?;
+    let measured = measure_with(cfg, places, workload, &signals, &mut outputs, metrics.as_ref());
+    let (finished, interval_error) = measured?;
+    let outcome = conclude(cfg, outputs, script, finished, interval_error, &signals);
+    let Some(metrics) = metrics else { return outcome };
+    // The final figures, after the report, the files and done(): pushed,
+    // then served for the last scrapes. A push that failed is a setup
+    // error, as a file that could not be written (a verdict or a signal
+    // keeps its exit code, and the failure is said).
+    let pushed = metrics.push();
+    metrics.linger(&signals);
+    match (outcome, pushed) {
+        (Ok(0), Err(error)) => Err(error),
+        (outcome, Err(error)) => {
+            eprintln!("pace: {error}");
+            outcome
+        }
+        (outcome, Ok(())) => outcome,
+    }
+}
+
+/// After the run: the report and the files, the script's `done()`, and
+/// the exit code.
+fn conclude(
+    cfg: &BenchConfig,
+    outputs: Outputs,
+    mut script: Option<Script>,
+    finished: Finished,
+    interval_error: Option<Error>,
+    signals: &Signals,
+) -> Result<i32, Error> {
     sys::flush_c_stdout();
     let written = outputs.finish(cfg, &finished.result);
     report_interruption(&finished.result);
@@ -84,7 +116,7 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
         return Err(Error::Script(format!("the script failed, the run was stopped: {error}")));
     }
     if let Some(script) = script.as_mut() {
-        if let Some(signal) = done_watched(script, &finished.result, finished.scripts, &signals)? {
+        if let Some(signal) = done_watched(script, &finished.result, finished.scripts, signals)? {
             return Ok(signal.exit_code());
         }
     }
@@ -109,19 +141,20 @@ pub fn measure(
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(cfg)?;
     let places = vec![(cfg.target.clone(), endpoint.clone())];
-    measure_with(cfg, places, workload, &signals, &mut outputs).map(|(finished, _)| finished)
+    measure_with(cfg, places, workload, &signals, &mut outputs, None).map(|(finished, _)| finished)
 }
 
 /// [`measure`] against every origin of `places` (its target and endpoint),
 /// writing the header and every reporting period (as soon as it is
-/// complete) to `outputs`. Also returns the first error of those writes:
-/// the run goes on regardless.
+/// complete) to `outputs`, and every short period to `metrics`. Also
+/// returns the first error of those writes: the run goes on regardless.
 fn measure_with(
     cfg: &BenchConfig,
     places: Vec<(Target, Endpoint)>,
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
+    metrics: Option<&Metrics>,
 ) -> Result<(Finished, Option<Error>), Error> {
     let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
@@ -131,8 +164,12 @@ fn measure_with(
     // what done() prints).
     sys::flush_c_stdout();
     outputs.header(cfg)?;
-    let mut watcher = Watcher { cfg, outputs, progress: Progress::start(cfg), error: None };
+    let progress = Progress::start(cfg);
+    let mut watcher = Watcher { cfg, outputs, progress, metrics, error: None };
     let run = engine.run(workload, signals, &mut watcher);
+    if let Some(metrics) = metrics {
+        metrics.finish();
+    }
     // Gone before anything else is printed, also when the run failed.
     let Watcher { progress, error: interval_error, .. } = watcher;
     drop(progress);
@@ -142,11 +179,12 @@ fn measure_with(
 }
 
 /// What the run shows while it goes on: the reporting periods, as soon as
-/// each is complete, and the live progress.
+/// each is complete, the live progress and the metrics.
 struct Watcher<'a> {
     cfg: &'a BenchConfig,
     outputs: &'a mut Outputs,
     progress: Option<Progress>,
+    metrics: Option<&'a Metrics>,
     /// The first error writing a period (the run goes on regardless).
     error: Option<Error>,
 }
@@ -167,10 +205,15 @@ impl Observer for Watcher<'_> {
     }
 
     fn progress_every(&self) -> Option<Duration> {
-        self.progress.is_some().then_some(progress::EVERY)
+        let progress = self.progress.is_some().then_some(progress::EVERY);
+        let metrics = self.metrics.is_some().then_some(metrics::EVERY);
+        progress.into_iter().chain(metrics).min()
     }
 
     fn progress(&mut self, latest: &Interval, total: &Stats) {
+        if let Some(metrics) = self.metrics {
+            metrics.add(latest);
+        }
         if let Some(progress) = &mut self.progress {
             progress.show(latest, total);
         }

@@ -385,6 +385,41 @@ fn pace_arguments_reach_the_pod_as_typed() {
     }
 }
 
+#[test]
+fn with_metrics_the_pods_are_scraped() {
+    let annotations = |job: &Yaml| job["spec"]["template"]["metadata"]["annotations"].clone();
+    // Without --metrics: nothing listens, and Prometheus is told so.
+    let plain = yaml(&render(&["--image", "pace"], &["http://x/"]));
+    assert_eq!(annotations(&plain)["prometheus.io/scrape"].as_str(), Some("false"));
+    assert!(!pod_args(&plain).iter().any(|a| a.starts_with("--metrics")));
+
+    let target = format!("http://127.0.0.1:{}/", closed_port());
+    let text = render(&["--image", "pace", "--metrics", "--metrics-linger=20"], &["-R10", &target]);
+    let job = yaml(&text);
+    let annotations = annotations(&job);
+    assert_eq!(annotations["prometheus.io/scrape"].as_str(), Some("true"), "{text}");
+    assert_eq!(annotations["prometheus.io/path"].as_str(), Some("/metrics"));
+    let port = string(&annotations["prometheus.io/port"], "the port annotation");
+    let declared = &container(&job)["ports"][0];
+    assert_eq!(declared["name"].as_str(), Some("metrics"));
+    assert_eq!(integer(&declared["containerPort"], "containerPort").to_string(), port);
+    let args = pod_args(&job);
+    let at = args.iter().position(|a| a == "--metrics").expect("--metrics in the args");
+    assert_eq!(args[at + 1..at + 4], [format!(":{port}"), "--metrics-linger".into(), "20s".into()]);
+    assert_eq!(args[at + 4..], ["-R10", target.as_str()]);
+    // The real pace takes them: past the command line (1) to the setup
+    // (2: nothing listens at the target, or here the port is taken).
+    let args = shard_args(&job, 0);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = common::pace(&args, Duration::from_secs(20));
+    run.assert_code(2);
+
+    let bad =
+        run_sh_offline(&["--render-only", "--image", "p", "--metrics-linger", "x", "--", "u"]);
+    assert_eq!(bad.code(), Some(1), "{bad}");
+    assert!(bad.stderr.contains("--metrics-linger 'x' is not a whole number"), "{bad}");
+}
+
 // ----- run.sh with a stand-in cluster ----------------------------------------------------------
 
 /// A stand-in `kubectl` on a PATH of its own: it writes each call into

@@ -39,6 +39,12 @@ Options (environment variable in brackets):
   --timeout SECONDS  give up waiting this long after the start time
                      (default 3600)
   --keep             do not delete the Job (and its pods) at the end
+  --metrics          each pod serves its live figures for Prometheus on port
+                     9464 (pace --metrics :9464), annotated prometheus.io/scrape
+  --metrics-linger SECONDS
+                     with --metrics, each pod serves its final figures this
+                     long after its report, for a last scrape: at least the
+                     scrape interval (default 30)
   --pace PATH        the pace that merges the reports [PACE_BIN] (default: pace on the PATH)
   --no-merge         only collect OUT/shard-I.json
   --html FILE        pass --html FILE to pace merge
@@ -75,6 +81,8 @@ timeout=3600
 keep=false
 merge=true
 render_only=false
+metrics=false
+metrics_linger=30
 files=()
 merge_args=()
 pace_args=()
@@ -97,7 +105,8 @@ while [[ $# -gt 0 ]]; do
     esac
     case $opt in
         --image | --shards | --lead | --namespace | --out | --name | --cpu | --memory | \
-            --spread | --file | --timeout | --pace | --html | --slo | --merge-arg)
+            --spread | --file | --timeout | --pace | --html | --slo | --merge-arg | \
+            --metrics-linger)
             need_value "$opt" "$@"
             value=$1
             shift
@@ -117,10 +126,12 @@ while [[ $# -gt 0 ]]; do
                 --html) merge_args+=(--html "$value") ;;
                 --slo) merge_args+=(--slo "$value") ;;
                 --merge-arg) merge_args+=("$value") ;;
+                --metrics-linger) metrics_linger=$value ;;
             esac
             ;;
         --keep) keep=true ;;
         --no-merge) merge=false ;;
+        --metrics) metrics=true ;;
         --render-only) render_only=true ;;
         -h | --help)
             usage
@@ -175,6 +186,13 @@ for arg in "${pace_args[@]}"; do
 done
 # Every shard must draw the same random numbers (Poisson arrivals, a random
 # targets order): one seed for all, unless one was given.
+metrics_linger=${metrics_linger%s}
+[[ $metrics_linger =~ ^[0-9]+$ ]] ||
+    die "--metrics-linger '$metrics_linger' is not a whole number of seconds"
+# The port job.yaml declares and annotates for Prometheus.
+if $metrics; then
+    pace_args=(--metrics :9464 --metrics-linger "${metrics_linger}s" "${pace_args[@]}")
+fi
 if ! $seeded; then
     seed=$(((RANDOM << 15) | RANDOM))
     pace_args=(--seed "$seed" "${pace_args[@]}")
@@ -238,6 +256,7 @@ render() {
         fill CPU "$cpu"
         fill MEMORY "$memory"
         fill SPREAD "$when_unsatisfiable"
+        fill METRICS "$metrics"
         fill DEADLINE_S "$((lead + timeout))"
         case $line in
             *"\${"[A-Z]*) die "$template has a placeholder run.sh does not know: $line" ;;

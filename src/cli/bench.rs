@@ -48,6 +48,7 @@ use super::shard;
 use super::{usage, version_line, Command};
 use crate::config::{BenchConfig, OutputOptions, Shard};
 use crate::error::Error;
+use crate::metrics::{parse_push_url, ListenAddr, MetricsOptions};
 use crate::proxy;
 use crate::reach::{ConnectTo, Family, Reach};
 use crate::requests::{self, Origins, Targets, TargetsOrder};
@@ -86,6 +87,9 @@ pub(super) enum Flag {
     Histogram,
     Percentiles,
     NoProgress,
+    Metrics,
+    MetricsLinger,
+    MetricsPush,
     Arrival,
     Stages,
     Warmup,
@@ -250,6 +254,19 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
     Spec::new(None, "histogram", Flag::Histogram).help(&["Print requests per 1us of latency"]),
     Spec::new(None, "no-progress", Flag::NoProgress)
         .help(&["No live progress on stderr (shown only", "when stderr is a terminal)"]),
+    Spec::new(None, "metrics", Flag::Metrics).takes("A").help(&[
+        "Serve live figures for Prometheus at",
+        "http://A/metrics (e.g. 127.0.0.1:9464;",
+        ":9464 for every interface; port 0: any)",
+    ]),
+    Spec::new(None, "metrics-linger", Flag::MetricsLinger)
+        .takes("T")
+        .help(&["Keep serving them T after the report,", "for a last scrape (default 0)"]),
+    Spec::new(None, "metrics-push", Flag::MetricsPush).takes("U").help(&[
+        "Send the final figures to U by",
+        "Prometheus remote write (http://...,",
+        "e.g. http://prom:9090/api/v1/write)",
+    ]),
     Spec::new(None, "slo", Flag::Slo).takes("L").help(&[
         "Objectives to judge the run by, e.g.",
         "'p99<10ms,errors<0.1%,rate>99%'",
@@ -369,6 +386,11 @@ struct BenchArgs {
     key: Option<PathBuf>,
     tls_server_name: Option<ServerName<'static>>,
     outputs: OutputOptions,
+    /// `--metrics`, `--metrics-linger`, `--metrics-push`: checked
+    /// together by [`validate`].
+    metrics: Option<ListenAddr>,
+    metrics_linger: Option<Duration>,
+    metrics_push: Option<Target>,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
     http2: bool,
@@ -415,6 +437,9 @@ impl Default for BenchArgs {
             tls_server_name: None,
             // Shown only when stderr is a terminal (see crate::progress).
             outputs: OutputOptions { progress: true, ..OutputOptions::default() },
+            metrics: None,
+            metrics_linger: None,
+            metrics_push: None,
             slo: Vec::new(),
             http2: false,
             streams: None,
@@ -499,6 +524,16 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
             Flag::NoProgress => typed.outputs.progress = false,
+            Flag::Metrics => {
+                let text = options.text(name)?;
+                typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
+            }
+            Flag::MetricsLinger => typed.metrics_linger = Some(time(name, &options.text(name)?)?),
+            Flag::MetricsPush => {
+                let text = options.text(name)?;
+                typed.metrics_push =
+                    Some(parse_push_url(&text).map_err(|why| bad_value(name, why))?)
+            }
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
@@ -563,6 +598,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     check_ranges(&typed)?;
     check_requests(&typed)?;
     check_reach(&typed.reach, typed.proxy.is_some())?;
+    typed.outputs.metrics = metrics_options(&typed)?;
     super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
@@ -766,6 +802,22 @@ fn check_reach(reach: &Reach, proxied: bool) -> Result<(), Error> {
         return fail("--unix-socket needs the path of a socket");
     }
     Ok(())
+}
+
+/// `--metrics ADDR` and how long it lingers (`--metrics-linger`, which
+/// needs it), and `--metrics-push URL`.
+fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
+    if typed.metrics.is_none() && typed.metrics_linger.is_some() {
+        return Err(Error::Usage("--metrics-linger needs --metrics".into()));
+    }
+    if typed.metrics.is_none() && typed.metrics_push.is_none() {
+        return Ok(None);
+    }
+    Ok(Some(MetricsOptions {
+        listen: typed.metrics.clone(),
+        linger: typed.metrics_linger.unwrap_or(Duration::ZERO),
+        push: typed.metrics_push.clone(),
+    }))
 }
 
 /// `--body-file`: read once, at the start.
@@ -1119,6 +1171,54 @@ mod tests {
     }
 
     #[test]
+    fn metrics() {
+        let addr = |host: &str, port| ListenAddr { host: host.into(), port };
+        let listen = |addr, linger| MetricsOptions { listen: Some(addr), linger, push: None };
+        assert_eq!(config(&[URL]).outputs.metrics, None);
+        for line in [
+            &["--metrics", "127.0.0.1:9464", URL][..],
+            &["--metrics=127.0.0.1:9464", URL],
+            &[URL, "--metrics", "127.0.0.1:9464"],
+        ] {
+            let expected = listen(addr("127.0.0.1", 9464), Duration::ZERO);
+            assert_eq!(config(line).outputs.metrics, Some(expected), "{line:?}");
+        }
+        let cfg = config(&["--metrics", ":0", "--metrics-linger", "2s", URL]);
+        assert_eq!(cfg.outputs.metrics, Some(listen(addr("", 0), Duration::from_secs(2))));
+        let v6 = config(&["--metrics", "[::1]:9464", "--metrics-l=500ms", URL]).outputs.metrics;
+        assert_eq!(v6, Some(listen(addr("::1", 9464), Duration::from_millis(500))));
+        assert_eq!(
+            error(&["--metrics", "9464", URL]),
+            "invalid value for '--metrics': '9464' is not HOST:PORT (e.g. 127.0.0.1:9464, \
+             :9464 for every interface, [::1]:9464)"
+        );
+        let bad_port = error(&["--metrics", "h:99999", URL]);
+        assert!(bad_port.ends_with("'99999' is not a port (0 to 65535)"), "{bad_port}");
+        assert_eq!(error(&["--metrics-linger", "1s", URL]), "--metrics-linger needs --metrics");
+        let bad_linger = error(&["--metrics", ":1", "--metrics-linger", "x", URL]);
+        assert!(bad_linger.contains("'--metrics-linger'"), "{bad_linger}");
+        // --metrics is a prefix of the others: typed whole, it is itself.
+        let prefix = error(&["--metr", ":1", URL]);
+        assert!(prefix.starts_with("option '--metr' is ambiguous"), "{prefix}");
+
+        // Remote write alone, or with the listener.
+        let write = "http://user:pw@127.0.0.1:9090/api/v1/write";
+        let push = config(&["--metrics-push", write, URL]).outputs.metrics.unwrap();
+        assert_eq!((push.listen, push.linger), (None, Duration::ZERO));
+        let target = push.push.unwrap();
+        assert_eq!(
+            (target.host.as_str(), target.port, target.path.as_str()),
+            ("127.0.0.1", 9090, "/api/v1/write")
+        );
+        assert!(target.basic_authorization().is_some());
+        let both = config(&["--metrics", ":1", "--metrics-p", write, URL]).outputs.metrics.unwrap();
+        assert!(both.listen.is_some() && both.push.is_some());
+        let tls = error(&["--metrics-push", "https://prom/api/v1/write", URL]);
+        assert!(tls.ends_with("is not an http:// URL (remote write over TLS is not supported)"));
+        assert!(error(&["--metrics-push", "prom:9090", URL]).contains("invalid URL"));
+    }
+
+    #[test]
     fn slo() {
         let texts = |cfg: BenchConfig| -> Vec<String> {
             cfg.slo.iter().map(crate::slo::Objective::text).collect()
@@ -1400,7 +1500,9 @@ mod tests {
     fn method() {
         each_form("-m", "--method", "POST", |cfg| assert_eq!(cfg.method, "POST"));
         assert_eq!(config(&[URL]).method, "GET");
-        assert_eq!(config(&["--m", "HEAD", URL]).method, "HEAD");
+        assert_eq!(config(&["--meth", "HEAD", URL]).method, "HEAD");
+        // --metrics starts the same way.
+        assert!(error(&["--m", "HEAD", URL]).starts_with("option '--m' is ambiguous"));
         // Sent as typed: methods are case-sensitive.
         assert_eq!(config(&["-m", "purge", URL]).method, "purge");
         assert_eq!(config(&["-mPUT", "-mDELETE", URL]).method, "DELETE");
