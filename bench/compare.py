@@ -37,23 +37,31 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            achieved rate, pace's schedule lag p50/p99, pacing jitter on the
            wire (bench/pacing.py --h2: one HEADERS frame is one request),
            CPU per request. Skipped with a line when h2load is missing.
+  rate     rate per core: paced -t1 -c100 -d10s at -R 30000, 50000, 70000
+           and 90000, pace vs wrk2, every tool at one rate before the next:
+           achieved rate (the tool's own), share of what its schedule plans
+           (wrk2 staggers its connects 5 ms apart, so plans 2.5% less),
+           pace's schedule lag p99 (JSON schedule_lag), corrected latency
+           p99 (pace's JSON; wrk2 --latency), CPU per request; then per
+           tool the highest rate it held (share >= 99%, and for pace lag
+           p99 <= 100 us), and pace CPU per request / wrk2 at each rate
 
-$PACE_BASE names an earlier pace binary: closed, paced, wide, plans and wire then
-measure it too, in the same run ("base"), for before/after ratios; h2 too if
-it has --http2.
+$PACE_BASE names an earlier pace binary: closed, paced, wide, plans, wire and rate
+then measure it too, in the same run ("base"), for before/after ratios; h2 too
+if it has --http2.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, taskset,
 /usr/bin/time; for closed/lua/static/wire wrk; for paced/wide/shards/wire/h2
 tcpdump (run as root);
 for paced/wide/shards/h2 python3-numpy (Debian); a release build of pace;
-optionally wrk2 and oha:
+optionally wrk2 (paced, wide, rate) and oha:
 $WRK2 and $OHA if set, else wrk2 and oha on PATH, else what bench/peers.sh
 built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire,h2]
+usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire,h2,rate]
 """
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -83,7 +91,7 @@ H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2')
+PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate')
 
 
 def have(path):
@@ -483,6 +491,119 @@ def h2(rounds, base):
               + ' (generator_cpu: the machine did not give pace the CPU; the lag and grid figures are the machine\'s)')
 
 
+RATES = (30000, 50000, 70000, 90000)
+RATE_LAG_LIMIT_US = 100  # pace holds a rate when its schedule lag p99 stays within this
+RATE_HELD_SHARE = 0.99  # and it achieves at least this share of what its schedule plans
+RATE_CONNECTIONS, RATE_SECONDS = 100, 10
+# wrk2 connects its connections 5 ms apart and starts each one's schedule at
+# its connect, all ending at -d: its plan is short of R by the mean stagger
+# (at -c100 -d10s 2.5%), which is no failure to keep it.
+WRK2_STAGGER_S = 0.005
+
+
+def planned_rate(name, rate):
+    """What the tool's own schedule asks for over -d (its Requests/sec when
+    kept): R for pace, less the stagger for wrk2."""
+    if name != 'wrk2':
+        return rate
+    return rate * (1 - (RATE_CONNECTIONS - 1) * WRK2_STAGGER_S / 2 / RATE_SECONDS)
+
+
+def wrk2_figures(out):
+    """(requests, req/s, corrected p99 us, {kind: count} of errors) from
+    wrk2 --latency: the first 99.000% line is the corrected
+    ("Recorded Latency") distribution."""
+    p99 = re.search(r'^ 99\.000%\s+(\S+)$', out, re.M)
+    if not p99:
+        raise ValueError('no latency distribution in wrk2 output:\n' + out[-1500:])
+    errors = {}
+    socket = re.search(r'Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)', out)
+    if socket:
+        errors.update(zip(('connect', 'read', 'write', 'timeout'), map(int, socket.groups())))
+    status = re.search(r'Non-2xx or 3xx responses: (\d+)', out)
+    if status:
+        errors['non-2xx/3xx'] = int(status.group(1))
+    return requests_of(out), rate_of(out), to_us(p99.group(1)), errors
+
+
+def held_line(name, rows, lag_bound):
+    """Which rates a tool held (median achieved >= 99% of what its schedule
+    asks for, and for pace median lag p99 <= 100 us), and the highest of them."""
+    held, missed = [], []
+    for rate in RATES:
+        row = {k: statistics.median(v) for k, v in rows[f'{name} {rate}'].items() if v}
+        why = []
+        if row['share'] < RATE_HELD_SHARE * 100:
+            why.append(f'achieved {row["share"]:.1f}% of plan')
+        if lag_bound and row['lag_p99'] > RATE_LAG_LIMIT_US:
+            why.append(f'lag p99 {row["lag_p99"]:.0f} us')
+        if why:
+            missed.append(f'{rate} ({", ".join(why)})')
+        else:
+            held.append(rate)
+    rule = (f'lag p99 <= {RATE_LAG_LIMIT_US} us and ' if lag_bound else '') + f'achieved >= {RATE_HELD_SHARE:.0%} of plan'
+    best = f'up to {max(held)}/s' if held else 'none of the rates'
+    print(f'  {name} held {best} ({rule})' + (f'; missed {", ".join(missed)}' if missed else ''))
+
+
+def rate_per_core(rounds):
+    """Paced runs at rising rates on one core (-t1 -c100 on CPU 1): how far
+    up pace keeps its schedule (lag p99 from its JSON) and the rate, next to
+    wrk2, and what each request costs in CPU there. Every tool at one rate
+    runs before the next rate, so a busy spell of the machine hits them alike."""
+    tools = [(name, binary, [binary, '-e']) for name, binary in paces()]
+    if have(WRK2):
+        tools.append(('wrk2', WRK2, [WRK2, '--latency']))
+    rows = {f'{name} {rate}': {'achieved': [], 'share': [], 'lag_p99': [], 'p99': [], 'cpu_us': []}
+            for name, _, _ in tools for rate in RATES}
+    errors = {}  # tool -> {kind: count} over its runs: what it counted as failed or unsent
+    warned = {}  # pace's warnings (codes) -> in how many of its runs
+    pace_runs = 0
+    load = [open('/proc/loadavg').read().split()[0]]
+    for _ in range(rounds):
+        for rate in RATES:
+            for name, binary, cmd in tools:
+                out, cpu = timed(cmd[:1] + ['-t1', f'-c{RATE_CONNECTIONS}', f'-d{RATE_SECONDS}s', f'-R{rate}'] + cmd[1:] + [URL])
+                row = rows[f'{name} {rate}']
+                if name == 'wrk2':
+                    requests, achieved, p99, failed = wrk2_figures(out)
+                else:
+                    requests, achieved, failed, report = pace_figures(out)
+                    row['lag_p99'].append(report['schedule_lag']['percentiles_us']['99'])
+                    p99 = report['latency']['corrected']['percentiles_us']['99']
+                    if name == 'pace':
+                        pace_runs += 1
+                        for code in {w.get('code', '?') for w in report.get('warnings', [])}:
+                            warned[code] = warned.get(code, 0) + 1
+                for kind, count in failed.items():
+                    errors.setdefault(name, {}).setdefault(kind, 0)
+                    errors[name][kind] += count
+                row['achieved'].append(achieved)
+                row['share'].append(achieved / planned_rate(name, rate) * 100)
+                row['p99'].append(p99)
+                row['cpu_us'].append(cpu / max(requests, 1) * 1e6)
+    load.append(open('/proc/loadavg').read().split()[0])
+    ordered = {f'{name} {rate}': rows[f'{name} {rate}'] for rate in RATES for name, _, _ in tools}
+    median_table(f'rate per core: -R {"/".join(str(r) for r in RATES)} -t1 -c{RATE_CONNECTIONS} -d{RATE_SECONDS}s, share = achieved / planned %, lag_p99 and p99 '
+                 f'(corrected) in us (median of {rounds})', ordered)
+    for name, _, _ in tools:
+        held_line(name, rows, name != 'wrk2')
+    if have(WRK2):
+        for name, _ in paces():
+            ratios = (statistics.median(rows[f'{name} {r}']['cpu_us']) / statistics.median(rows[f'wrk2 {r}']['cpu_us'])
+                      for r in RATES)
+            print(f'  {name} CPU per request / wrk2 at {"/".join(str(r) for r in RATES)}: '
+                  + ' '.join(f'{x:.2f}' for x in ratios))
+    for name, counts in errors.items():
+        if any(counts.values()):
+            print(f'  note: {name} over the rate runs: ' + ', '.join(f'{kind} {n}' for kind, n in counts.items() if n))
+    if warned:
+        print(f'  note: pace warned: ' + ', '.join(f'{code} in {n} of {pace_runs} runs' for code, n in sorted(warned.items()))
+              + ' (generator_cpu: the machine did not give pace the CPU; its lag is then the machine\'s)')
+    print(f'  note: 1-minute load average {load[0]} before, {load[1]} after (2 cores: nginx and the generator '
+          f'take up to 2; more means something else ran)')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('--rounds', type=int, default=3)
@@ -509,9 +630,9 @@ def main():
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
-    if {'paced', 'wide'} & set(parts):
+    if {'paced', 'wide', 'rate'} & set(parts):
         if not have(WRK2):
-            print(f'note: no wrk2 at {WRK2} (bench/peers.sh wrk2, or set WRK2): paced/wide without wrk2')
+            print(f'note: no wrk2 at {WRK2} (bench/peers.sh wrk2, or set WRK2): paced/wide/rate without wrk2')
     if {'paced', 'wire'} & set(parts) and not have(OHA):
         print(f'note: no oha at {OHA} (bench/peers.sh oha, or set OHA): paced/wire without oha')
     up = subprocess.run(['bash', os.path.join(HERE, 'nginx-up')], capture_output=True, text=True)
@@ -536,6 +657,8 @@ def main():
             wire(args.rounds)
         if 'h2' in parts:
             h2(args.rounds, h2_base)
+        if 'rate' in parts:
+            rate_per_core(args.rounds)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
