@@ -14,6 +14,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
 use crate::signals::TemporaryFile;
 
 /// Symbolic links followed before giving up (as the kernel's ELOOP).
@@ -89,6 +90,30 @@ impl OutputFile {
         }
         Ok(())
     }
+}
+
+/// Writes `bytes` completely to `path` (see [`OutputFile`]), or to
+/// stdout without one; `what` names them if stdout cannot take them. A
+/// closed pipe is no error: the reader has all it wants.
+pub fn write_all_or_nothing(path: Option<&Path>, bytes: &[u8], what: &str) -> Result<(), Error> {
+    if let Some(path) = path {
+        let failed = |e: io::Error| write_error(path, e);
+        let mut file = OutputFile::create(path).map_err(failed)?;
+        file.writer().write_all(bytes).map_err(failed)?;
+        return file.commit().map_err(failed);
+    }
+    let mut stdout = io::stdout().lock();
+    match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
+        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
+            Err(Error::Setup(format!("cannot write the {what}: {e}")))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// `path` could not be written: a setup error that names it.
+pub fn write_error(path: &Path, e: io::Error) -> Error {
+    Error::Setup(format!("cannot write {}: {e}", path.display()))
 }
 
 impl Drop for OutputFile {

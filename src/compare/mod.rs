@@ -17,15 +17,14 @@ mod statistics;
 mod text;
 mod verdicts;
 
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub use gate::{parse as parse_limits, Limit};
 pub use statistics::Noise;
 
 use crate::error::{Error, SLO_FAILED};
 use crate::merge::saved::{self, SavedRun};
-use crate::outfile::OutputFile;
+use crate::outfile::{self, write_error, OutputFile};
 use crate::report::text::WRK2_PERCENTILES;
 
 /// What `pace compare` was asked.
@@ -81,7 +80,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
     let judged = gate::judge(&args.limits, &base.result, &new.result);
     // A page that cannot be written stops the comparison before any output.
     let page = match &args.html {
-        Some(path) => Some(OutputFile::create(path).map_err(|e| file_error(path, e))?),
+        Some(path) => Some(OutputFile::create(path).map_err(|e| write_error(path, e))?),
         None => None,
     };
     // The text on stdout says them; elsewhere they would go unseen.
@@ -97,12 +96,12 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
         text::write(&mut report, &runs, &comparison, &judged)
     };
     written.map_err(|e| Error::Internal(format!("cannot format the comparison: {e}")))?;
-    write_out(args.output.as_deref(), &report)?;
+    outfile::write_all_or_nothing(args.output.as_deref(), &report, "comparison")?;
     if let Some(mut file) = page {
         let path = file.path().to_path_buf();
         html::write(file.writer(), &runs, &comparison, &judged)
-            .map_err(|e| file_error(&path, e))?;
-        file.commit().map_err(|e| file_error(&path, e))?;
+            .map_err(|e| write_error(&path, e))?;
+        file.commit().map_err(|e| write_error(&path, e))?;
     }
     match gate::failures(&judged) {
         None => Ok(0),
@@ -124,25 +123,4 @@ fn diagnostics(run: &SavedRun) -> Result<Vec<String>, Error> {
         .into_iter()
         .map(|d| format!("{}: {} [{}]", run.source, d.message, d.code.name()))
         .collect())
-}
-
-/// Writes `report` to stdout, or completely to `output`.
-fn write_out(output: Option<&Path>, report: &[u8]) -> Result<(), Error> {
-    if let Some(path) = output {
-        let failed = |e: io::Error| file_error(path, e);
-        let mut file = OutputFile::create(path).map_err(failed)?;
-        file.writer().write_all(report).map_err(failed)?;
-        return file.commit().map_err(failed);
-    }
-    let mut stdout = io::stdout().lock();
-    match stdout.write_all(report).and_then(|()| stdout.flush()) {
-        Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(Error::Setup(format!("cannot write the comparison: {e}")))
-        }
-        _ => Ok(()),
-    }
-}
-
-fn file_error(path: &Path, e: io::Error) -> Error {
-    Error::Setup(format!("cannot write {}: {e}", path.display()))
 }

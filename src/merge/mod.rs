@@ -21,11 +21,11 @@ pub mod saved;
 pub use combine::config;
 
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use crate::config::{BenchConfig, Mode, OutputOptions};
 use crate::error::Error;
-use crate::outfile::OutputFile;
+use crate::outfile::{self, write_error, OutputFile};
 use crate::report::html::{self, timeline::PeriodPoint};
 use crate::report::{json, text};
 use crate::slo::{self, Objective};
@@ -167,7 +167,7 @@ fn configure(settings: &saved::Settings, args: &MergeArgs) -> Result<BenchConfig
 /// The `--html` file, opened (its temporary file created) up front.
 fn open_page(args: &MergeArgs) -> Result<Option<OutputFile>, Error> {
     let Some(path) = &args.outputs.html else { return Ok(None) };
-    OutputFile::create(path).map(Some).map_err(|e| file_error(path, e))
+    OutputFile::create(path).map(Some).map_err(|e| write_error(path, e))
 }
 
 /// Writes the page of `result` into `file` and puts it in place.
@@ -181,8 +181,8 @@ fn write_page(
         parts.periods.iter().map(|p| PeriodPoint::of(cfg, p)).collect();
     let page = html::Page { cfg, result, timeline: &timeline, origin: parts.origin };
     let path = file.path().to_path_buf();
-    html::write(file.writer(), &page).map_err(|e| file_error(&path, e))?;
-    file.commit().map_err(|e| file_error(&path, e))
+    html::write(file.writer(), &page).map_err(|e| write_error(&path, e))?;
+    file.commit().map_err(|e| write_error(&path, e))
 }
 
 /// Writes the report made by `write` to stdout, or completely to `-o`.
@@ -192,27 +192,5 @@ fn write_out(
 ) -> Result<(), Error> {
     let mut report = Vec::new();
     write(&mut report).map_err(|e| Error::Internal(format!("cannot format the report: {e}")))?;
-    match &args.outputs.output {
-        Some(path) => write_file(path, &report),
-        None => {
-            let mut stdout = io::stdout().lock();
-            match stdout.write_all(&report).and_then(|()| stdout.flush()) {
-                Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-                    Err(Error::Setup(format!("cannot write the report: {e}")))
-                }
-                _ => Ok(()),
-            }
-        }
-    }
-}
-
-fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    let failed = |e: io::Error| file_error(path, e);
-    let mut file = OutputFile::create(path).map_err(failed)?;
-    file.writer().write_all(bytes).map_err(failed)?;
-    file.commit().map_err(failed)
-}
-
-fn file_error(path: &Path, e: io::Error) -> Error {
-    Error::Setup(format!("cannot write {}: {e}", path.display()))
+    outfile::write_all_or_nothing(args.outputs.output.as_deref(), &report, "report")
 }
