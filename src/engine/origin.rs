@@ -65,7 +65,10 @@ impl Origin {
         // The server the checks reach, for their messages.
         let server = match &tunnel {
             Some(_) => {
-                format!("{} (through the proxy)", proxy::authority(&target.host, target.port))
+                format!(
+                    "{} (through the proxy)",
+                    crate::reach::host_port(&target.host, target.port)
+                )
             }
             None => endpoint.to_string(),
         };

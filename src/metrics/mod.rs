@@ -92,10 +92,7 @@ impl ListenAddr {
 
 impl std::fmt::Display for ListenAddr {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.host.contains(':') {
-            true => write!(f, "[{}]:{}", self.host, self.port),
-            false => write!(f, "{}:{}", self.host, self.port),
-        }
+        f.write_str(&crate::reach::host_port(&self.host, self.port))
     }
 }
 

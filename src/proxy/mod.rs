@@ -26,8 +26,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
-use crate::reach::Reach;
-use crate::requests::Origins;
+use crate::reach::{host_port, Reach};
 use crate::resolve::resolve_origin;
 use crate::target::{Scheme, Target};
 use absolute::AbsoluteForm;
@@ -77,7 +76,7 @@ impl Proxy {
     /// `http://[user@]host:port`, for the header and the JSON.
     pub fn shown(&self) -> String {
         let user = self.user.as_deref().map_or(String::new(), |user| format!("{user}@"));
-        format!("http://{user}{}", authority(&self.host, self.port))
+        format!("http://{user}{}", host_port(&self.host, self.port))
     }
 
     /// The addresses of the proxy that accept a connection, as
@@ -92,14 +91,6 @@ impl Proxy {
             }
             other => other,
         })
-    }
-}
-
-/// `host:port`, an IPv6 host in brackets.
-pub fn authority(host: &str, port: u16) -> String {
-    match host.contains(':') {
-        true => format!("[{host}]:{port}"),
-        false => format!("{host}:{port}"),
     }
 }
 
@@ -121,7 +112,7 @@ fn tunnels(cfg: &BenchConfig, target: &Target) -> bool {
 /// first, when it tunnels through a proxy.
 pub fn tunnel_of(cfg: &BenchConfig, target: &Target) -> Option<Tunnel> {
     let proxy = proxy_of(cfg).filter(|_| tunnels(cfg, target))?;
-    let target = authority(&target.host, target.port);
+    let target = host_port(&target.host, target.port);
     Some(Tunnel::new(&target, proxy.authorization.as_deref()))
 }
 
@@ -161,8 +152,9 @@ pub struct ProxyReport {
     pub direct: Option<String>,
 }
 
-/// What the JSON says of `--proxy`, None without the option.
-pub fn report_of(cfg: &BenchConfig) -> Option<ProxyReport> {
+/// What the JSON says of `--proxy`, None without the option; `tunnel`:
+/// whether any origin's connections go through a CONNECT tunnel.
+pub fn report_of(cfg: &BenchConfig, tunnel: bool) -> Option<ProxyReport> {
     Some(match cfg.proxy.as_ref()? {
         Route::Proxy { proxy, via } => ProxyReport {
             url: Some(proxy.shown()),
@@ -170,7 +162,7 @@ pub fn report_of(cfg: &BenchConfig) -> Option<ProxyReport> {
                 Via::Option => "--proxy".to_string(),
                 Via::Env(name) => name.to_string(),
             },
-            tunnel: Origins::of(cfg).list.iter().any(|(target, _)| tunnels(cfg, target)),
+            tunnel,
             direct: None,
         },
         Route::Direct(why) => {
@@ -229,7 +221,8 @@ mod tests {
     #[test]
     fn the_report_never_holds_the_password() {
         let cfg = config("http://127.0.0.1:8080/", "http://u:secret@127.0.0.1:3128", false);
-        let json = serde_json::to_string(&report_of(&cfg)).unwrap();
+        let json = serde_json::to_string(&report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()))
+            .unwrap();
         assert_eq!(json, r#"{"url":"http://u@127.0.0.1:3128","from":"--proxy","tunnel":false}"#);
         assert!(!header_line(&cfg).unwrap().contains("secret"));
     }
@@ -237,7 +230,10 @@ mod tests {
     #[test]
     fn without_the_option_nothing_is_said() {
         let cfg = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
-        assert!(header_line(&cfg).is_none() && report_of(&cfg).is_none());
+        assert!(
+            header_line(&cfg).is_none()
+                && report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()).is_none()
+        );
         assert!(
             tunnel_of(&cfg, &cfg.target).is_none() && absolute_form_of(&cfg, &cfg.target).is_none()
         );
@@ -251,7 +247,8 @@ mod tests {
             header_line(&cfg).unwrap(),
             "No proxy (--proxy env): no_proxy (*) matches 127.0.0.1"
         );
-        let json = serde_json::to_string(&report_of(&cfg)).unwrap();
+        let json = serde_json::to_string(&report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()))
+            .unwrap();
         assert_eq!(
             json,
             r#"{"url":null,"from":"env","tunnel":false,"direct":"no_proxy (*) matches 127.0.0.1"}"#

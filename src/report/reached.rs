@@ -55,7 +55,7 @@ impl Reached {
         let origins = Origins::of(cfg);
         let connections =
             origins.connection_totals(|thread| cfg.connections_of_thread(thread), cfg.threads);
-        let origins = (origins.list.iter().zip(connections))
+        let origins: Vec<OriginReach> = (origins.list.iter().zip(connections))
             .map(|((target, _), connections)| OriginReach {
                 origin: origin_name(target),
                 connections,
@@ -63,7 +63,8 @@ impl Reached {
                 tunnel: proxy::tunnel_of(cfg, target).is_some(),
             })
             .collect();
-        Reached { origins, proxy: proxy::report_of(cfg), family: cfg.reach.family }
+        let tunnel = origins.iter().any(|origin| origin.tunnel);
+        Reached { proxy: proxy::report_of(cfg, tunnel), origins, family: cfg.reach.family }
     }
 
     /// The same servers reached the same way, whatever the connections.
