@@ -16,8 +16,8 @@ use crate::report::html::charts::{self, extent};
 use crate::report::html::escape::escape;
 use crate::report::html::svg::{number_label, Axis, Chart, Scale, Series};
 use crate::report::html::tables::{facts, grid};
-use crate::report::html::{section, write_end, STYLE};
-use crate::report::spectrum::value_at_percentile;
+use crate::report::html::timeline::PeriodPoint;
+use crate::report::html::{none, section, write_end, STYLE};
 use crate::slo::Unit;
 use crate::units::format_time_us;
 
@@ -197,36 +197,14 @@ fn spectra(runs: &Runs, comparison: &Comparison) -> String {
     }
 }
 
-/// One run's timeline: per period, its middle (s), p50 and p99 (ms) and
-/// requests per second.
-struct Period {
-    middle_s: f64,
-    p50_ms: f64,
-    p99_ms: f64,
-    rate: f64,
+/// One run's periods, summarised.
+fn timeline(run: &SavedRun) -> Vec<PeriodPoint> {
+    run.periods.iter().map(PeriodPoint::measured).collect()
 }
 
-fn timeline(run: &SavedRun) -> Vec<Period> {
-    run.periods
-        .iter()
-        .map(|p| {
-            let h = &p.stats.corrected;
-            let ms = |q: f64| {
-                if h.is_empty() {
-                    f64::NAN
-                } else {
-                    value_at_percentile(h, q) as f64 / 1000.0
-                }
-            };
-            let seconds = p.length.as_secs_f64();
-            Period {
-                middle_s: (p.start + p.length / 2).as_secs_f64(),
-                p50_ms: ms(50.0),
-                p99_ms: ms(99.0),
-                rate: if seconds > 0.0 { p.stats.requests as f64 / seconds } else { 0.0 },
-            }
-        })
-        .collect()
+/// A latency of a period in ms (NaN when it has none: a gap in the line).
+fn ms(us: Option<u64>) -> f64 {
+    us.map_or(f64::NAN, |us| us as f64 / 1000.0)
 }
 
 /// Latency and throughput over time, both runs on each chart, from their
@@ -249,21 +227,24 @@ fn over_time(runs: &Runs) -> String {
         .iter()
         .filter_map(|r| r.periods.last().map(|p| (p.start + p.length).as_secs_f64()))
         .fold(0.0, f64::max);
-    let line = |name: &str, class, periods: &[Period], pick: fn(&Period) -> f64, dashed| Series {
-        name: name.to_string(),
-        class,
-        points: periods.iter().map(|p| (p.middle_s, pick(p))).collect(),
-        dashed,
-    };
+    let line =
+        |name: &str, class, periods: &[PeriodPoint], pick: fn(&PeriodPoint) -> f64, dashed| {
+            Series {
+                name: name.to_string(),
+                class,
+                points: periods.iter().map(|p| (p.middle_s(), pick(p))).collect(),
+                dashed,
+            }
+        };
     let latency = vec![
-        line("base p50", BASE_CLASS, &base, |p| p.p50_ms, false),
-        line("base p99", BASE_CLASS, &base, |p| p.p99_ms, true),
-        line("new p50", NEW_CLASS, &new, |p| p.p50_ms, false),
-        line("new p99", NEW_CLASS, &new, |p| p.p99_ms, true),
+        line("base p50", BASE_CLASS, &base, |p| ms(p.corrected.p50), false),
+        line("base p99", BASE_CLASS, &base, |p| ms(p.corrected.p99), true),
+        line("new p50", NEW_CLASS, &new, |p| ms(p.corrected.p50), false),
+        line("new p99", NEW_CLASS, &new, |p| ms(p.corrected.p99), true),
     ];
     let throughput = vec![
-        line("base", BASE_CLASS, &base, |p| p.rate, false),
-        line("new", NEW_CLASS, &new, |p| p.rate, false),
+        line("base", BASE_CLASS, &base, |p| p.per_second(p.requests), false),
+        line("new", NEW_CLASS, &new, |p| p.per_second(p.requests), false),
     ];
     let time =
         || Axis { scale: Scale::from_zero(end), label: number_label, title: "seconds".into() };
@@ -297,8 +278,4 @@ fn over_time(runs: &Runs) -> String {
         .render(),
     );
     out
-}
-
-fn none(why: &str) -> String {
-    format!("<p class=\"none\">{}</p>\n", escape(why))
 }

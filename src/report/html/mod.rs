@@ -125,8 +125,13 @@ pub fn section(out: &mut dyn Write, id: &str, title: &str, body: &str) -> io::Re
 fn chart_or(chart: Option<svg::Chart>, why_not: &str) -> String {
     match chart {
         Some(chart) => chart.render(),
-        None => format!("<p class=\"none\">{}</p>\n", escape(why_not)),
+        None => none(why_not),
     }
+}
+
+/// A sentence saying why something is not shown.
+pub fn none(why: &str) -> String {
+    format!("<p class=\"none\">{}</p>\n", escape(why))
 }
 
 /// The percentile spectrum and the table of percentiles.
@@ -178,7 +183,7 @@ fn over_time(page: &Page, paced: bool) -> String {
                  line (see the notes above), so only whole-run figures are shown."
             }
         };
-        return format!("<p class=\"none\">{}</p>\n", escape(why));
+        return none(why);
     }
     let length = periods[0].length;
     let mut out = format!(

@@ -50,7 +50,6 @@ impl Percentiles {
 impl PeriodPoint {
     /// The figures of `interval`, a period of the run `cfg` describes.
     pub fn of(cfg: &BenchConfig, interval: &Interval) -> PeriodPoint {
-        let stats = &interval.stats;
         let target_rate = match &cfg.mode {
             Mode::ClosedLoop => None,
             // Periods count from the end of the warm-up.
@@ -60,6 +59,12 @@ impl PeriodPoint {
                 Some(rate / cfg.shard.count as f64)
             }
         };
+        PeriodPoint { target_rate, ..PeriodPoint::measured(interval) }
+    }
+
+    /// What `interval` measured, without the plan's rate.
+    pub fn measured(interval: &Interval) -> PeriodPoint {
+        let stats = &interval.stats;
         PeriodPoint {
             start: interval.start,
             length: interval.length,
@@ -69,7 +74,7 @@ impl PeriodPoint {
             lag_p99_us: (!stats.lag.is_empty()).then(|| value_at_percentile(&stats.lag, 99.0)),
             errors: stats.errors,
             statuses: stats.statuses.clone(),
-            target_rate,
+            target_rate: None,
         }
     }
 
