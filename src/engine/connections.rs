@@ -267,12 +267,21 @@ impl Connections {
         }
     }
 
-    /// Waits for socket events at most `timeout` and handles them.
-    pub fn poll(&mut self, timeout: Duration, recorder: &mut Recorder) {
+    /// Waits for socket events at most `timeout`, spinning on them for up
+    /// to `spin` before it blocks, and handles them; says how long the
+    /// first one took when none was ready at once (see [`sys::Waited`]).
+    pub fn poll(
+        &mut self,
+        timeout: Duration,
+        spin: Duration,
+        recorder: &mut Recorder,
+    ) -> Option<Duration> {
         // A failed wait (only EINTR in practice, which returns 0) just
         // means another turn of the loop.
-        let n = self.poller.poll(Some(timeout)).unwrap_or(0);
-        for k in 0..n {
+        let Ok(waited) = self.poller.poll_spinning(spin, timeout) else {
+            return None;
+        };
+        for k in 0..waited.events {
             let event = self.poller.ready(k);
             let i = event.token as usize;
             if event.writable || event.closed {
@@ -282,6 +291,7 @@ impl Connections {
                 self.on_readable(i, event.closed, recorder);
             }
         }
+        waited.first_after
     }
 
     /// When the next connection is due to be reopened, if one is.

@@ -10,6 +10,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::engine::conn::Ticket;
 use crate::engine::connections::Connections;
@@ -18,7 +19,7 @@ use crate::engine::recorder::Recorder;
 use crate::engine::schedule::Schedule;
 use crate::engine::source::{Batch, RequestSource};
 use crate::engine::start_line::StartLine;
-use crate::engine::wake::{self, Lateness, Outlook};
+use crate::engine::wake::{self, EventSpin, Lateness, Outlook};
 use crate::plan::Plan;
 use crate::script::{ScriptError, ThreadScript};
 use crate::sys;
@@ -79,6 +80,7 @@ pub struct Worker {
     intended: Vec<u64>,
     /// How late this thread's sleeps end: it wakes that much early.
     lateness: Lateness,
+    event_spin: EventSpin,
     /// A paced run over several origins: the due requests waiting for a
     /// connection to their origin.
     parked: Option<Parked>,
@@ -104,6 +106,7 @@ impl Worker {
             hurry,
             intended: Vec::new(),
             lateness: Lateness::default(),
+            event_spin: EventSpin::default(),
             parked: None,
         }
     }
@@ -216,7 +219,7 @@ impl Worker {
                 break;
             }
             let nap = (at - early - now).min(50_000_000);
-            std::thread::sleep(std::time::Duration::from_nanos(nap));
+            std::thread::sleep(Duration::from_nanos(nap));
         }
         while sys::now_ns() < at && !self.stopped() {
             std::hint::spin_loop();
@@ -235,7 +238,11 @@ impl Worker {
                 break;
             }
             let until = deadline.min(self.connections.next_reopen_at().unwrap_or(deadline));
-            self.connections.poll(wake::events_until(now, until), &mut self.recorder);
+            self.connections.poll(
+                wake::events_until(now, until),
+                Duration::ZERO,
+                &mut self.recorder,
+            );
             self.reopen_due();
         }
     }
@@ -283,7 +290,11 @@ impl Worker {
             };
             let wait = wake::choose(&outlook, self.lateness.early_ns());
             let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
-            self.connections.poll(timeout, &mut self.recorder);
+            let connections = &self.connections;
+            let spin = self.event_spin.spin(|| connections.requests_in_flight());
+            if let Some(after) = self.connections.poll(timeout, spin, &mut self.recorder) {
+                self.event_spin.observe(after);
+            }
             self.absorb();
         }
     }
@@ -505,7 +516,11 @@ impl Worker {
                     until = until.min(at.max(now));
                 }
             }
-            self.connections.poll(wake::events_until(now, until), &mut self.recorder);
+            self.connections.poll(
+                wake::events_until(now, until),
+                Duration::ZERO,
+                &mut self.recorder,
+            );
             // Responses still reach the script; nothing new is sent.
             self.deliver_responses();
             if retrying {
