@@ -7,6 +7,9 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
 
   closed   wrk vs pace, closed loop -t1 -c50: requests/s and client CPU
            time per request (user + sys from /usr/bin/time / requests)
+  one      the same with one connection (-c1): the round trip, where
+           whatever the tool does between a response and the next request
+           (its wake-up included) counts in every request
   lua      wrk vs pace running the same Lua script, closed loop -t1 -c50:
            bench/scripts/static.lua (sets method/body/headers only) and
            dynamic.lua (wrk.format in request() for every request):
@@ -46,7 +49,7 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            tool the highest rate it held (share >= 99%, and for pace lag
            p99 <= 100 us), and pace CPU per request / wrk2 at each rate
 
-$PACE_BASE names an earlier pace binary: closed, paced, wide, plans, wire and rate
+$PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire and rate
 then measure it too, in the same run ("base"), for before/after ratios; h2 too
 if it has --http2.
 
@@ -61,7 +64,7 @@ built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,lua,static,paced,wide,plans,shards,wire,h2,rate]
+usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate]
 """
 import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
 
@@ -91,7 +94,7 @@ H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate')
+PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate')
 
 
 def have(path):
@@ -105,7 +108,7 @@ def missing_tools(parts):
         if not ok:
             missing.append((what, how))
     need(shutil.which('nginx') or os.path.exists('/usr/sbin/nginx'), 'nginx', 'apt-get install nginx-light')
-    if {'closed', 'lua', 'static', 'wire'} & set(parts):
+    if {'closed', 'one', 'lua', 'static', 'wire'} & set(parts):
         need(WRK, 'wrk', 'apt-get install wrk')
     need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
     need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
@@ -179,16 +182,16 @@ def paces():
     return [('pace', PACE)] + ([('base', PACE_BASE)] if PACE_BASE else [])
 
 
-def closed(rounds):
+def closed(rounds, conns=50):
     tools = [('wrk', WRK)] + paces()
     rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
     for _ in range(rounds):
         for name, binary in tools:
             cmd = [binary]
-            out, cpu = timed(cmd + ['-t1', '-c50', '-d5s', URL])
+            out, cpu = timed(cmd + ['-t1', f'-c{conns}', '-d5s', URL])
             rows[name]['rps'].append(rate_of(out))
             rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
-    median_table('closed loop -t1 -c50 (median of %d)' % rounds, rows)
+    median_table('closed loop -t1 -c%d (median of %d)' % (conns, rounds), rows)
     for name, _ in paces():
         w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', name))
         rps = statistics.median(rows[name]['rps']) / statistics.median(rows['wrk']['rps'])
@@ -641,6 +644,8 @@ def main():
     try:
         if 'closed' in parts:
             closed(args.rounds)
+        if 'one' in parts:
+            closed(args.rounds, conns=1)
         if 'lua' in parts:
             lua(args.rounds)
         if 'static' in parts:
