@@ -47,9 +47,15 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            pace's schedule lag p99 (JSON schedule_lag), corrected latency
            p99 (pace's JSON; wrk2 --latency), CPU per request; then per
            tool the highest rate it held (share >= 99%, and for pace lag
-           p99 <= 100 us), and pace CPU per request / wrk2 at each rate
+           p99 <= 100 us), and pace CPU per request / wrk2 at each rate;
+           with how busy the server's core was (nginx's one worker nears
+           100% at 70,000/s here, and then its queue sets the lag)
+  rate-serve
+           the same against `pace serve` on CPU 0 (port $BENCH_SERVE_PORT,
+           default 18090), which keeps part of its core idle at these
+           rates: the generator's own limit
 
-$PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire and rate
+$PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire, rate and rate-serve
 then measure it too, in the same run ("base"), for before/after ratios; h2 too
 if it has --http2.
 
@@ -64,9 +70,9 @@ built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate]
+usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve]
 """
-import argparse, json, os, re, shlex, shutil, statistics, subprocess, sys, tempfile
+import argparse, json, os, re, shlex, shutil, socket, statistics, subprocess, sys, tempfile, time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -87,6 +93,8 @@ OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 H2LOAD = os.environ.get('H2LOAD') or shutil.which('h2load')
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
+SERVE_PORT = int(os.environ.get('BENCH_SERVE_PORT', '18090'))
+SERVE_URL = f'http://127.0.0.1:{SERVE_PORT}/'
 # nginx's h2c listener (HTTP/2 by prior knowledge), the same locations.
 H2_PORT = int(os.environ.get('BENCH_H2_PORT', '18081'))
 H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
@@ -94,7 +102,7 @@ H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate')
+PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate', 'rate-serve')
 
 
 def have(path):
@@ -549,15 +557,50 @@ def held_line(name, rows, lag_bound):
     print(f'  {name} held {best} ({rule})' + (f'; missed {", ".join(missed)}' if missed else ''))
 
 
-def rate_per_core(rounds):
+class BuiltInServer:
+    """`pace serve` (of $PACE) on CPU 0 for the duration of a with block:
+    a server that costs less per request than nginx, so that it keeps some
+    of its core idle at the rates where nginx's one worker saturates."""
+
+    def __enter__(self):
+        self.process = subprocess.Popen(['taskset', '-c', '0', PACE, 'serve', '-p', str(SERVE_PORT)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(100):
+            try:
+                socket.create_connection(('127.0.0.1', SERVE_PORT), timeout=1).close()
+                return SERVE_URL
+            except OSError:
+                if self.process.poll() is not None:
+                    break
+                time.sleep(0.1)
+        self.process.kill()
+        sys.exit(f'compare.py: pace serve did not answer on port {SERVE_PORT} (set BENCH_SERVE_PORT)')
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()
+
+
+def cpu0_ticks():
+    """(busy, total) clock ticks of CPU 0 so far, from /proc/stat."""
+    with open('/proc/stat') as stat:
+        fields = next(line for line in stat if line.startswith('cpu0 ')).split()[1:]
+    ticks = [int(f) for f in fields[:8]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
+def rate_per_core(rounds, url=URL, server='nginx'):
     """Paced runs at rising rates on one core (-t1 -c100 on CPU 1): how far
     up pace keeps its schedule (lag p99 from its JSON) and the rate, next to
     wrk2, and what each request costs in CPU there. Every tool at one rate
-    runs before the next rate, so a busy spell of the machine hits them alike."""
+    runs before the next rate, so a busy spell of the machine hits them alike.
+    Also how busy the server's core was at each rate (CPU 0, /proc/stat):
+    near 100%, the server's queue, not the generator, sets the lag."""
     tools = [(name, binary, [binary, '-e']) for name, binary in paces()]
     if have(WRK2):
         tools.append(('wrk2', WRK2, [WRK2, '--latency']))
-    rows = {f'{name} {rate}': {'achieved': [], 'share': [], 'lag_p99': [], 'p99': [], 'cpu_us': []}
+    rows = {f'{name} {rate}': {'achieved': [], 'share': [], 'lag_p99': [], 'p99': [], 'cpu_us': [], 'server_busy': []}
             for name, _, _ in tools for rate in RATES}
     errors = {}  # tool -> {kind: count} over its runs: what it counted as failed or unsent
     warned = {}  # pace's warnings (codes) -> in how many of its runs
@@ -566,8 +609,11 @@ def rate_per_core(rounds):
     for _ in range(rounds):
         for rate in RATES:
             for name, binary, cmd in tools:
-                out, cpu = timed(cmd[:1] + ['-t1', f'-c{RATE_CONNECTIONS}', f'-d{RATE_SECONDS}s', f'-R{rate}'] + cmd[1:] + [URL])
+                before = cpu0_ticks()
+                out, cpu = timed(cmd[:1] + ['-t1', f'-c{RATE_CONNECTIONS}', f'-d{RATE_SECONDS}s', f'-R{rate}'] + cmd[1:] + [url])
+                busy, total = (a - b for a, b in zip(cpu0_ticks(), before))
                 row = rows[f'{name} {rate}']
+                row['server_busy'].append(busy / max(total, 1) * 100)
                 if name == 'wrk2':
                     requests, achieved, p99, failed = wrk2_figures(out)
                 else:
@@ -587,8 +633,9 @@ def rate_per_core(rounds):
                 row['cpu_us'].append(cpu / max(requests, 1) * 1e6)
     load.append(open('/proc/loadavg').read().split()[0])
     ordered = {f'{name} {rate}': rows[f'{name} {rate}'] for rate in RATES for name, _, _ in tools}
-    median_table(f'rate per core: -R {"/".join(str(r) for r in RATES)} -t1 -c{RATE_CONNECTIONS} -d{RATE_SECONDS}s, share = achieved / planned %, lag_p99 and p99 '
-                 f'(corrected) in us (median of {rounds})', ordered)
+    median_table(f'rate per core against {server}: -R {"/".join(str(r) for r in RATES)} -t1 -c{RATE_CONNECTIONS} -d{RATE_SECONDS}s, '
+                 f'share = achieved / planned %, lag_p99 and p99 (corrected) in us, server_busy = CPU 0 busy % (median of {rounds})',
+                 ordered)
     for name, _, _ in tools:
         held_line(name, rows, name != 'wrk2')
     if have(WRK2):
@@ -633,7 +680,7 @@ def main():
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
-    if {'paced', 'wide', 'rate'} & set(parts):
+    if {'paced', 'wide', 'rate', 'rate-serve'} & set(parts):
         if not have(WRK2):
             print(f'note: no wrk2 at {WRK2} (bench/peers.sh wrk2, or set WRK2): paced/wide/rate without wrk2')
     if {'paced', 'wire'} & set(parts) and not have(OHA):
@@ -664,6 +711,9 @@ def main():
             h2(args.rounds, h2_base)
         if 'rate' in parts:
             rate_per_core(args.rounds)
+        if 'rate-serve' in parts:
+            with BuiltInServer() as url:
+                rate_per_core(args.rounds, url, 'pace serve')
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
