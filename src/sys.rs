@@ -143,10 +143,18 @@ impl WallClock {
         WallClock { offset: best.1 }
     }
 
-    /// A wall-clock stamp on the monotonic scale, never later than `now`.
-    pub fn to_now_ns(self, wall_ns: u64, now: u64) -> u64 {
-        let mono = wall_ns as i128 - self.offset;
-        mono.clamp(0, now as i128) as u64
+    /// A wall-clock stamp on the monotonic scale, never later than the
+    /// present (a calibration error or a step of the wall clock could say
+    /// otherwise). `passed` is a time known to be past: the clock (`now`)
+    /// is read only for a stamp later than that, which is rare when
+    /// `passed` is when the thread learned that data had arrived.
+    pub fn to_now_ns(self, wall_ns: u64, passed: u64, now: impl FnOnce() -> u64) -> u64 {
+        let mono = (wall_ns as i128 - self.offset).clamp(0, u64::MAX as i128) as u64;
+        if mono <= passed {
+            mono
+        } else {
+            mono.min(now())
+        }
     }
 }
 
@@ -361,7 +369,8 @@ mod tests {
         let (n, stamp) = recv_stamped(&server, &mut buf).unwrap();
         let read_at = now_ns();
         assert_eq!(&buf[..n], b"hello");
-        let arrived = WallClock::calibrate().to_now_ns(stamp.expect("a timestamp"), read_at);
+        let arrived =
+            WallClock::calibrate().to_now_ns(stamp.expect("a timestamp"), read_at, now_ns);
         // Stamped on arrival (on loopback, during the sender's write), not
         // when read at least 20 ms later; 1 ms allows for the conversion
         // between the clocks, 10 ms for a late softirq.
@@ -399,6 +408,17 @@ mod tests {
         client.write_all(b"y").unwrap();
         let ready = p.poll_spinning(Duration::from_secs(10), Duration::from_secs(10)).unwrap();
         assert_eq!((ready.events, ready.first_after), (1, None));
+    }
+
+    #[test]
+    fn a_stamp_is_converted_without_a_clock_read_unless_it_is_later_than_known() {
+        let clock = WallClock { offset: 1_000 };
+        let unread = || panic!("the clock was read for a stamp known to be past");
+        assert_eq!(clock.to_now_ns(5_000, 4_000, unread), 4_000);
+        assert_eq!(clock.to_now_ns(500, 4_000, unread), 0);
+        // Later than what is known to be past: never later than the present.
+        assert_eq!(clock.to_now_ns(9_000, 4_000, || 6_000), 6_000);
+        assert_eq!(clock.to_now_ns(9_000, 4_000, || 9_000), 8_000);
     }
 
     /// A 200 us timeout must not be rounded up to a whole millisecond (as

@@ -89,6 +89,9 @@ pub struct Connections {
     buf: Vec<u8>,
     /// Converts the kernel's receive stamps to the monotonic clock.
     wall_clock: WallClock,
+    /// When the last wait for events ended: the data it reported arrived
+    /// before then, so converting its receive stamps needs no clock read.
+    polled_at: u64,
     /// Connections in the middle of a large response.
     receiving_large: usize,
 }
@@ -122,6 +125,7 @@ impl Connections {
             retries: VecDeque::new(),
             buf: vec![0; READ_BUFFER],
             wall_clock: WallClock::calibrate(),
+            polled_at: 0,
             receiving_large: 0,
             setup,
         })
@@ -281,6 +285,7 @@ impl Connections {
         let Ok(waited) = self.poller.poll_spinning(spin, timeout) else {
             return None;
         };
+        self.polled_at = sys::now_ns();
         for k in 0..waited.events {
             let event = self.poller.ready(k);
             let i = event.token as usize;
@@ -627,8 +632,10 @@ impl Connections {
                 }
                 Ok((n, stamp)) => {
                     recorder.bytes_read(n);
-                    let now = sys::now_ns();
-                    let arrived = stamp.map_or(now, |wall| self.wall_clock.to_now_ns(wall, now));
+                    let arrived = match stamp {
+                        Some(wall) => self.wall_clock.to_now_ns(wall, self.polled_at, sys::now_ns),
+                        None => sys::now_ns(),
+                    };
                     let open = self.receive(i, &buf[..n], arrived, recorder);
                     let filled = n == buf.len();
                     if !open || (drains && !until_end && !filled) {

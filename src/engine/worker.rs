@@ -437,7 +437,8 @@ impl Worker {
     /// `delay()`), closed connections whose back-off is over are reopened.
     fn absorb(&mut self) {
         self.deliver_responses();
-        let now = sys::now_ns();
+        // The clock is read only for a script's delay().
+        let mut now = None;
         for ticket in self.connections.take_ready() {
             let delay = match self.source.delay() {
                 Ok(delay) => delay,
@@ -447,7 +448,8 @@ impl Worker {
                 }
             };
             let delay_ns = u64::try_from(delay.as_nanos()).unwrap_or(u64::MAX);
-            let not_before = (!delay.is_zero()).then(|| now.saturating_add(delay_ns));
+            let not_before = (!delay.is_zero())
+                .then(|| now.get_or_insert_with(sys::now_ns).saturating_add(delay_ns));
             self.schedule.ready(ticket, not_before);
         }
         if self.script_error.is_some() {
@@ -457,8 +459,9 @@ impl Worker {
     }
 
     fn reopen_due(&mut self) {
+        let Some(at) = self.connections.next_reopen_at() else { return };
         let now = sys::now_ns();
-        if self.connections.next_reopen_at().is_some_and(|at| at <= now) {
+        if at <= now {
             self.connections.reopen_due(now, &self.source.endpoint(), &mut self.recorder);
         }
     }
