@@ -229,8 +229,8 @@ unsafe impl Send for Poller {}
 pub struct Waited {
     /// How many events arrived (read them with [`Poller::ready`]).
     pub events: usize,
-    /// How long after the wait began the first one came, when none was
-    /// ready at once (a blocked wait's includes the wake-up).
+    /// How long after the wait began the first one came, when the caller
+    /// asked and it had to wait (a blocked wait's includes the wake-up).
     pub first_after: Option<Duration>,
 }
 
@@ -274,26 +274,36 @@ impl Poller {
         }
     }
 
-    /// Waits for events as [`Poller::poll`] does, but spins (polling
-    /// without blocking) for up to `spin` before it blocks for the rest of
-    /// `timeout`: a blocked thread's wake-up takes tens of microseconds on
-    /// a VM, longer than many responses take. Also says how long it waited
-    /// for the first event when none was ready at once.
-    pub fn poll_spinning(&mut self, spin: Duration, timeout: Duration) -> io::Result<Waited> {
-        let ready = self.poll(Some(Duration::ZERO))?;
-        if ready > 0 || timeout.is_zero() {
-            return Ok(Waited { events: ready, first_after: None });
-        }
+    /// Waits for events as [`Poller::poll`] does. With `spin` (a thread
+    /// that learns how soon its events come), it first spins, polling
+    /// without blocking, for up to that long before it blocks for the rest
+    /// of `timeout` (a blocked thread's wake-up takes tens of microseconds
+    /// on a VM, longer than many responses take), and says how long the
+    /// first event took to come.
+    pub fn poll_spinning(
+        &mut self,
+        timeout: Duration,
+        spin: Option<Duration>,
+    ) -> io::Result<Waited> {
+        let Some(spin) = spin.filter(|_| !timeout.is_zero()) else {
+            return Ok(Waited { events: self.poll(Some(timeout))?, first_after: None });
+        };
         let started = Instant::now();
-        let spin = spin.min(timeout);
-        while started.elapsed() < spin {
-            // Anything else runnable on this CPU (another pace thread, a
-            // server on the same machine) goes first: the spin is only
-            // worth it on a CPU that would otherwise idle.
-            std::thread::yield_now();
-            let events = self.poll(Some(Duration::ZERO))?;
-            if events > 0 {
-                return Ok(Waited { events, first_after: Some(started.elapsed()) });
+        if !spin.is_zero() {
+            let ready = self.poll(Some(Duration::ZERO))?;
+            if ready > 0 {
+                // Ready at once: no wait to report.
+                return Ok(Waited { events: ready, first_after: None });
+            }
+            while started.elapsed() < spin.min(timeout) {
+                // Anything else runnable on this CPU (another pace thread,
+                // a server on the same machine) goes first: the spin is
+                // only worth it on a CPU that would otherwise idle.
+                std::thread::yield_now();
+                let events = self.poll(Some(Duration::ZERO))?;
+                if events > 0 {
+                    return Ok(Waited { events, first_after: Some(started.elapsed()) });
+                }
             }
         }
         let events = self.poll(Some(timeout.saturating_sub(started.elapsed())))?;
@@ -389,25 +399,28 @@ mod tests {
         // Nothing comes: the spin and then the block end at the timeout.
         let timeout = Duration::from_millis(2);
         let started = Instant::now();
-        let quiet = p.poll_spinning(Duration::from_millis(1), timeout).unwrap();
+        let quiet = p.poll_spinning(timeout, Some(Duration::from_millis(1))).unwrap();
         assert_eq!((quiet.events, quiet.first_after), (0, None));
         assert!(started.elapsed() >= timeout);
         // Data written meanwhile ends the wait, spun or blocked, with its
         // event and how long it took to come.
         for spin in [Duration::from_secs(10), Duration::ZERO] {
-            let writer = std::thread::scope(|scope| {
+            let waited = std::thread::scope(|scope| {
                 scope.spawn(|| (&client).write_all(b"x").unwrap());
-                p.poll_spinning(spin, Duration::from_secs(10)).unwrap()
+                p.poll_spinning(Duration::from_secs(10), Some(spin)).unwrap()
             });
-            assert_eq!(writer.events, 1);
+            assert_eq!(waited.events, 1);
             assert!(p.ready(0).readable && p.ready(0).token == 7);
-            assert!(writer.first_after.is_some_and(|d| d < Duration::from_secs(10)));
+            assert!(waited.first_after.is_some_and(|d| d < Duration::from_secs(10)));
             std::io::Read::read(&mut &server, &mut [0u8; 8]).unwrap();
         }
-        // Ready at once: no wait to report.
-        client.write_all(b"y").unwrap();
-        let ready = p.poll_spinning(Duration::from_secs(10), Duration::from_secs(10)).unwrap();
-        assert_eq!((ready.events, ready.first_after), (1, None));
+        // Ready at once, or a caller that does not learn: nothing to report.
+        for spin in [Some(Duration::from_secs(10)), None] {
+            client.write_all(b"y").unwrap();
+            let ready = p.poll_spinning(Duration::from_secs(10), spin).unwrap();
+            assert_eq!((ready.events, ready.first_after), (1, None));
+            std::io::Read::read(&mut &server, &mut [0u8; 8]).unwrap();
+        }
     }
 
     #[test]

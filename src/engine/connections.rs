@@ -271,18 +271,18 @@ impl Connections {
         }
     }
 
-    /// Waits for socket events at most `timeout`, spinning on them for up
-    /// to `spin` before it blocks, and handles them; says how long the
-    /// first one took when none was ready at once (see [`sys::Waited`]).
+    /// Waits for socket events at most `timeout` and handles them; with
+    /// `spin`, spins on them for up to that long before it blocks and says
+    /// how long the first one took (see [`sys::Poller::poll_spinning`]).
     pub fn poll(
         &mut self,
         timeout: Duration,
-        spin: Duration,
+        spin: Option<Duration>,
         recorder: &mut Recorder,
     ) -> Option<Duration> {
         // A failed wait (only EINTR in practice, which returns 0) just
         // means another turn of the loop.
-        let Ok(waited) = self.poller.poll_spinning(spin, timeout) else {
+        let Ok(waited) = self.poller.poll_spinning(timeout, spin) else {
             return None;
         };
         self.polled_at = sys::now_ns();

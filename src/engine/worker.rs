@@ -238,11 +238,7 @@ impl Worker {
                 break;
             }
             let until = deadline.min(self.connections.next_reopen_at().unwrap_or(deadline));
-            self.connections.poll(
-                wake::events_until(now, until),
-                Duration::ZERO,
-                &mut self.recorder,
-            );
+            self.connections.poll(wake::events_until(now, until), None, &mut self.recorder);
             self.reopen_due();
         }
     }
@@ -519,11 +515,7 @@ impl Worker {
                     until = until.min(at.max(now));
                 }
             }
-            self.connections.poll(
-                wake::events_until(now, until),
-                Duration::ZERO,
-                &mut self.recorder,
-            );
+            self.connections.poll(wake::events_until(now, until), None, &mut self.recorder);
             // Responses still reach the script; nothing new is sent.
             self.deliver_responses();
             if retrying {
