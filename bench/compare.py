@@ -33,7 +33,9 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
   wire     what pace measures about itself: pace, wrk and oha closed loop
            -t1 -c1 for 5 s under bench/wire.py, which captures the traffic
            and takes each request's gap to its response on the wire; the
-           p50/p99 each tool reports, the wire's, and reported - wire (us)
+           p50/p99 each tool reports, the wire's, and reported - wire (us);
+           and each tool's turnaround on the wire, from a response to its
+           next request (turn_p50/p99): what it adds to every round trip
   h2       HTTP/2: pace --http2 --streams 10 vs h2load -m10 on nginx's h2c
            port, -t1 -c10: closed loop (requests/s, CPU per request), then
            paced at 10000/s and 50000/s (h2load --rps R/10 per client):
@@ -364,7 +366,7 @@ def wire(rounds):
     tools.append(('wrk', [WRK, '-t1', '-c1', '-d5s', '--latency', URL]))
     if have(OHA):
         tools.append(('oha', [OHA, '-c', '1', '-z', '5s', '--no-tui', '--output-format', 'json', URL]))
-    keys = ('requests', 'pairs', 'p50', 'wire_p50', 'diff_p50', 'p99', 'wire_p99', 'diff_p99')
+    keys = ('requests', 'pairs', 'p50', 'wire_p50', 'diff_p50', 'p99', 'wire_p99', 'diff_p99', 'turn_p50', 'turn_p99')
     rows = {name: {k: [] for k in keys} for name, _ in tools}
     for _ in range(rounds):
         for name, cmd in tools:
@@ -373,10 +375,11 @@ def wire(rounds):
             row = rows[name]
             for key, value in (('requests', requests), ('pairs', figures['pairs']), ('p50', p50), ('p99', p99),
                                ('wire_p50', figures['wire_p50']), ('wire_p99', figures['wire_p99']),
-                               ('diff_p50', p50 - figures['wire_p50']), ('diff_p99', p99 - figures['wire_p99'])):
+                               ('diff_p50', p50 - figures['wire_p50']), ('diff_p99', p99 - figures['wire_p99']),
+                               ('turn_p50', figures['turn_p50']), ('turn_p99', figures['turn_p99'])):
                 row[key].append(value)
-    print(f'\n== wire: closed loop -t1 -c1 -d5s, reported vs request-to-response on the wire, us '
-          f'(median of {rounds})')
+    print(f'\n== wire: closed loop -t1 -c1 -d5s, reported vs request-to-response on the wire, and the '
+          f'turnaround (turn_: from a response to the next request, on the wire), us (median of {rounds})')
     for name, samples in rows.items():
         m = {k: statistics.median(v) for k, v in samples.items()}
         print(f'  {name:6} requests={m["requests"]:.0f} pairs={m["pairs"]:.0f}  '

@@ -10,7 +10,14 @@ it sends again) alternates requests and responses on every connection, so
 they pair up in order; retransmitted segments (data the sequence numbers say
 was seen before) are left out. Prints one line:
 
-  pairs=N  wire_p50=..us wire_p90=..us wire_p99=..us wire_max=..us  drops=N
+  pairs=N  wire_p50=..us wire_p90=..us wire_p99=..us wire_max=..us
+  turn_p50=..us turn_p99=..us  drops=N
+
+(on one line). turn_ is the client's turnaround on the wire: from the last
+segment of a response to the first of the next request on its connection,
+what the client takes between a response and its next request (its
+wake-up, reading, parsing, recording, deciding); it is left out when no
+connection sent again after a response.
 
 usage: wire.py PORT [--skip S] [--tcpdump-cpu N] [--timeout S] -- COMMAND...
 --skip S leaves out requests sent in the first S seconds after the first
@@ -94,16 +101,22 @@ def packets(path):
 
 
 def gaps(path, port, skip):
-    """Request-to-response gaps (s), in the order of the requests."""
+    """Request-to-response gaps (s), in the order of the requests, and the
+    client's turnarounds (s): from the last segment of a response to the
+    first of the next request on the same connection, what the client
+    takes between reading one response and sending again."""
     waiting = {}   # client port -> time of its outstanding request
+    answered = {}  # client port -> time of the latest segment of its last response
     seen = {}      # (src port, dst port) -> end of the data seen so far (seq)
     first = None
-    out = []
+    out, turns = [], []
     for t, sport, dport, seq, payload, syn in packets(path):
         flow = (sport, dport)
+        client = sport if dport == port else dport
         if syn:  # a new connection (perhaps from a port used before)
             seen.pop(flow, None)
-            waiting.pop(sport if dport == port else dport, None)
+            waiting.pop(client, None)
+            answered.pop(client, None)
         if payload <= 0:
             continue
         end = (seq + payload) & 0xffffffff
@@ -116,11 +129,16 @@ def gaps(path, port, skip):
             if sport not in waiting:
                 waiting[sport] = t
                 first = t if first is None else first
-        elif sport == port and dport in waiting:  # the response's first segment
-            sent = waiting.pop(dport)
-            if sent >= first + skip:
-                out.append(t - sent)
-    return out
+                last = answered.pop(sport, None)
+                if last is not None and t >= first + skip:
+                    turns.append(t - last)
+        elif sport == port:  # a response segment
+            if dport in waiting:  # its first
+                sent = waiting.pop(dport)
+                if sent >= first + skip:
+                    out.append(t - sent)
+            answered[dport] = t
+    return out, turns
 
 
 def percentile(sorted_values, p):
@@ -185,7 +203,7 @@ def main():
             die(f'{os.path.basename(cmd[0])} exited {run.returncode}{tail}')
         sys.stdout.write(run.stdout if run.stdout.endswith('\n') or not run.stdout else run.stdout + '\n')
         dropped = next((int(l.split()[0]) for l in stats.splitlines() if 'dropped by kernel' in l), 0)
-        values = sorted(gaps(pcap, port, skip))
+        values, turns = (sorted(v) for v in gaps(pcap, port, skip))
     finally:
         if cap is not None:
             cap.kill()
@@ -195,7 +213,9 @@ def main():
         die(f'no request/response pairs on port {port} in the capture')
     us = [v * 1e6 for v in values]
     cells = '  '.join(f'wire_p{p}={percentile(us, p):.1f}us' for p in (50, 90, 99))
-    print(f'pairs={len(us)}  {cells}  wire_max={us[-1]:.1f}us  drops={dropped}', flush=True)
+    turn_us = [v * 1e6 for v in turns]
+    turn_cells = ''.join(f'  turn_p{p}={percentile(turn_us, p):.1f}us' for p in (50, 99)) if turns else ''
+    print(f'pairs={len(us)}  {cells}  wire_max={us[-1]:.1f}us{turn_cells}  drops={dropped}', flush=True)
 
 
 if __name__ == '__main__':
