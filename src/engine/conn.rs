@@ -96,6 +96,14 @@ impl Conn {
         }
     }
 
+    /// How many requests are (at least partly) sent and not answered.
+    pub fn requests_in_flight(&self) -> u64 {
+        match &self.protocol {
+            Protocol::Http1(http1) => http1.requests_in_flight(),
+            Protocol::Http2(http2) => http2.requests_in_flight(),
+        }
+    }
+
     /// The socket is being set up (TCP connect, a proxy's tunnel, TLS
     /// handshake, or the HTTP/2 greeting).
     pub fn opening(&self) -> bool {

@@ -154,13 +154,16 @@ impl Connections {
 
     /// Requests sent (at least in part) and still unanswered.
     pub fn requests_in_flight(&self) -> u64 {
-        self.conns
-            .iter()
-            .map(|c| match &c.protocol {
-                Protocol::Http1(http1) => http1.requests_in_flight(),
-                Protocol::Http2(http2) => http2.requests_in_flight(),
-            })
-            .sum()
+        self.conns.iter().map(Conn::requests_in_flight).sum()
+    }
+
+    /// At most `limit` requests are in flight (counted only that far).
+    pub fn in_flight_at_most(&self, limit: u64) -> bool {
+        let mut counted = 0;
+        self.conns.iter().all(|c| {
+            counted += c.requests_in_flight();
+            counted <= limit
+        })
     }
 
     /// The intended time of the oldest request in flight, if any.

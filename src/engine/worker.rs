@@ -287,7 +287,11 @@ impl Worker {
             let wait = wake::choose(&outlook, self.lateness.early_ns());
             let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
             let connections = &self.connections;
-            let spin = self.event_spin.spin(|| connections.requests_in_flight());
+            let spin = if timeout.is_zero() {
+                None // after a clock wait: only collecting is left
+            } else {
+                self.event_spin.spin(|limit| connections.in_flight_at_most(limit))
+            };
             if let Some(after) = self.connections.poll(timeout, spin, &mut self.recorder) {
                 self.event_spin.observe(after);
             }
