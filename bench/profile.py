@@ -7,8 +7,13 @@ on CPU 0, started by bench/nginx-up) and is measured three ways:
 - CPU 1's time split by /proc/stat over the run (user, system, softirq,
   idle), in microseconds per request: on loopback, a send also runs the
   receiving side of its packet (the server's TCP receive) in softirq on
-  the sender's CPU, so softirq is part of what a request costs there;
-- the generator's context switches per request (/usr/bin/time);
+  the sender's CPU, so softirq is part of what a request costs there.
+  /proc/stat samples CPU 1 at each timer tick, so a run that wakes in
+  step with the tick can read as idle (a plan at 10,000/s wakes every
+  100 us, which divides the 4 ms tick): then trust process, not busy;
+- the generator's own CPU time per request (process: user + system of
+  /usr/bin/time, which the scheduler counts exactly, softirq that ran in
+  its context included) and its context switches per request;
 - with --syscalls, its system calls per request (strace -c -f, in a run of
   its own: strace slows every call, so its run's figures are not used).
 
@@ -75,13 +80,15 @@ def measure(tool, args):
     ticks_per_s = os.sysconf('SC_CLK_TCK')
     with tempfile.NamedTemporaryFile('r') as t:
         before = cpu1_ticks()
-        out = subprocess.run(['/usr/bin/time', '-f', '%c %w', '-o', t.name, 'taskset', '-c', '1']
+        out = subprocess.run(['/usr/bin/time', '-f', '%c %w %U %S', '-o', t.name, 'taskset', '-c', '1']
                              + command(tool, args), capture_output=True, text=True, check=True).stdout
         after = cpu1_ticks()
-        involuntary, voluntary = map(int, t.read().split()[-2:])
+        involuntary, voluntary, user_s, system_s = t.read().split()[-4:]
+        involuntary, voluntary = int(involuntary), int(voluntary)
     n = max(requests_of(tool, out), 1)
     us = {k: (after[k] - before[k]) * 1e6 / ticks_per_s / n for k in ('user', 'system', 'softirq', 'idle')}
     us['busy'] = us['user'] + us['system'] + us['softirq']
+    us['process'] = (float(user_s) + float(system_s)) * 1e6 / n
     us['switches'] = (involuntary + voluntary) / n
     us['rate'] = n / SECONDS
     return us
@@ -120,7 +127,8 @@ def main():
             for tool in tools:
                 runs = [measure(tool, args) for _ in range(opts.rounds)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-                line = (f'  {tool:5} rate={med["rate"]:.0f}/s busy={med["busy"]:.2f} user={med["user"]:.2f} '
+                line = (f'  {tool:5} rate={med["rate"]:.0f}/s process={med["process"]:.2f} '
+                        f'busy={med["busy"]:.2f} user={med["user"]:.2f} '
                         f'system={med["system"]:.2f} softirq={med["softirq"]:.2f} idle={med["idle"]:.2f} '
                         f'switches={med["switches"]:.3f}')
                 if opts.syscalls and shutil.which('strace'):
