@@ -566,6 +566,11 @@ class BuiltInServer:
     of its core idle at the rates where nginx's one worker saturates."""
 
     def __enter__(self):
+        try:
+            socket.create_connection(('127.0.0.1', SERVE_PORT), timeout=1).close()
+            sys.exit(f'compare.py: something else listens on 127.0.0.1:{SERVE_PORT}; set BENCH_SERVE_PORT to a free port')
+        except OSError:
+            pass  # free, as it should be
         self.process = subprocess.Popen(['taskset', '-c', '0', PACE, 'serve', '-p', str(SERVE_PORT)],
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
