@@ -89,8 +89,9 @@ pub struct Connections {
     buf: Vec<u8>,
     /// Converts the kernel's receive stamps to the monotonic clock.
     wall_clock: WallClock,
-    /// When the last wait for events ended: the data it reported arrived
-    /// before then, so converting its receive stamps needs no clock read.
+    /// When the last wait that reported events ended: the data it reported
+    /// arrived before then, so converting its receive stamps needs no clock
+    /// read.
     polled_at: u64,
     /// Connections in the middle of a large response.
     receiving_large: usize,
@@ -288,7 +289,9 @@ impl Connections {
         let Ok(waited) = self.poller.poll_spinning(timeout, spin) else {
             return None;
         };
-        self.polled_at = sys::now_ns();
+        if waited.events > 0 {
+            self.polled_at = sys::now_ns();
+        }
         for k in 0..waited.events {
             let event = self.poller.ready(k);
             let i = event.token as usize;
