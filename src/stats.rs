@@ -161,6 +161,15 @@ pub struct Generator {
     /// The largest share of its sending time an engine thread spent on the
     /// CPU (0 to 1; 0 when not measured).
     pub busiest_thread_cpu: f64,
+    /// The largest share of its sending time an engine thread spent
+    /// working: on the CPU less its spins (on the clock between sends
+    /// closer than a wake-up costs, on events before blocking), which wait
+    /// rather than work (0 to 1; 0 when not measured).
+    pub busiest_thread_work: f64,
+    /// The largest share of its sending time an engine thread was ready to
+    /// run but waited for a CPU (0 to 1; 0 when not measured). A VM host's
+    /// steal time is not in it.
+    pub thread_cpu_wait: f64,
 }
 
 impl Generator {
@@ -168,6 +177,8 @@ impl Generator {
         self.waiting_for_connection_us += other.waiting_for_connection_us;
         self.waiting_for_generator_us += other.waiting_for_generator_us;
         self.busiest_thread_cpu = self.busiest_thread_cpu.max(other.busiest_thread_cpu);
+        self.busiest_thread_work = self.busiest_thread_work.max(other.busiest_thread_work);
+        self.thread_cpu_wait = self.thread_cpu_wait.max(other.thread_cpu_wait);
     }
 }
 
@@ -438,11 +449,15 @@ mod tests {
             waiting_for_connection_us: 5,
             waiting_for_generator_us: 1,
             busiest_thread_cpu: 0.5,
+            busiest_thread_work: 0.2,
+            thread_cpu_wait: 0.01,
         };
         b.generator = Generator {
             waiting_for_connection_us: 2,
             waiting_for_generator_us: 3,
             busiest_thread_cpu: 0.25,
+            busiest_thread_work: 0.25,
+            thread_cpu_wait: 0.0,
         };
         a.merge(&b);
         assert_eq!(a.corrected.len(), 2);
@@ -457,6 +472,8 @@ mod tests {
             waiting_for_connection_us: 7,
             waiting_for_generator_us: 4,
             busiest_thread_cpu: 0.5,
+            busiest_thread_work: 0.25,
+            thread_cpu_wait: 0.01,
         };
         assert_eq!(a.generator, expected);
     }

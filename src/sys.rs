@@ -43,6 +43,15 @@ pub fn thread_cpu_ns() -> u64 {
     (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
 }
 
+/// How long the calling thread has been ready to run but waiting for a
+/// CPU, in nanoseconds (the run-queue delay of `/proc/thread-self/schedstat`;
+/// None where the kernel does not keep it). A VM host's steal time is not
+/// in it.
+pub fn thread_cpu_wait_ns() -> Option<u64> {
+    let schedstat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    schedstat.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// Lets the kernel fire this thread's timers as close to their deadline as
 /// it can (the default slack is 50 us, which would show up in every paced
 /// send).
@@ -225,13 +234,16 @@ pub struct Poller {
 unsafe impl Send for Poller {}
 
 /// What [`Poller::poll_spinning`] found.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, Default)]
 pub struct Waited {
     /// How many events arrived (read them with [`Poller::ready`]).
     pub events: usize,
     /// How long after the wait began the first one came, when the caller
     /// asked and it had to wait (a blocked wait's includes the wake-up).
     pub first_after: Option<Duration>,
+    /// How long it spun before an event came or it blocked: time on the
+    /// CPU that was waiting, not work.
+    pub spun: Duration,
 }
 
 impl Poller {
@@ -286,14 +298,15 @@ impl Poller {
         spin: Option<Duration>,
     ) -> io::Result<Waited> {
         let Some(spin) = spin.filter(|_| !timeout.is_zero()) else {
-            return Ok(Waited { events: self.poll(Some(timeout))?, first_after: None });
+            let events = self.poll(Some(timeout))?;
+            return Ok(Waited { events, first_after: None, spun: Duration::ZERO });
         };
         let started = Instant::now();
         if !spin.is_zero() {
             let ready = self.poll(Some(Duration::ZERO))?;
             if ready > 0 {
                 // Ready at once: no wait to report.
-                return Ok(Waited { events: ready, first_after: None });
+                return Ok(Waited { events: ready, first_after: None, spun: Duration::ZERO });
             }
             while started.elapsed() < spin.min(timeout) {
                 // Anything else runnable on this CPU (another pace thread,
@@ -302,12 +315,14 @@ impl Poller {
                 std::thread::yield_now();
                 let events = self.poll(Some(Duration::ZERO))?;
                 if events > 0 {
-                    return Ok(Waited { events, first_after: Some(started.elapsed()) });
+                    let spun = started.elapsed();
+                    return Ok(Waited { events, first_after: Some(spun), spun });
                 }
             }
         }
-        let events = self.poll(Some(timeout.saturating_sub(started.elapsed())))?;
-        Ok(Waited { events, first_after: (events > 0).then(|| started.elapsed()) })
+        let spun = started.elapsed();
+        let events = self.poll(Some(timeout.saturating_sub(spun)))?;
+        Ok(Waited { events, first_after: (events > 0).then(|| started.elapsed()), spun })
     }
 
     /// The `k`-th event of the last [`Poller::poll`].
@@ -341,6 +356,41 @@ mod tests {
         let spun = thread_cpu_ns() - before - slept;
         assert!(slept < 10_000_000, "{slept} ns of CPU for a 20 ms sleep");
         assert!(spun > 1_000_000, "{spun} ns of CPU for a 20 ms spin");
+    }
+
+    #[test]
+    fn cpu_wait_counts_time_runnable_without_the_cpu() {
+        if thread_cpu_wait_ns().is_none() {
+            return; // a kernel without schedstats: nothing to read
+        }
+        // Two threads spin 40 ms on one CPU: each waits while the other
+        // runs.
+        // SAFETY: sched_getcpu takes no arguments.
+        let cpu = unsafe { libc::sched_getcpu() } as usize;
+        let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let spinners: Vec<_> = (0..2)
+            .map(|_| {
+                let start = start.clone();
+                std::thread::spawn(move || {
+                    // SAFETY: a zeroed cpu_set_t is an empty set; the call
+                    // reads `set` and pins only the calling thread.
+                    unsafe {
+                        let mut set: libc::cpu_set_t = std::mem::zeroed();
+                        libc::CPU_SET(cpu, &mut set);
+                        libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set);
+                    }
+                    start.wait();
+                    let before = thread_cpu_wait_ns().unwrap();
+                    let started = Instant::now();
+                    while started.elapsed() < Duration::from_millis(40) {
+                        std::hint::spin_loop();
+                    }
+                    thread_cpu_wait_ns().unwrap() - before
+                })
+            })
+            .collect();
+        let waited: u64 = spinners.into_iter().map(|spinner| spinner.join().unwrap()).sum();
+        assert!(waited > 10_000_000, "{waited} ns waiting for a shared CPU");
     }
 
     #[test]
@@ -402,6 +452,9 @@ mod tests {
         let quiet = p.poll_spinning(timeout, Some(Duration::from_millis(1))).unwrap();
         assert_eq!((quiet.events, quiet.first_after), (0, None));
         assert!(started.elapsed() >= timeout);
+        // It spun its 1 ms, not the blocked rest.
+        let spun = quiet.spun;
+        assert!(spun >= Duration::from_millis(1) && spun < timeout, "spun {spun:?}");
         // Data written meanwhile ends the wait, spun or blocked, with its
         // event and how long it took to come.
         for spin in [Duration::from_secs(10), Duration::ZERO] {
@@ -412,13 +465,15 @@ mod tests {
             assert_eq!(waited.events, 1);
             assert!(p.ready(0).readable && p.ready(0).token == 7);
             assert!(waited.first_after.is_some_and(|d| d < Duration::from_secs(10)));
+            // A spin that found the event spun as long as it took to come.
+            assert!(waited.spun <= waited.first_after.unwrap());
             std::io::Read::read(&mut &server, &mut [0u8; 8]).unwrap();
         }
         // Ready at once, or a caller that does not learn: nothing to report.
         for spin in [Some(Duration::from_secs(10)), None] {
             client.write_all(b"y").unwrap();
             let ready = p.poll_spinning(Duration::from_secs(10), spin).unwrap();
-            assert_eq!((ready.events, ready.first_after), (1, None));
+            assert_eq!((ready.events, ready.first_after, ready.spun), (1, None, Duration::ZERO));
             std::io::Read::read(&mut &server, &mut [0u8; 8]).unwrap();
         }
     }

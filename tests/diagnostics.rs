@@ -130,3 +130,20 @@ fn a_generator_short_of_cpu() {
     let figures = &warning(&run, "generator_cpu")["figures"];
     assert!(figures["waiting_for_generator_share"].as_f64().unwrap() >= 0.5, "{run}");
 }
+
+/// Sends 50 us apart: the thread spins between them (on the clock, or
+/// after a sleep that woke early), and the spin is on the CPU but is not
+/// work, so the generator's figures tell the two apart.
+#[test]
+fn spinning_between_sends_is_not_counted_as_work() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let run = pace(&["-t1", "-c20", "-R20000", "-d1s", "-e", &target], LIMIT);
+    run.assert_ok();
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let share = |name: &str| json["generator"][name].as_f64().unwrap_or_else(|| panic!("{run}"));
+    let (on_cpu, working) = (share("busiest_thread_cpu_share"), share("busiest_thread_work_share"));
+    assert!(0.0 < working && working < on_cpu && on_cpu <= 1.0, "{run}");
+    assert!((0.0..=1.0).contains(&share("thread_cpu_wait_share")), "{run}");
+}

@@ -277,17 +277,18 @@ impl Connections {
 
     /// Waits for socket events at most `timeout` and handles them; with
     /// `spin`, spins on them for up to that long before it blocks and says
-    /// how long the first one took (see [`sys::Poller::poll_spinning`]).
+    /// how long it spun and how long the first one took (see
+    /// [`sys::Poller::poll_spinning`]).
     pub fn poll(
         &mut self,
         timeout: Duration,
         spin: Option<Duration>,
         recorder: &mut Recorder,
-    ) -> Option<Duration> {
+    ) -> sys::Waited {
         // A failed wait (only EINTR in practice, which returns 0) just
         // means another turn of the loop.
         let Ok(waited) = self.poller.poll_spinning(timeout, spin) else {
-            return None;
+            return sys::Waited::default();
         };
         if waited.events > 0 {
             self.polled_at = sys::now_ns();
@@ -302,7 +303,7 @@ impl Connections {
                 self.on_readable(i, event.closed, recorder);
             }
         }
-        waited.first_after
+        waited
     }
 
     /// When the next connection is due to be reopened, if one is.

@@ -150,10 +150,14 @@ impl Recorder {
         self.last_sent_ns = sent;
     }
 
-    /// The thread spent `share` (0 to 1) of its sending time on the CPU.
-    pub fn cpu_share(&mut self, share: f64) {
+    /// How the thread spent its sending time: the shares (0 to 1) it was
+    /// on the CPU, working (on the CPU less its spins) and waiting for a
+    /// CPU.
+    pub fn thread_time(&mut self, on_cpu: f64, working: f64, cpu_wait: f64) {
         let generator = &mut self.stats.generator;
-        generator.busiest_thread_cpu = generator.busiest_thread_cpu.max(share);
+        generator.busiest_thread_cpu = generator.busiest_thread_cpu.max(on_cpu);
+        generator.busiest_thread_work = generator.busiest_thread_work.max(working);
+        generator.thread_cpu_wait = generator.thread_cpu_wait.max(cpu_wait);
     }
 
     /// A response of `exchange` arrived at `arrived` with `status`;

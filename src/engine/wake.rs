@@ -224,14 +224,23 @@ pub fn events_until(now: u64, until: u64) -> Duration {
 }
 
 impl Wait {
-    /// Spends the clock part of the wait, learning how late sleeps end;
-    /// returns how long to then block on socket events (zero after a clock
-    /// wait: just collect).
-    pub fn on_the_clock(self, clock: impl Fn() -> u64, lateness: &mut Lateness) -> Duration {
-        let spin = |until| {
-            while clock() < until {
+    /// Spends the clock part of the wait, learning how late sleeps end and
+    /// adding the time it spun to `spun_ns`; returns how long to then block
+    /// on socket events (zero after a clock wait: just collect).
+    pub fn on_the_clock(
+        self,
+        clock: impl Fn() -> u64,
+        lateness: &mut Lateness,
+        spun_ns: &mut u64,
+    ) -> Duration {
+        let mut spin = |until| {
+            let started = clock();
+            let mut now = started;
+            while now < until {
                 std::hint::spin_loop();
+                now = clock();
             }
+            *spun_ns += now - started;
         };
         match self {
             Wait::Spin { until } => {
@@ -344,19 +353,24 @@ mod tests {
             now.set(now.get() + US);
             now.get()
         };
-        let mut lateness = Lateness::default();
+        let (mut lateness, mut spun) = (Lateness::default(), 0);
         let spin = Wait::Spin { until: 15 * US };
-        assert_eq!(spin.on_the_clock(clock, &mut lateness), Duration::ZERO);
+        assert_eq!(spin.on_the_clock(clock, &mut lateness, &mut spun), Duration::ZERO);
         assert_eq!(now.get(), 15 * US);
-        let events = Wait::Events { until: 100 * US }.on_the_clock(clock, &mut lateness);
-        assert_eq!(events, Duration::from_micros(84));
-        // A real sleep to `wake`, then the fake clock spins to `until`.
+        // Spun from its first read (1 us) to `until`.
+        assert_eq!(spun, 14 * US);
+        let events = Wait::Events { until: 100 * US };
+        assert_eq!(events.on_the_clock(clock, &mut lateness, &mut spun), Duration::from_micros(84));
+        assert_eq!(spun, 14 * US);
+        // A real sleep to `wake`, then the fake clock spins to `until`
+        // (from its third read: the sleep and the lateness take two).
         let started = std::time::Instant::now();
         let at = now.get();
         let sleep = Wait::Sleep { wake: at + 2 * MS, until: at + 2 * MS + 30 * US };
-        assert_eq!(sleep.on_the_clock(clock, &mut lateness), Duration::ZERO);
+        assert_eq!(sleep.on_the_clock(clock, &mut lateness, &mut spun), Duration::ZERO);
         assert!(started.elapsed() >= Duration::from_millis(2));
-        assert!(now.get() >= at + 2 * MS + 30 * US);
+        assert_eq!(now.get(), at + 2 * MS + 30 * US);
+        assert_eq!(spun, 14 * US + (2 * MS + 30 * US - 3 * US));
     }
 
     #[test]

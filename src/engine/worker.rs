@@ -81,6 +81,9 @@ pub struct Worker {
     /// How late this thread's sleeps end: it wakes that much early.
     lateness: Lateness,
     event_spin: EventSpin,
+    /// Time spent spinning, on the clock or on events, since the run
+    /// began: on the CPU but not working (see [`Recorder::thread_time`]).
+    spun_ns: u64,
     /// A paced run over several origins: the due requests waiting for a
     /// connection to their origin.
     parked: Option<Parked>,
@@ -107,6 +110,7 @@ impl Worker {
             intended: Vec::new(),
             lateness: Lateness::default(),
             event_spin: EventSpin::default(),
+            spun_ns: 0,
             parked: None,
         }
     }
@@ -139,14 +143,19 @@ impl Worker {
         // As every later request, the first one waits for the script's
         // delay() (wrk: "including the first").
         self.absorb();
-        let cpu_before = sys::thread_cpu_ns();
+        let (cpu_before, cpu_wait_before) = (sys::thread_cpu_ns(), sys::thread_cpu_wait_ns());
         self.run_until(start_ns, end_ns);
 
         let sending_ended = end_ns.min(sys::now_ns());
         let cpu = sys::thread_cpu_ns().saturating_sub(cpu_before);
+        let cpu_wait = sys::thread_cpu_wait_ns()
+            .zip(cpu_wait_before)
+            .map_or(0, |(after, before)| after.saturating_sub(before));
         let sending = sending_ended.saturating_sub(start_ns);
         if sending > 0 {
-            self.recorder.cpu_share((cpu as f64 / sending as f64).min(1.0));
+            let share = |ns: u64| (ns as f64 / sending as f64).min(1.0);
+            let working = cpu.saturating_sub(self.spun_ns);
+            self.recorder.thread_time(share(cpu), share(working), share(cpu_wait));
         }
         if self.done_sending() {
             self.pass_over_due_at_stop(sending_ended);
@@ -285,14 +294,16 @@ impl Worker {
                 waiting_for_origin: parked.is_some(),
             };
             let wait = wake::choose(&outlook, self.lateness.early_ns());
-            let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness);
+            let timeout = wait.on_the_clock(sys::now_ns, &mut self.lateness, &mut self.spun_ns);
             let connections = &self.connections;
             let spin = if timeout.is_zero() {
                 None // after a clock wait: only collecting is left
             } else {
                 self.event_spin.spin(|limit| connections.in_flight_at_most(limit))
             };
-            if let Some(after) = self.connections.poll(timeout, spin, &mut self.recorder) {
+            let waited = self.connections.poll(timeout, spin, &mut self.recorder);
+            self.spun_ns += waited.spun.as_nanos() as u64;
+            if let Some(after) = waited.first_after {
                 self.event_spin.observe(after);
             }
             self.absorb();

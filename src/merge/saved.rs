@@ -237,6 +237,11 @@ struct GeneratorRecord {
     waiting_for_connection_us: u64,
     waiting_for_generator_us: u64,
     busiest_thread_cpu_share: f64,
+    /// Absent from files saved before pace told work from spinning: their
+    /// CPU share stands for it, as it did then.
+    busiest_thread_work_share: Option<f64>,
+    #[serde(default)]
+    thread_cpu_wait_share: f64,
 }
 
 #[derive(Deserialize)]
@@ -337,6 +342,11 @@ impl Record {
             waiting_for_connection_us: run.generator.waiting_for_connection_us,
             waiting_for_generator_us: run.generator.waiting_for_generator_us,
             busiest_thread_cpu: run.generator.busiest_thread_cpu_share,
+            busiest_thread_work: run
+                .generator
+                .busiest_thread_work_share
+                .unwrap_or(run.generator.busiest_thread_cpu_share),
+            thread_cpu_wait: run.generator.thread_cpu_wait_share,
         };
         stats.http2 = Http2Counts {
             retried_after_goaway: run.retried_after_goaway,
@@ -579,6 +589,8 @@ mod tests {
             waiting_for_connection_us: 1200,
             waiting_for_generator_us: 35,
             busiest_thread_cpu: 0.5,
+            busiest_thread_work: 0.375,
+            thread_cpu_wait: 0.125,
         };
         total.stages = vec![StageStats { requests: 3, corrected: total.corrected.clone() }];
         RunResult {
@@ -661,6 +673,20 @@ mod tests {
         assert!(saved.result.total.unsent_wait.is_empty());
         assert_eq!(saved.caveats.len(), 1);
         assert!(saved.caveats[0].contains("includes the waits of its 4 unsent requests"));
+    }
+
+    /// A file saved before pace told work from spinning: its CPU share
+    /// stands for the work, as it did then, and no wait for the CPU is
+    /// known.
+    #[test]
+    fn an_older_generator_record_reads_its_cpu_share_as_work() {
+        let mut v: serde_json::Value =
+            serde_json::from_str(&saved_json(&paced_config(), &measured())).unwrap();
+        let generator = v["generator"].as_object_mut().unwrap();
+        generator.remove("busiest_thread_work_share").unwrap();
+        generator.remove("thread_cpu_wait_share").unwrap();
+        let back = parse("old.json", &v.to_string()).unwrap().result.total.generator;
+        assert_eq!((back.busiest_thread_work, back.thread_cpu_wait), (0.5, 0.0));
     }
 
     /// `text` without the JSON field `name` (a string value).

@@ -50,8 +50,12 @@ const COMFORTABLE_BUSY_SHARE: f64 = 0.8;
 /// Errors and timeouts are the server's from this share of the requests
 /// and connection attempts that ended.
 const SERVER_SHARE: f64 = 0.01;
-/// A thread on the CPU this share of the time was busy, not starved.
+/// A thread working (or on the CPU) this share of the time was busy, not
+/// starved.
 const BUSY_THREAD: f64 = 0.9;
+/// A thread that waited for a CPU this share of the time, ready to run, is
+/// said to have.
+const NOTABLE_CPU_WAIT: f64 = 0.01;
 
 /// What a diagnostic is about.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -351,19 +355,41 @@ impl Slots {
 }
 
 fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
-    let busiest = stats.generator.busiest_thread_cpu;
-    let advice = if busiest >= BUSY_THREAD {
+    let Generator {
+        busiest_thread_cpu: on_cpu,
+        busiest_thread_work: working,
+        thread_cpu_wait: cpu_wait,
+        ..
+    } = stats.generator;
+    let percent = |share: f64| format!("{:.0}%", share * 100.0);
+    let advice = if working >= BUSY_THREAD {
         format!(
-            "its busiest thread was on the CPU {:.0}% of the time: add threads (-t, up to the \
-             cores) or make the script cheaper",
-            busiest * 100.0
+            "its busiest thread worked {} of the time: add threads (-t, up to the cores) or \
+             make the script cheaper",
+            percent(working)
         )
-    } else if busiest > 0.0 {
+    } else if on_cpu >= BUSY_THREAD {
+        // The rest of its time on the CPU it spun, ahead of the plan:
+        // the work that made it late came in bursts.
         format!(
-            "its busiest thread was on the CPU only {:.0}% of the time: the machine did not give \
-             it the CPU (other processes, or a VM host's steal time); run it where it gets whole \
-             cores",
-            busiest * 100.0
+            "its busiest thread was on the CPU {} of the time but worked only {} (it spins \
+             between sends closer than a wake-up costs): it fell behind in bursts of work, as \
+             when many responses come at once after a server's pause; more threads (-t) spread \
+             them over the cores there are to spare",
+            percent(on_cpu),
+            percent(working)
+        )
+    } else if on_cpu > 0.0 {
+        let waited = if cpu_wait >= NOTABLE_CPU_WAIT {
+            format!(" and waited for it {} while ready to run", percent(cpu_wait))
+        } else {
+            String::new()
+        };
+        format!(
+            "its busiest thread was on the CPU only {} of the time{waited}: the machine did not \
+             give it the CPU (other processes, or a VM host's steal time); run it where it gets \
+             whole cores",
+            percent(on_cpu)
         )
     } else {
         "give it more CPU".to_string()
@@ -382,7 +408,9 @@ fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
             ("lag_p99_us", json!(lag.lag_p99_us)),
             ("uncorrected_p99_us", json!(lag.uncorrected_p99_us)),
             ("waiting_for_generator_share", json!(round2(share))),
-            ("busiest_thread_cpu_share", json!(round2(busiest))),
+            ("busiest_thread_cpu_share", json!(round2(on_cpu))),
+            ("busiest_thread_work_share", json!(round2(working))),
+            ("thread_cpu_wait_share", json!(round2(cpu_wait))),
         ],
     }
 }
@@ -505,6 +533,7 @@ mod tests {
         stats.generator.waiting_for_generator_us = 4_000_000;
         stats.generator.waiting_for_connection_us = 1_000_000;
         stats.generator.busiest_thread_cpu = 0.97;
+        stats.generator.busiest_thread_work = 0.95;
         let found = diagnose(&cfg, &result(stats.clone()));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].code, Code::GeneratorCpu);
@@ -512,9 +541,8 @@ mod tests {
             found[0].message,
             "pace was short of CPU: due requests waited for pace with a connection free (80% of \
              their wait), schedule lag p99 5.00ms against an uncorrected latency p99 of \
-             200.00us; its busiest thread was on the CPU 97% of the time: add threads (-t, up \
-             to the cores) or make the script cheaper. The corrected latency includes \
-             the wait"
+             200.00us; its busiest thread worked 95% of the time: add threads (-t, up to the \
+             cores) or make the script cheaper. The corrected latency includes the wait"
         );
         assert_eq!(
             found[0].figures,
@@ -523,12 +551,29 @@ mod tests {
                 ("uncorrected_p99_us", json!(200)),
                 ("waiting_for_generator_share", json!(0.8)),
                 ("busiest_thread_cpu_share", json!(0.97)),
+                ("busiest_thread_work_share", json!(0.95)),
+                ("thread_cpu_wait_share", json!(0.0)),
             ]
         );
-        // A thread mostly off the CPU: the machine starved it.
+        // On the CPU all along but mostly spinning ahead of the plan: late
+        // in bursts, not short of CPU over the run.
+        stats.generator.busiest_thread_work = 0.55;
+        let found = diagnose(&cfg, &result(stats.clone()));
+        assert!(found[0].message.contains(
+            "on the CPU 97% of the time but worked only 55% (it spins between sends closer \
+             than a wake-up costs): it fell behind in bursts of work"
+        ));
+        // A thread mostly off the CPU: the machine starved it, and its wait
+        // for the CPU is said when it was measured.
         stats.generator.busiest_thread_cpu = 0.12;
-        let found = diagnose(&cfg, &result(stats));
+        stats.generator.busiest_thread_work = 0.12;
+        let found = diagnose(&cfg, &result(stats.clone()));
         assert!(found[0].message.contains("only 12% of the time: the machine did not give"));
+        stats.generator.thread_cpu_wait = 0.3;
+        let found = diagnose(&cfg, &result(stats));
+        assert!(found[0].message.contains(
+            "only 12% of the time and waited for it 30% while ready to run: the machine"
+        ));
     }
 
     #[test]

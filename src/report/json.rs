@@ -251,6 +251,8 @@ pub struct GeneratorInfo {
     pub waiting_for_connection_us: u64,
     pub waiting_for_generator_us: u64,
     pub busiest_thread_cpu_share: f64,
+    pub busiest_thread_work_share: f64,
+    pub thread_cpu_wait_share: f64,
 }
 
 /// The plan of a paced run: enough to repeat it.
@@ -435,6 +437,8 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
             waiting_for_connection_us: result.total.generator.waiting_for_connection_us,
             waiting_for_generator_us: result.total.generator.waiting_for_generator_us,
             busiest_thread_cpu_share: result.total.generator.busiest_thread_cpu,
+            busiest_thread_work_share: result.total.generator.busiest_thread_work,
+            thread_cpu_wait_share: result.total.generator.thread_cpu_wait,
         },
         streams_allowed: result.total.http2.stream_limit,
         retried_after_goaway: result.total.http2.retried_after_goaway,
@@ -756,11 +760,14 @@ mod tests {
         result.total.generator.waiting_for_connection_us = 1200;
         result.total.generator.waiting_for_generator_us = 30;
         result.total.generator.busiest_thread_cpu = 0.25;
+        result.total.generator.busiest_thread_work = 0.125;
+        result.total.generator.thread_cpu_wait = 0.0625;
         let v = to_value(&final_report(&cfg, &result).unwrap());
         assert_eq!(
             v["generator"],
             json!({"waiting_for_connection_us": 1200, "waiting_for_generator_us": 30,
-                   "busiest_thread_cpu_share": 0.25})
+                   "busiest_thread_cpu_share": 0.25, "busiest_thread_work_share": 0.125,
+                   "thread_cpu_wait_share": 0.0625})
         );
         // The text report's warnings, one object each.
         let warnings = v["warnings"].as_array().unwrap();
