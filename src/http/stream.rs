@@ -19,9 +19,11 @@ pub struct Stream(Socket);
 impl Stream {
     /// Sends what the socket takes of `data`. MSG_NOSIGNAL, as std's
     /// `TcpStream` does: a peer that closed is an error, not a SIGPIPE.
+    /// Through rustix, which makes the system call itself: libc's send is
+    /// a thread cancellation point, switched off and on around every call.
     #[inline]
     pub fn send(&self, data: &[u8]) -> io::Result<usize> {
-        self.0.send_with_flags(data, libc::MSG_NOSIGNAL)
+        Ok(rustix::net::send(self, data, rustix::net::SendFlags::NOSIGNAL)?)
     }
 
     pub fn shutdown(&self, how: Shutdown) -> io::Result<()> {
