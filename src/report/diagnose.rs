@@ -381,9 +381,10 @@ fn generator_cpu(stats: &Stats, lag: LagWeight, share: f64) -> Diagnostic {
         // the work that made it late came in bursts.
         format!(
             "its busiest thread was on the CPU {} of the time but worked only {} (it spins \
-             between sends closer than a wake-up costs): it fell behind in bursts of work, as \
-             when many responses come at once after a server's pause; more threads (-t) spread \
-             them over the cores there are to spare",
+             between sends closer than a wake-up costs): it fell behind in bursts, not for want \
+             of CPU over the run (many responses at once after a server's pause, or the \
+             kernel's network work on its CPU); more threads (-t) spread them over the cores \
+             there are to spare",
             percent(on_cpu),
             percent(working)
         )
@@ -564,7 +565,7 @@ mod tests {
         let found = diagnose(&cfg, &result(stats.clone()));
         assert!(found[0].message.contains(
             "on the CPU 97% of the time but worked only 55% (it spins between sends closer \
-             than a wake-up costs): it fell behind in bursts of work"
+             than a wake-up costs): it fell behind in bursts, not for want of CPU over the run"
         ));
         // The same with 2% of its time waiting for the CPU: starved.
         stats.generator.thread_cpu_wait = 0.02;
