@@ -502,7 +502,7 @@ def h2(rounds, base):
     if warned:
         print(f'  note: pace warned in its paced runs: '
               + ', '.join(f'{code} in {n} of {paced_runs}' for code, n in sorted(warned.items()))
-              + ' (generator_cpu: the machine did not give pace the CPU; the lag and grid figures are the machine\'s)')
+              + ' (generator_cpu: its message says whether pace was busy, starved by other processes, or late in bursts)')
 
 
 RATES = (30000, 50000, 70000, 90000)
@@ -604,11 +604,15 @@ def rate_per_core(rounds, url=URL, server='nginx'):
     wrk2, and what each request costs in CPU there. Every tool at one rate
     runs before the next rate, so a busy spell of the machine hits them alike.
     Also how busy the server's core was at each rate (CPU 0, /proc/stat):
-    near 100%, the server's queue, not the generator, sets the lag."""
+    near 100%, the server's queue, not the generator, sets the lag; and for
+    pace, how much of its sending time its thread worked (`work`: on the CPU
+    less its spins between sends, from its JSON), which says how far above
+    the rate the core would go."""
     tools = [(name, binary, [binary, '-e']) for name, binary in paces()]
     if have(WRK2):
         tools.append(('wrk2', WRK2, [WRK2, '--latency']))
-    rows = {f'{name} {rate}': {'achieved': [], 'share': [], 'lag_p99': [], 'p99': [], 'cpu_us': [], 'server_busy': []}
+    rows = {f'{name} {rate}': {'achieved': [], 'share': [], 'lag_p99': [], 'p99': [], 'cpu_us': [], 'server_busy': [],
+                               'work': []}
             for name, _, _ in tools for rate in RATES}
     errors = {}  # tool -> {kind: count} over its runs: what it counted as failed or unsent
     warned = {}  # pace's warnings (codes) -> in how many of its runs
@@ -627,6 +631,9 @@ def rate_per_core(rounds, url=URL, server='nginx'):
                 else:
                     requests, achieved, failed, report = pace_figures(out)
                     row['lag_p99'].append(report['schedule_lag']['percentiles_us']['99'])
+                    work = report.get('generator', {}).get('busiest_thread_work_share')
+                    if work is not None:  # not in a base older than the figure
+                        row['work'].append(work * 100)
                     p99 = report['latency']['corrected']['percentiles_us']['99']
                     if name == 'pace':
                         pace_runs += 1
@@ -642,7 +649,8 @@ def rate_per_core(rounds, url=URL, server='nginx'):
     load.append(open('/proc/loadavg').read().split()[0])
     ordered = {f'{name} {rate}': rows[f'{name} {rate}'] for rate in RATES for name, _, _ in tools}
     median_table(f'rate per core against {server}: -R {"/".join(str(r) for r in RATES)} -t1 -c{RATE_CONNECTIONS} -d{RATE_SECONDS}s, '
-                 f'share = achieved / planned %, lag_p99 and p99 (corrected) in us, server_busy = CPU 0 busy % (median of {rounds})',
+                 f'share = achieved / planned %, lag_p99 and p99 (corrected) in us, server_busy = CPU 0 busy %, '
+                 f'work = pace\'s thread working % (median of {rounds})',
                  ordered)
     for name, _, _ in tools:
         held_line(name, rows, name != 'wrk2')
@@ -657,7 +665,7 @@ def rate_per_core(rounds, url=URL, server='nginx'):
             print(f'  note: {name} over the rate runs: ' + ', '.join(f'{kind} {n}' for kind, n in counts.items() if n))
     if warned:
         print(f'  note: pace warned: ' + ', '.join(f'{code} in {n} of {pace_runs} runs' for code, n in sorted(warned.items()))
-              + ' (generator_cpu: the machine did not give pace the CPU; its lag is then the machine\'s)')
+              + ' (generator_cpu: its message says whether pace was busy, starved by other processes, or late in bursts)')
     print(f'  note: 1-minute load average {load[0]} before, {load[1]} after (2 cores: nginx and the generator '
           f'take up to 2; more means something else ran)')
 

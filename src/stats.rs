@@ -164,7 +164,10 @@ pub struct Generator {
     /// The largest share of its sending time an engine thread spent
     /// working: on the CPU less its spins (on the clock between sends
     /// closer than a wake-up costs, on events before blocking), which wait
-    /// rather than work (0 to 1; 0 when not measured).
+    /// rather than work (0 to 1; 0 when not measured). A spin counts its
+    /// wall time, preemptions included (its CPU time would cost a system
+    /// call per spin), so this is low by up to the thread's wait for a
+    /// CPU.
     pub busiest_thread_work: f64,
     /// The largest share of its sending time an engine thread was ready to
     /// run but waited for a CPU (0 to 1; 0 when not measured). A VM host's

@@ -450,14 +450,14 @@ mod tests {
         let mut p = Poller::new(8).unwrap();
         p.add(&server, 7, Interest::Read).unwrap();
         // Nothing comes: the spin and then the block end at the timeout.
-        let timeout = Duration::from_millis(2);
+        let timeout = Duration::from_millis(100);
         let started = Instant::now();
         let quiet = p.poll_spinning(timeout, Some(Duration::from_millis(1))).unwrap();
         assert_eq!((quiet.events, quiet.first_after), (0, None));
         assert!(started.elapsed() >= timeout);
-        // It spun its 1 ms, not the blocked rest.
+        // It spun its 1 ms (more if it was preempted), not the blocked rest.
         let spun = quiet.spun;
-        assert!(spun >= Duration::from_millis(1) && spun < timeout, "spun {spun:?}");
+        assert!(spun >= Duration::from_millis(1) && spun < timeout / 2, "spun {spun:?}");
         // Data written meanwhile ends the wait, spun or blocked, with its
         // event and how long it took to come.
         for spin in [Duration::from_secs(10), Duration::ZERO] {
