@@ -16,15 +16,22 @@ use rustix::event::Timespec;
 
 /// Nanoseconds on the monotonic clock. Every timestamp in pace (intended,
 /// sent, completed) uses this clock. Its zero lies an hour before the
-/// first call (when the clock goes back that far), so that a plan start
-/// set in the recent past (`--start-at`) is still a time on it.
+/// first call (or at boot, if that is later), so that a plan start set in
+/// the recent past (`--start-at`) is still a time on it.
+///
+/// Read a few times per request, so read plainly: the vDSO's clock and
+/// integer nanoseconds, without `Instant`'s checked arithmetic.
+#[inline]
 pub fn now_ns() -> u64 {
-    static BASE: OnceLock<Instant> = OnceLock::new();
-    let base = *BASE.get_or_init(|| {
-        let now = Instant::now();
-        now.checked_sub(Duration::from_secs(3600)).unwrap_or(now)
-    });
-    Instant::now().duration_since(base).as_nanos() as u64
+    static BASE: OnceLock<u64> = OnceLock::new();
+    let now = monotonic_ns();
+    let base = *BASE.get_or_init(|| now.saturating_sub(3_600_000_000_000));
+    now.saturating_sub(base)
+}
+
+fn monotonic_ns() -> u64 {
+    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
 }
 
 /// The wall-clock time of `ns` on [`now_ns`]'s clock.
