@@ -24,13 +24,14 @@ use rustix::event::Timespec;
 #[inline]
 pub fn now_ns() -> u64 {
     static BASE: OnceLock<u64> = OnceLock::new();
-    let now = monotonic_ns();
+    let now = clock_ns(rustix::time::ClockId::Monotonic);
     let base = *BASE.get_or_init(|| now.saturating_sub(3_600_000_000_000));
     now.saturating_sub(base)
 }
 
-fn monotonic_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::Monotonic);
+/// `clock`'s time in nanoseconds.
+fn clock_ns(clock: rustix::time::ClockId) -> u64 {
+    let t = rustix::time::clock_gettime(clock);
     (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
 }
 
@@ -46,8 +47,7 @@ pub fn wall_clock_of(ns: u64) -> SystemTime {
 
 /// CPU time the calling thread has used, in nanoseconds.
 pub fn thread_cpu_ns() -> u64 {
-    let t = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
-    (t.tv_sec as u64).saturating_mul(1_000_000_000).saturating_add(t.tv_nsec as u64)
+    clock_ns(rustix::time::ClockId::ThreadCPUTime)
 }
 
 /// How long the calling thread has been ready to run but waiting for a

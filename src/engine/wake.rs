@@ -154,7 +154,7 @@ impl Default for EventSpin {
 
 impl EventSpin {
     /// How long to spin on events, given whether at most so many requests
-    /// are unanswered (and learn from the wait); None: just block. Only with one or two:
+    /// are unanswered; None: just block. It spins only with one or two:
     /// then the server has nothing else to do while pace wakes up, and the
     /// spin buys round trips (against nginx on another core, -c2 went from
     /// 39,000 to 87,000 requests/s, with less CPU per request). With more
