@@ -6,7 +6,10 @@ machine, server and core layout: these VMs lose a varying share of their
 CPU to the host, so absolute numbers drift between runs while ratios hold.
 
   closed   wrk vs pace, closed loop -t1 -c50: requests/s and client CPU
-           time per request (user + sys from /usr/bin/time / requests)
+           time per request (user + sys from /usr/bin/time / requests);
+           with bench/uring-probe built, also its epoll loop ("floor": a
+           client that sends and counts and measures nothing), so pace's
+           cost reads against the least any epoll client pays here
   one      the same with one connection (-c1): the round trip, where
            whatever the tool does between a response and the next request
            (its wake-up included) counts in every request
@@ -91,6 +94,8 @@ def peer(variable, name, built):
 
 
 WRK2 = peer('WRK2', 'wrk2', ('wrk2', 'wrk'))
+# bench/uring-probe's closed loop (cd bench/uring-probe && cargo build --release).
+FLOOR = os.path.join(HERE, 'uring-probe', 'target', 'release', 'uring-probe')
 OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 H2LOAD = os.environ.get('H2LOAD') or shutil.which('h2load')
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
@@ -142,7 +147,7 @@ def timed(cmd):
 
 
 def requests_of(out):
-    m = re.search(r'(\d+) requests in', out)  # wrk, wrk2, pace
+    m = re.search(r'(\d+) requests in', out) or re.search(r'responses=(\d+)', out)  # wrk, wrk2, pace; the probe
     if m:
         return int(m.group(1))
     counts = re.findall(r'\[\d+\] (\d+) responses', out)  # oha's status code distribution
@@ -152,7 +157,7 @@ def requests_of(out):
 
 
 def rate_of(out):
-    return float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+    return float((re.search(r'Requests/sec:\s+([\d.]+)', out) or re.search(r' rps=([\d.]+)', out)).group(1))
 
 
 def to_us(text):
@@ -193,19 +198,27 @@ def paces():
 
 
 def closed(rounds, conns=50):
-    tools = [('wrk', WRK)] + paces()
+    tools = [('wrk', [WRK, '-t1', f'-c{conns}', '-d5s', URL])]
+    tools += [(name, [binary, '-t1', f'-c{conns}', '-d5s', URL]) for name, binary in paces()]
+    if have(FLOOR):
+        tools.append(('floor', [FLOOR, 'epoll', '-c', str(conns), '-d', '5', '-p', str(PORT)]))
     rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
     for _ in range(rounds):
-        for name, binary in tools:
-            cmd = [binary]
-            out, cpu = timed(cmd + ['-t1', f'-c{conns}', '-d5s', URL])
+        for name, cmd in tools:
+            out, cpu = timed(cmd)
             rows[name]['rps'].append(rate_of(out))
             rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
     median_table('closed loop -t1 -c%d (median of %d)' % (conns, rounds), rows)
+    cpu_us = {name: statistics.median(samples['cpu_us']) for name, samples in rows.items()}
     for name, _ in paces():
-        w, p = (statistics.median(rows[n]['cpu_us']) for n in ('wrk', name))
         rps = statistics.median(rows[name]['rps']) / statistics.median(rows['wrk']['rps'])
-        print(f'  {name} CPU per request / wrk = {p / w:.2f}   {name} rps / wrk = {rps:.2f}')
+        floor = f'   {name} CPU per request / floor = {cpu_us[name] / cpu_us["floor"]:.2f}' if 'floor' in cpu_us else ''
+        print(f'  {name} CPU per request / wrk = {cpu_us[name] / cpu_us["wrk"]:.2f}   {name} rps / wrk = {rps:.2f}{floor}')
+    if 'floor' in cpu_us:
+        print(f'  floor CPU per request / wrk = {cpu_us["floor"] / cpu_us["wrk"]:.2f} (bench/uring-probe\'s epoll '
+              'loop: one send and one receive a request, no clock, no parsing beyond the framing, no recording)')
+    else:
+        print('  note: no floor (bench/uring-probe not built: cd bench/uring-probe && cargo build --release)')
 
 
 def lua(rounds):
