@@ -8,8 +8,10 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
   closed   wrk vs pace, closed loop -t1 -c50: requests/s and client CPU
            time per request (user + sys from /usr/bin/time / requests);
            with bench/uring-probe built, also its epoll loop ("floor": a
-           client that sends and counts and measures nothing), so pace's
-           cost reads against the least any epoll client pays here
+           client that sends and counts and measures nothing; "stamped":
+           the same with a clock read at each send and the kernel's receive
+           stamp on each response, as pace measures), so pace's cost reads
+           against the least any epoll client pays here
   one      the same with one connection (-c1): the round trip, where
            whatever the tool does between a response and the next request
            (its wake-up included) counts in every request
@@ -201,7 +203,8 @@ def closed(rounds, conns=50):
     tools = [('wrk', [WRK, '-t1', f'-c{conns}', '-d5s', URL])]
     tools += [(name, [binary, '-t1', f'-c{conns}', '-d5s', URL]) for name, binary in paces()]
     if have(FLOOR):
-        tools.append(('floor', [FLOOR, 'epoll', '-c', str(conns), '-d', '5', '-p', str(PORT)]))
+        floor = [FLOOR, 'epoll', '-c', str(conns), '-d', '5', '-p', str(PORT)]
+        tools += [('floor', floor), ('stamped', floor + ['--stamp'])]
     rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
     for _ in range(rounds):
         for name, cmd in tools:
@@ -212,11 +215,15 @@ def closed(rounds, conns=50):
     cpu_us = {name: statistics.median(samples['cpu_us']) for name, samples in rows.items()}
     for name, _ in paces():
         rps = statistics.median(rows[name]['rps']) / statistics.median(rows['wrk']['rps'])
-        floor = f'   {name} CPU per request / floor = {cpu_us[name] / cpu_us["floor"]:.2f}' if 'floor' in cpu_us else ''
-        print(f'  {name} CPU per request / wrk = {cpu_us[name] / cpu_us["wrk"]:.2f}   {name} rps / wrk = {rps:.2f}{floor}')
+        print(f'  {name} CPU per request / wrk = {cpu_us[name] / cpu_us["wrk"]:.2f}   {name} rps / wrk = {rps:.2f}')
+        if 'floor' in cpu_us:
+            print(f'  {name} CPU per request / floor = {cpu_us[name] / cpu_us["floor"]:.2f}   '
+                  f'/ stamped = {cpu_us[name] / cpu_us["stamped"]:.2f}')
     if 'floor' in cpu_us:
-        print(f'  floor CPU per request / wrk = {cpu_us["floor"] / cpu_us["wrk"]:.2f} (bench/uring-probe\'s epoll '
-              'loop: one send and one receive a request, no clock, no parsing beyond the framing, no recording)')
+        print(f'  floor CPU per request / wrk = {cpu_us["floor"] / cpu_us["wrk"]:.2f}   stamped / wrk = '
+              f'{cpu_us["stamped"] / cpu_us["wrk"]:.2f} (bench/uring-probe\'s epoll loop: one send and one receive '
+              'a request, no parsing beyond the framing, no recording; stamped adds the clock at each send and the '
+              'kernel receive stamp)')
     else:
         print('  note: no floor (bench/uring-probe not built: cd bench/uring-probe && cargo build --release)')
 

@@ -3,7 +3,8 @@
 docs/profile.md). Runs wrk, pace and this probe's closed loop, which sends
 GET /index.html on each connection again as soon as its response is in,
 over epoll (as pace does: edge-triggered, one send and one recv per
-request) and over io_uring (fixed files, single issuer with deferred task
+request; once more with pace's stamps: a clock read at each send and
+recvmsg with the kernel's receive stamp) and over io_uring (fixed files, single issuer with deferred task
 running, multishot receive into a provided buffer ring), once waiting for
 one completion per kernel entry and once for 25 (which holds responses
 back until 25 are in). -t1 -cC for 5 s each, the generator on CPU 1,
@@ -49,6 +50,7 @@ def main():
         'wrk': ['wrk', '-t1', f'-c{c}', '-d5s', URL],
         'pace': [PACE, '-t1', f'-c{c}', '-d5s', URL],
         'epoll': probe('epoll'),
+        'epoll stamped': probe('epoll', '--stamp'),
         'uring': probe(*URING),
         'uring wait 25': probe(*URING, '--wait', '25'),
     }

@@ -1,6 +1,10 @@
 //! Probe: closed-loop HTTP/1.1 keep-alive GET generator, epoll vs io_uring.
 //! Usage: probe-uring <epoll|uring> [-c N] [-d SECS] [-p PORT]
 //!        [--fixed] [--defer] [--coop] [--multishot] [--pollfirst] [--link]
+//!        [--stamp]
+//! --stamp (epoll): what measuring a request's time costs at the least, as
+//! pace does it: a clock read at each send, and each response received with
+//! recvmsg and its kernel receive stamp (SO_TIMESTAMPNS).
 //! Prints one line: mode, responses, req/s, in-process CPU (getrusage), counters.
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use std::io::Write;
@@ -119,6 +123,7 @@ struct Opts {
     link: bool,
     wait: usize,
     minwait: u32,
+    stamp: bool,
 }
 
 fn parse_opts() -> Opts {
@@ -136,6 +141,7 @@ fn parse_opts() -> Opts {
         link: false,
         wait: 1,
         minwait: 0,
+        stamp: false,
     };
     let mut i = 2;
     while i < a.len() {
@@ -158,6 +164,7 @@ fn parse_opts() -> Opts {
             "--multishot" => o.multishot = true,
             "--pollfirst" => o.pollfirst = true,
             "--link" => o.link = true,
+            "--stamp" => o.stamp = true,
             "--minwait" => {
                 o.minwait = a[i + 1].parse().unwrap();
                 i += 1;
@@ -191,6 +198,36 @@ fn cpu_us() -> f64 {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
+fn monotonic_ns() -> u64 {
+    let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// recv, or with `stamp` recvmsg with the kernel's receive stamp (added
+/// into `stamps` so that reading it is not optimised away).
+fn receive(fd: i32, buf: &mut [u8], stamp: bool, stamps: &mut u64) -> isize {
+    if !stamp {
+        return unsafe { libc::recv(fd, buf.as_mut_ptr() as _, buf.len(), 0) };
+    }
+    let mut iov = libc::iovec { iov_base: buf.as_mut_ptr() as _, iov_len: buf.len() };
+    let mut control = [0u64; 8];
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr() as _;
+    msg.msg_controllen = std::mem::size_of_val(&control);
+    let r = unsafe { libc::recvmsg(fd, &mut msg, 0) };
+    if r > 0 {
+        let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
+        if !cmsg.is_null() && unsafe { (*cmsg).cmsg_type } == libc::SCM_TIMESTAMPNS {
+            let ts = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec) };
+            *stamps = stamps.wrapping_add(ts.tv_nsec as u64);
+        }
+    }
+    r
+}
+
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
@@ -203,6 +240,14 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
         (0..o.conns).map(|_| vec![0u8; BUF].into_boxed_slice()).collect();
     let mut parsers: Vec<Parser> = (0..o.conns).map(|_| Parser::new()).collect();
     for (i, &fd) in fds.iter().enumerate() {
+        if o.stamp {
+            let on: libc::c_int = 1;
+            let size = std::mem::size_of_val(&on) as libc::socklen_t;
+            let set = unsafe {
+                libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as _, size)
+            };
+            assert_eq!(set, 0);
+        }
         let mut ev =
             libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
         assert_eq!(unsafe { libc::epoll_ctl(ep, libc::EPOLL_CTL_ADD, fd, &mut ev) }, 0);
@@ -215,6 +260,7 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
     }
     let mut evs = vec![libc::epoll_event { events: 0, u64: 0 }; 256];
     let (mut done, mut waits, mut recvs, mut eagain) = (0u64, 0u64, 0u64, 0u64);
+    let (mut stamps, mut sent_at) = (0u64, 0u64);
     while Instant::now() < deadline {
         let n = unsafe { libc::epoll_wait(ep, evs.as_mut_ptr(), evs.len() as i32, 100) };
         waits += 1;
@@ -228,11 +274,14 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
             let i = ev.u64 as usize;
             let fd = fds[i];
             loop {
-                let r = unsafe { libc::recv(fd, bufs[i].as_mut_ptr() as _, BUF, 0) };
+                let r = receive(fd, &mut bufs[i], o.stamp, &mut stamps);
                 recvs += 1;
                 if r > 0 {
                     if parsers[i].feed(&bufs[i][..r as usize]) {
                         done += 1;
+                        if o.stamp {
+                            sent_at = sent_at.wrapping_add(monotonic_ns());
+                        }
                         let s = unsafe { libc::send(fd, req.as_ptr() as _, req.len(), 0) };
                         assert_eq!(s as usize, req.len());
                         break;
@@ -257,8 +306,9 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
     (
         done,
         format!(
-            "elapsed={el:.3} epoll_waits={waits} recvs={recvs} eagain={eagain} resp_per_wait={:.1}",
-            done as f64 / waits as f64
+            "elapsed={el:.3} epoll_waits={waits} recvs={recvs} eagain={eagain} resp_per_wait={:.1}{}",
+            done as f64 / waits as f64,
+            if o.stamp { format!(" stamped=1 checksum={}", stamps ^ sent_at) } else { String::new() }
         ),
     )
 }
