@@ -4,10 +4,11 @@ docs/profile.md). Runs wrk, pace and this probe's closed loop, which sends
 GET /index.html on each connection again as soon as its response is in,
 over epoll (as pace does: edge-triggered, one send and one recv per
 request; once more with pace's stamps: a clock read at each send and
-recvmsg with the kernel's receive stamp) and over io_uring (fixed files, single issuer with deferred task
-running, multishot receive into a provided buffer ring), once waiting for
-one completion per kernel entry and once for 25 (which holds responses
-back until 25 are in). -t1 -cC for 5 s each, the generator on CPU 1,
+recvmsg with the kernel's receive stamp) and over io_uring (fixed files,
+single issuer with deferred task running, multishot receive into a
+provided buffer ring; once more stamped, by a multishot recvmsg), once
+waiting for one completion per kernel entry and once for 25 (which holds
+responses back until 25 are in). -t1 -cC for 5 s each, the generator on CPU 1,
 bench/nginx-up's nginx on CPU 0, the tools alternated round by round;
 prints medians of CPU time (user + sys, /usr/bin/time) per request and
 requests/s, and each over wrk.
@@ -52,6 +53,7 @@ def main():
         'epoll': probe('epoll'),
         'epoll stamped': probe('epoll', '--stamp'),
         'uring': probe(*URING),
+        'uring stamped': probe(*URING, '--stamp'),
         'uring wait 25': probe(*URING, '--wait', '25'),
     }
     subprocess.run(['bash', os.path.join(ROOT, 'bench', 'nginx-up')], check=True)

@@ -2,9 +2,10 @@
 //! Usage: probe-uring <epoll|uring> [-c N] [-d SECS] [-p PORT]
 //!        [--fixed] [--defer] [--coop] [--multishot] [--pollfirst] [--link]
 //!        [--stamp]
-//! --stamp (epoll): what measuring a request's time costs at the least, as
-//! pace does it: a clock read at each send, and each response received with
-//! recvmsg and its kernel receive stamp (SO_TIMESTAMPNS).
+//! --stamp: what measuring a request's time costs at the least, as pace
+//! does it: a clock read at each send, and each response received with its
+//! kernel receive stamp (SO_TIMESTAMPNS): over epoll by recvmsg, over
+//! io_uring (with --multishot) by a multishot recvmsg into the buffer ring.
 //! Prints one line: mode, responses, req/s, in-process CPU (getrusage), counters.
 use io_uring::{IoUring, cqueue, opcode, squeue, types};
 use std::io::Write;
@@ -198,14 +199,37 @@ fn cpu_us() -> f64 {
     t(ru.ru_utime) + t(ru.ru_stime)
 }
 
+/// Asks the kernel to stamp each received packet (SO_TIMESTAMPNS).
+fn stamp_receives(fd: i32) {
+    let on: libc::c_int = 1;
+    let size = std::mem::size_of_val(&on) as libc::socklen_t;
+    let set =
+        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as _, size) };
+    assert_eq!(set, 0);
+}
+
+/// The nanoseconds of the SCM_TIMESTAMPNS in a control message block, 0 without one.
+fn stamp_in(control: &[u8]) -> u64 {
+    let head = std::mem::size_of::<libc::cmsghdr>();
+    if control.len() < head + std::mem::size_of::<libc::timespec>() {
+        return 0;
+    }
+    let cmsg = unsafe { std::ptr::read_unaligned(control.as_ptr() as *const libc::cmsghdr) };
+    if cmsg.cmsg_level != libc::SOL_SOCKET || cmsg.cmsg_type != libc::SCM_TIMESTAMPNS {
+        return 0;
+    }
+    let ts = unsafe { std::ptr::read_unaligned(control[head..].as_ptr() as *const libc::timespec) };
+    ts.tv_nsec as u64
+}
+
 fn monotonic_ns() -> u64 {
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// recv, or with `stamp` recvmsg with the kernel's receive stamp (added
-/// into `stamps` so that reading it is not optimised away).
+/// recv, or with `stamp` recvmsg with the kernel's receive stamp (counted
+/// in `stamps` when there was one).
 fn receive(fd: i32, buf: &mut [u8], stamp: bool, stamps: &mut u64) -> isize {
     if !stamp {
         return unsafe { libc::recv(fd, buf.as_mut_ptr() as _, buf.len(), 0) };
@@ -219,11 +243,10 @@ fn receive(fd: i32, buf: &mut [u8], stamp: bool, stamps: &mut u64) -> isize {
     msg.msg_controllen = std::mem::size_of_val(&control);
     let r = unsafe { libc::recvmsg(fd, &mut msg, 0) };
     if r > 0 {
-        let cmsg = unsafe { libc::CMSG_FIRSTHDR(&msg) };
-        if !cmsg.is_null() && unsafe { (*cmsg).cmsg_type } == libc::SCM_TIMESTAMPNS {
-            let ts = unsafe { std::ptr::read_unaligned(libc::CMSG_DATA(cmsg) as *const libc::timespec) };
-            *stamps = stamps.wrapping_add(ts.tv_nsec as u64);
-        }
+        let control: &[u8] = unsafe {
+            std::slice::from_raw_parts(control.as_ptr() as *const u8, msg.msg_controllen as usize)
+        };
+        *stamps += (stamp_in(control) != 0) as u64;
     }
     r
 }
@@ -241,12 +264,7 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
     let mut parsers: Vec<Parser> = (0..o.conns).map(|_| Parser::new()).collect();
     for (i, &fd) in fds.iter().enumerate() {
         if o.stamp {
-            let on: libc::c_int = 1;
-            let size = std::mem::size_of_val(&on) as libc::socklen_t;
-            let set = unsafe {
-                libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as _, size)
-            };
-            assert_eq!(set, 0);
+            stamp_receives(fd);
         }
         let mut ev =
             libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLET) as u32, u64: i as u64 };
@@ -308,7 +326,7 @@ fn run_epoll(o: &Opts, req: &[u8]) -> (u64, String) {
         format!(
             "elapsed={el:.3} epoll_waits={waits} recvs={recvs} eagain={eagain} resp_per_wait={:.1}{}",
             done as f64 / waits as f64,
-            if o.stamp { format!(" stamped=1 checksum={}", stamps ^ sent_at) } else { String::new() }
+            if o.stamp { format!(" stamped={stamps} clock_sum={sent_at}") } else { String::new() }
         ),
     )
 }
@@ -450,14 +468,26 @@ fn run_uring(o: &Opts, req: &[u8]) -> (u64, String) {
         };
         e.user_data(((i as u64) << 8) | K_RECV)
     };
+    // The template of a stamped multishot recvmsg: no address, room for
+    // one SCM_TIMESTAMPNS (each completion's buffer starts with the
+    // io_uring_recvmsg_out header, then the control block, then data).
+    let mut template: libc::msghdr = unsafe { std::mem::zeroed() };
+    template.msg_controllen = 64;
+    let stamp = o.stamp && multishot;
+    if stamp {
+        fds.iter().for_each(|&fd| stamp_receives(fd));
+        notes.push("stamped_recvmsg_multishot".into());
+    }
     let mrecv_sqe = |i: usize, fd: i32| -> squeue::Entry {
-        let e = if fixed {
-            opcode::RecvMulti::new(types::Fixed(i as u32), BGID).build()
-        } else {
-            opcode::RecvMulti::new(types::Fd(fd), BGID).build()
+        let e = match (fixed, stamp) {
+            (true, true) => opcode::RecvMsgMulti::new(types::Fixed(i as u32), &template, BGID).build(),
+            (false, true) => opcode::RecvMsgMulti::new(types::Fd(fd), &template, BGID).build(),
+            (true, false) => opcode::RecvMulti::new(types::Fixed(i as u32), BGID).build(),
+            (false, false) => opcode::RecvMulti::new(types::Fd(fd), BGID).build(),
         };
         e.user_data(((i as u64) << 8) | K_MRECV)
     };
+    let (mut stamps, mut sent_at) = (0u64, 0u64);
 
     let mut pending: Vec<squeue::Entry> = Vec::with_capacity(4 * o.conns);
     let t0 = Instant::now();
@@ -541,8 +571,18 @@ fn run_uring(o: &Opts, req: &[u8]) -> (u64, String) {
                         let bid = cqueue::buffer_select(fl).expect("no buffer id");
                         let b = br.as_mut().unwrap();
                         let d = &b.mem[bid as usize * PBUF..bid as usize * PBUF + res as usize];
-                        if parsers[i].feed(d) {
+                        let complete = if stamp {
+                            let out = types::RecvMsgOut::parse(d, &template).expect("recvmsg_out");
+                            stamps += (stamp_in(out.control_data()) != 0) as u64;
+                            parsers[i].feed(out.payload_data())
+                        } else {
+                            parsers[i].feed(d)
+                        };
+                        if complete {
                             done += 1;
+                            if stamp {
+                                sent_at = sent_at.wrapping_add(monotonic_ns());
+                            }
                             pending.push(send_sqe(i, fds[i]));
                         }
                         b.put(bid);
@@ -572,9 +612,10 @@ fn run_uring(o: &Opts, req: &[u8]) -> (u64, String) {
     (
         done,
         format!(
-            "elapsed={el:.3} enters={enters} cqes={cqes} resp_per_enter={:.1} eagain={eagain} rearm={rearm} short_send={short_send} nobufs={nobufs} {}",
+            "elapsed={el:.3} enters={enters} cqes={cqes} resp_per_enter={:.1} eagain={eagain} rearm={rearm} short_send={short_send} nobufs={nobufs} {}{}",
             done as f64 / enters as f64,
-            notes.join(",")
+            notes.join(","),
+            if stamp { format!(" stamped={stamps} clock_sum={sent_at}") } else { String::new() }
         ),
     )
 }
