@@ -203,8 +203,9 @@ fn cpu_us() -> f64 {
 fn stamp_receives(fd: i32) {
     let on: libc::c_int = 1;
     let size = std::mem::size_of_val(&on) as libc::socklen_t;
-    let set =
-        unsafe { libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as _, size) };
+    let set = unsafe {
+        libc::setsockopt(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, &on as *const _ as _, size)
+    };
     assert_eq!(set, 0);
 }
 
@@ -474,13 +475,18 @@ fn run_uring(o: &Opts, req: &[u8]) -> (u64, String) {
     let mut template: libc::msghdr = unsafe { std::mem::zeroed() };
     template.msg_controllen = 64;
     let stamp = o.stamp && multishot;
+    if o.stamp && !multishot {
+        notes.push("stamp_IGNORED(needs --multishot)".into());
+    }
     if stamp {
         fds.iter().for_each(|&fd| stamp_receives(fd));
         notes.push("stamped_recvmsg_multishot".into());
     }
     let mrecv_sqe = |i: usize, fd: i32| -> squeue::Entry {
         let e = match (fixed, stamp) {
-            (true, true) => opcode::RecvMsgMulti::new(types::Fixed(i as u32), &template, BGID).build(),
+            (true, true) => {
+                opcode::RecvMsgMulti::new(types::Fixed(i as u32), &template, BGID).build()
+            }
             (false, true) => opcode::RecvMsgMulti::new(types::Fd(fd), &template, BGID).build(),
             (true, false) => opcode::RecvMulti::new(types::Fixed(i as u32), BGID).build(),
             (false, false) => opcode::RecvMulti::new(types::Fd(fd), BGID).build(),
