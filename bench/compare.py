@@ -200,8 +200,7 @@ def paces():
 
 
 def closed(rounds, conns=50):
-    tools = [('wrk', [WRK, '-t1', f'-c{conns}', '-d5s', URL])]
-    tools += [(name, [binary, '-t1', f'-c{conns}', '-d5s', URL]) for name, binary in paces()]
+    tools = [(name, [binary, '-t1', f'-c{conns}', '-d5s', URL]) for name, binary in [('wrk', WRK)] + paces()]
     if have(FLOOR):
         floor = [FLOOR, 'epoll', '-c', str(conns), '-d', '5', '-p', str(PORT)]
         tools += [('floor', floor), ('stamped', floor + ['--stamp'])]

@@ -209,23 +209,27 @@ fn stamp_receives(fd: i32) {
     assert_eq!(set, 0);
 }
 
-/// The nanoseconds of the SCM_TIMESTAMPNS in a control message block, 0 without one.
-fn stamp_in(control: &[u8]) -> u64 {
+/// The time of the SCM_TIMESTAMPNS in a control message block, in nanoseconds.
+fn stamp_in(control: &[u8]) -> Option<u64> {
     let head = std::mem::size_of::<libc::cmsghdr>();
     if control.len() < head + std::mem::size_of::<libc::timespec>() {
-        return 0;
+        return None;
     }
     let cmsg = unsafe { std::ptr::read_unaligned(control.as_ptr() as *const libc::cmsghdr) };
     if cmsg.cmsg_level != libc::SOL_SOCKET || cmsg.cmsg_type != libc::SCM_TIMESTAMPNS {
-        return 0;
+        return None;
     }
     let ts = unsafe { std::ptr::read_unaligned(control[head..].as_ptr() as *const libc::timespec) };
-    ts.tv_nsec as u64
+    Some(nanoseconds(ts))
 }
 
 fn monotonic_ns() -> u64 {
     let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    nanoseconds(ts)
+}
+
+fn nanoseconds(ts: libc::timespec) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -247,7 +251,7 @@ fn receive(fd: i32, buf: &mut [u8], stamp: bool, stamps: &mut u64) -> isize {
         let control: &[u8] = unsafe {
             std::slice::from_raw_parts(control.as_ptr() as *const u8, msg.msg_controllen as usize)
         };
-        *stamps += (stamp_in(control) != 0) as u64;
+        *stamps += stamp_in(control).is_some() as u64;
     }
     r
 }
@@ -579,7 +583,7 @@ fn run_uring(o: &Opts, req: &[u8]) -> (u64, String) {
                         let d = &b.mem[bid as usize * PBUF..bid as usize * PBUF + res as usize];
                         let complete = if stamp {
                             let out = types::RecvMsgOut::parse(d, &template).expect("recvmsg_out");
-                            stamps += (stamp_in(out.control_data()) != 0) as u64;
+                            stamps += stamp_in(out.control_data()).is_some() as u64;
                             parsers[i].feed(out.payload_data())
                         } else {
                             parsers[i].feed(d)
