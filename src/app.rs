@@ -29,16 +29,16 @@ pub fn main() -> ExitCode {
 /// code.
 fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
     match command {
-        Command::Bench { mut config, print_version } => {
-            config.provenance = Some(Provenance::of_this_process(args));
+        Command::Bench { mut bench, print_version } => {
+            bench.config.provenance = Some(Provenance::of_this_process(args));
             // Refused before anything is printed, the header included.
-            config.check_start_at(std::time::SystemTime::now())?;
+            bench.config.check_start_at(std::time::SystemTime::now())?;
             if print_version {
                 if let Err(err) = print(&cli::version_line()) {
                     return stdout_failed(err);
                 }
             }
-            crate::run::bench(&config)
+            crate::run::bench(&bench)
         }
         Command::Serve(opts) => {
             let (on, unix) = match &opts.unix_socket {

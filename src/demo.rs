@@ -8,13 +8,16 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
 use crate::error::Error;
+use crate::output::OutputOptions;
 use crate::plan::PlanSpec;
-use crate::report::spectrum::value_at_percentile;
-use crate::run;
+use crate::protocol::Protocol;
+use crate::report::ReportOptions;
+use crate::run::{self, Bench};
 use crate::serve::{self, ServeOptions, Stall};
+use crate::stats::spectrum::value_at_percentile;
 use crate::stats::RunResult;
 use crate::target::Target;
 use crate::units::format_time_us;
@@ -35,16 +38,21 @@ pub fn run(http2: bool) -> Result<i32, Error> {
     .map_err(|e| Error::Setup(format!("cannot start the built-in server: {e}")))?;
     let addr = server.addr();
     let url = format!("http://{addr}/");
-    let cfg = BenchConfig {
+    let config = BenchConfig {
         connections: 50,
         duration: Some(DURATION),
         timeout: Duration::from_secs(5),
         mode: Mode::Paced(PlanSpec::constant(RATE)),
-        latency: true,
-        u_latency: true,
-        outputs: OutputOptions { progress: true, ..OutputOptions::default() },
-        http2,
+        protocol: if http2 { Protocol::Http2 } else { Protocol::Http1 },
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
+    };
+    let bench = Bench {
+        config,
+        report: ReportOptions { latency: true, u_latency: true, ..ReportOptions::default() },
+        outputs: OutputOptions::default(),
+        slo: Vec::new(),
+        metrics: None,
+        progress: true,
     };
     eprintln!(
         "pace demo: the built-in server listens on {url} and will freeze for {}s, {}s into the run.",
@@ -54,11 +62,12 @@ pub fn run(http2: bool) -> Result<i32, Error> {
     let protocol = if http2 { "--http2 " } else { "" };
     eprintln!("Same as: pace {protocol}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
     let endpoint = Endpoint::Tcp(addr);
-    let finished = run::measure(&cfg, &endpoint, run::fixed_workload(&cfg, &endpoint)?);
+    let workload = run::fixed_workload(&bench.config, &endpoint)?;
+    let finished = run::measure(&bench, &endpoint, workload);
     server.stop();
     let result = finished?.result;
     let mut out = io::stdout().lock();
-    run::print_result(&mut out, &cfg, &result)?;
+    run::print_result(&mut out, &bench, &result)?;
     if result.interrupted.is_none() {
         let _ = explain(&mut out, &result);
     }

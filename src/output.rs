@@ -16,19 +16,73 @@
 //! left behind.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::BenchConfig;
+use crate::description::Description;
 use crate::error::Error;
 use crate::outfile::OutputFile;
 use crate::report::html::{self, timeline::PeriodPoint};
-use crate::report::{diagnose, hlog, json, periodic, series, text};
-use crate::slo;
+use crate::report::{diagnose, hlog, json, periodic, series, text, ReportOptions};
+use crate::slo::{self, Objective};
 use crate::stats::{Interval, RunResult};
+
+/// Reporting period for `--hlog` when `-p` is not given.
+const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
+
+/// Points the HTML report's charts over time get, about, when no `-p` or
+/// `--hlog` sets the periods.
+const HTML_POINTS: u32 = 100;
+
+/// Where the reports go, and when: what to write besides (or instead of)
+/// the final text report.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OutputOptions {
+    /// `-e/--json`: one JSON document on stdout instead of the text report.
+    pub json: bool,
+    /// `-p/--report_interval`: a report for every period of this length.
+    pub report_interval: Option<Duration>,
+    /// `--hlog FILE`: a standard HdrHistogram interval log.
+    pub hlog: Option<PathBuf>,
+    /// `-o/--output FILE`: the reports go to this file instead of stdout.
+    pub output: Option<PathBuf>,
+    /// `--html FILE`: the self-contained HTML report.
+    pub html: Option<PathBuf>,
+}
+
+impl OutputOptions {
+    /// The length of the reporting periods of a run of `duration` (None:
+    /// until its `-n` requests are done), when an output needs them:
+    /// `-p`'s, or one second for `--hlog` alone; else for `--html` alone
+    /// one that gives its charts over time about [`HTML_POINTS`] points:
+    /// from 100 ms (a short run still gets a line) to 1 s (a long run's
+    /// timeline stays small); 1 s for a run of no set length.
+    pub fn period(&self, duration: Option<Duration>) -> Option<Duration> {
+        let logged = self.hlog.is_some().then_some(DEFAULT_PERIOD);
+        self.report_interval.or(logged).or_else(|| {
+            self.html.as_ref().map(|_| {
+                let lengths = [100, 200, 250, 500].map(Duration::from_millis);
+                let fits = |length: &Duration| duration.is_some_and(|d| *length * HTML_POINTS >= d);
+                lengths.into_iter().find(fits).unwrap_or(DEFAULT_PERIOD)
+            })
+        })
+    }
+}
+
+/// What a run's reports are made of besides its measurements: the
+/// description of the run, what to show, where, and the objectives to
+/// judge it by.
+#[derive(Clone, Debug)]
+pub struct Reporting {
+    pub run: Description,
+    pub report: ReportOptions,
+    pub outputs: OutputOptions,
+    pub slo: Vec<Objective>,
+}
 
 /// The outputs of one run, opened before it starts.
 pub struct Outputs {
+    reporting: Reporting,
     /// Where the header and the reports go.
     reports: Destination,
     hlog: Option<HlogFile>,
@@ -50,40 +104,47 @@ impl Outputs {
     /// Validates and opens what the run will write: the temporary files
     /// next to their targets. Fails (exit code 2) when a file cannot be
     /// created, before any request is sent.
-    pub fn start(cfg: &BenchConfig) -> Result<Outputs, Error> {
-        let reports = match &cfg.outputs.output {
+    pub fn start(reporting: Reporting) -> Result<Outputs, Error> {
+        let reports = match &reporting.outputs.output {
             Some(path) => Destination::File {
                 file: OutputFile::create(path).map_err(|e| file_error(path, e))?,
                 failed: false,
             },
             None => Destination::Stream(Box::new(io::stdout())),
         };
-        Outputs::to(cfg, reports)
+        Outputs::to(reporting, reports)
     }
 
-    fn to(cfg: &BenchConfig, reports: Destination) -> Result<Outputs, Error> {
-        let hlog = match &cfg.outputs.hlog {
+    fn to(reporting: Reporting, reports: Destination) -> Result<Outputs, Error> {
+        let hlog = match &reporting.outputs.hlog {
             Some(path) => Some(HlogFile::create(path)?),
             None => None,
         };
-        let html = match &cfg.outputs.html {
+        let html = match &reporting.outputs.html {
             Some(path) => Some(HtmlFile {
                 file: OutputFile::create(path).map_err(|e| file_error(path, e))?,
                 timeline: Vec::new(),
             }),
             None => None,
         };
-        Ok(Outputs { reports, hlog, html, json: cfg.outputs.json })
+        let json = reporting.outputs.json;
+        Ok(Outputs { reporting, reports, hlog, html, json })
+    }
+
+    /// What the reports are made from.
+    pub fn reporting(&self) -> &Reporting {
+        &self.reporting
     }
 
     /// The `Running ...` header, but not with `-e`, where the output
     /// carries only JSON.
-    pub fn header(&mut self, cfg: &BenchConfig) -> Result<(), Error> {
+    pub fn header(&mut self) -> Result<(), Error> {
         if self.json {
             return Ok(());
         }
+        let run = &self.reporting.run;
         self.reports.write(|out| {
-            text::write_header(out, cfg)?;
+            text::write_header(out, run)?;
             out.flush()
         })
     }
@@ -92,14 +153,15 @@ impl Outputs {
     /// its report (text ending in `=== REPORT END ===`, or one JSON line);
     /// with `--hlog`, its two log lines; with `--html`, its figures.
     /// One output failing does not keep the period from the others.
-    pub fn interval(&mut self, cfg: &BenchConfig, interval: &Interval) -> Result<(), Error> {
+    pub fn interval(&mut self, interval: &Interval) -> Result<(), Error> {
         let json = self.json;
-        let report = match cfg.outputs.report_interval {
+        let Reporting { run, report, outputs, .. } = &self.reporting;
+        let written = match outputs.report_interval {
             Some(_) => self.reports.write(|out| {
                 if json {
-                    json::write_line(out, &json::period_report(cfg, interval)?)?;
+                    json::write_line(out, &json::period_report(run, report, interval)?)?;
                 } else {
-                    periodic::write_period(out, cfg, interval)?;
+                    periodic::write_period(out, run, report, interval)?;
                 }
                 // Each period is news; a pipe would otherwise hold it back.
                 out.flush()
@@ -111,23 +173,24 @@ impl Outputs {
             None => Ok(()),
         };
         if let Some(html) = &mut self.html {
-            html.timeline.push(PeriodPoint::of(cfg, interval));
+            html.timeline.push(PeriodPoint::of(run, interval));
         }
-        report.and(log)
+        written.and(log)
     }
 
     /// After the run, interrupted or not: the final report and wrx's
     /// blocks, then the files are committed. A file is committed even
     /// when another output fails; the first error is returned.
-    pub fn finish(mut self, cfg: &BenchConfig, result: &RunResult) -> Result<(), Error> {
-        let report = self.reports.write(|out| write_final(out, cfg, result));
+    pub fn finish(mut self, result: &RunResult) -> Result<(), Error> {
+        let reporting = &self.reporting;
+        let report = self.reports.write(|out| write_final(out, reporting, result));
         let committed = self.reports.commit();
         let log = match self.hlog {
             Some(hlog) => hlog.commit(result.runtime),
             None => Ok(()),
         };
         let page = match self.html {
-            Some(html) => html.commit(cfg, result),
+            Some(html) => html.commit(reporting, result),
             None => Ok(()),
         };
         report.and(committed).and(log).and(page)
@@ -172,9 +235,11 @@ impl Destination {
 /// The final report: JSON, or the text report followed by wrx's blocks in
 /// wrx's order (its thread table comes first, as it printed that live),
 /// then the `--slo` verdicts.
-fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
-    if cfg.outputs.json {
-        let report = json::final_report(cfg, result)?;
+fn write_final(out: &mut dyn Write, reporting: &Reporting, result: &RunResult) -> io::Result<()> {
+    let Reporting { run, report: options, outputs, slo } = reporting;
+    let verdicts = slo::verdicts(slo, run, result);
+    if outputs.json {
+        let report = json::final_report(run, options, result, &verdicts)?;
         json::write_line(out, &report)?;
         // stdout carries only JSON: the warnings are also said on stderr,
         // as the text report would say them.
@@ -183,23 +248,22 @@ fn write_final(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io
         }
         return out.flush();
     }
-    text::write_report(out, cfg, result)?;
-    let outputs = &cfg.outputs;
-    if outputs.thread_timeseries || outputs.timeseries.is_some() {
-        let slots = series::slot_count(result, cfg.duration);
+    text::write_report(out, run, options, result)?;
+    if options.thread_timeseries || options.timeseries.is_some() {
+        let slots = series::slot_count(result, run.duration);
         let per_thread = series::per_thread(result, slots);
-        if outputs.thread_timeseries {
+        if options.thread_timeseries {
             series::write_thread_timeseries(out, &per_thread)?;
         }
-        if outputs.timeseries.is_some() {
+        if options.timeseries.is_some() {
             let totals = series::totals(&per_thread, slots);
             series::write_timeseries(out, result.series_interval, &totals)?;
         }
     }
-    if outputs.histogram {
+    if options.histogram {
         series::write_histogram(out, &result.total.corrected)?;
     }
-    slo::write_verdicts(out, &slo::verdicts(cfg, result))?;
+    slo::write_verdicts(out, &verdicts)?;
     out.flush()
 }
 
@@ -268,8 +332,15 @@ struct HtmlFile {
 }
 
 impl HtmlFile {
-    fn commit(mut self, cfg: &BenchConfig, result: &RunResult) -> Result<(), Error> {
-        let page = html::Page { cfg, result, timeline: &self.timeline, origin: html::Origin::Live };
+    fn commit(mut self, reporting: &Reporting, result: &RunResult) -> Result<(), Error> {
+        let page = html::Page {
+            run: &reporting.run,
+            report: &reporting.report,
+            result,
+            verdicts: &slo::verdicts(&reporting.slo, &reporting.run, result),
+            timeline: &self.timeline,
+            origin: html::Origin::Live,
+        };
         let path = self.file.path().to_path_buf();
         html::write(self.file.writer(), &page).map_err(|e| file_error(&path, e))?;
         self.file.commit().map_err(|e| file_error(&path, e))
@@ -286,7 +357,7 @@ mod tests {
     use std::sync::{Arc, Mutex};
 
     use super::*;
-    use crate::config::{Mode, OutputOptions as Options};
+    use crate::config::{BenchConfig, Mode};
     use crate::plan::PlanSpec;
     use crate::signals::Interruption;
     use crate::stats::{Stats, ThreadTotals};
@@ -312,15 +383,36 @@ mod tests {
         }
     }
 
-    fn config(options: Options) -> BenchConfig {
-        BenchConfig {
+    /// The output and report options of a test, in one.
+    #[derive(Default)]
+    struct Options {
+        json: bool,
+        report_interval: Option<Duration>,
+        hlog: Option<PathBuf>,
+        output: Option<PathBuf>,
+        timeseries: Option<Duration>,
+        thread_timeseries: bool,
+        histogram: bool,
+    }
+
+    /// A paced run of 2 s at 100/s, reported as `options` say.
+    fn config(options: Options) -> Reporting {
+        let run = Description::of(&BenchConfig {
             connections: 2,
             threads: 1,
             duration: Some(Duration::from_secs(2)),
             mode: Mode::Paced(PlanSpec::constant(100.0)),
-            outputs: options,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        }
+        });
+        let Options { json, report_interval, hlog, output, .. } = options;
+        let report = ReportOptions {
+            timeseries: options.timeseries,
+            thread_timeseries: options.thread_timeseries,
+            histogram: options.histogram,
+            ..ReportOptions::default()
+        };
+        let outputs = OutputOptions { json, report_interval, hlog, output, html: None };
+        Reporting { run, report, outputs, slo: Vec::new() }
     }
 
     fn period(index: u64, requests: u64) -> Interval {
@@ -334,13 +426,13 @@ mod tests {
     }
 
     /// Outputs whose reports go to a buffer the test reads.
-    fn outputs(cfg: &BenchConfig, reports: &Shared) -> Outputs {
-        Outputs::to(cfg, Destination::Stream(Box::new(reports.clone()))).unwrap()
+    fn outputs(cfg: &Reporting, reports: &Shared) -> Outputs {
+        Outputs::to(cfg.clone(), Destination::Stream(Box::new(reports.clone()))).unwrap()
     }
 
     /// Runs `cfg` over two periods of 100 and 50 requests; returns what
     /// was written during the run and at the end.
-    fn run(cfg: &BenchConfig) -> (String, String) {
+    fn run(cfg: &Reporting) -> (String, String) {
         let reports = Shared::default();
         let mut outputs = outputs(cfg, &reports);
         let periods = [period(0, 100), period(1, 50)];
@@ -348,12 +440,12 @@ mod tests {
         result.series = vec![vec![100, 50]];
         result.series_interval = Duration::from_secs(1);
         for p in &periods {
-            outputs.interval(cfg, p).unwrap();
+            outputs.interval(p).unwrap();
             result.total.merge(&p.stats);
         }
         result.threads = vec![ThreadTotals::from(&result.total)];
         let live = reports.text();
-        outputs.finish(cfg, &result).unwrap();
+        outputs.finish(&result).unwrap();
         let out = reports.text()[live.len()..].to_string();
         (live, out)
     }
@@ -373,7 +465,7 @@ mod tests {
         {
             let cfg = config(Options { json, ..Options::default() });
             let reports = Shared::default();
-            outputs(&cfg, &reports).header(&cfg).unwrap();
+            outputs(&cfg, &reports).header().unwrap();
             assert!(reports.text().starts_with(expected), "{}", reports.text());
             assert_eq!(reports.text().is_empty(), json);
         }
@@ -389,12 +481,12 @@ mod tests {
             output: Some(path.clone()),
             ..Options::default()
         });
-        let mut outputs = Outputs::start(&cfg).unwrap();
-        outputs.header(&cfg).unwrap();
-        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        let mut outputs = Outputs::start(cfg.clone()).unwrap();
+        outputs.header().unwrap();
+        outputs.interval(&period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
         let result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
-        outputs.finish(&cfg, &result).unwrap();
+        outputs.finish(&result).unwrap();
         let written = fs::read_to_string(&path).unwrap();
         let kinds: Vec<String> = written
             .lines()
@@ -467,11 +559,11 @@ mod tests {
         let mut outputs = outputs(&cfg, &Shared::default());
         let temp = dir.path().join(format!("run.hlog.tmp-{}", std::process::id()));
         assert!(temp.exists());
-        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        outputs.interval(&period(0, 10)).unwrap();
         assert!(!path.exists(), "visible before the run ended");
         let mut result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
         result.interrupted = Some(Interruption::Interrupt);
-        outputs.finish(&cfg, &result).unwrap();
+        outputs.finish(&result).unwrap();
         assert!(!temp.exists());
         let log = fs::read_to_string(&path).unwrap();
         let lines: Vec<&str> = log.lines().collect();
@@ -488,7 +580,7 @@ mod tests {
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let outputs = outputs(&cfg, &Shared::default());
         let result = RunResult::measured(Stats::new(3), Duration::ZERO);
-        outputs.finish(&cfg, &result).unwrap();
+        outputs.finish(&result).unwrap();
         assert_eq!(fs::read_to_string(&path).unwrap().lines().count(), 5);
     }
 
@@ -498,8 +590,8 @@ mod tests {
         let path = dir.path().join("run.hlog");
         fs::write(&path, "previous").unwrap();
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
-        let mut outputs = Outputs::start(&cfg).unwrap();
-        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        let mut outputs = Outputs::start(cfg.clone()).unwrap();
+        outputs.interval(&period(0, 10)).unwrap();
         drop(outputs);
         let names: Vec<_> =
             fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -514,10 +606,10 @@ mod tests {
         let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
         let reports = Shared::default();
         let mut outputs = outputs(&cfg, &reports);
-        outputs.interval(&cfg, &period(0, 10)).unwrap();
+        outputs.interval(&period(0, 10)).unwrap();
         outputs.hlog.as_mut().unwrap().failed = true;
         let result = RunResult::measured(period(0, 10).stats, Duration::from_secs(1));
-        match outputs.finish(&cfg, &result) {
+        match outputs.finish(&result) {
             Err(Error::Setup(message)) => assert!(message.contains("was not written"), "{message}"),
             _ => panic!("committed an incomplete log"),
         }
@@ -531,7 +623,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for path in [dir.path().join("missing/run.hlog"), dir.path().to_path_buf()] {
             let cfg = config(Options { hlog: Some(path.clone()), ..Options::default() });
-            match Outputs::start(&cfg) {
+            match Outputs::start(cfg.clone()) {
                 Err(Error::Setup(message)) => {
                     assert!(message.starts_with("cannot write "), "{message}")
                 }

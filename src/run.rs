@@ -9,24 +9,26 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::config::origins::Origins;
 use crate::config::{BenchConfig, Mode};
+use crate::description::Description;
 use crate::endpoint::Endpoint;
 use crate::engine::{
-    Before, Engine, Finished, Http2Form, Observer, Overrun, RequestSource, Workload,
+    Before, Engine, Finished, Http2Form, Observer, Overrun, Recording, RequestSource, Workload,
 };
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
-use crate::metrics::{self, Metrics};
-use crate::output::Outputs;
+use crate::metrics::{self, Metrics, MetricsOptions};
+use crate::output::{OutputOptions, Outputs, Reporting};
 use crate::progress::{self, Progress};
-use crate::proxy;
-use crate::report;
-use crate::requests::{self, Origins};
+use crate::protocol::Protocol;
+use crate::report::{self, ReportOptions};
+use crate::requests;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals};
-use crate::slo;
+use crate::slo::{self, Objective};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
@@ -38,26 +40,57 @@ const MAX_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long `done()` gets to stop after a signal interrupted it.
 const DONE_GRACE: Duration = Duration::from_secs(1);
 
+/// A benchmark as the command line asks for it: the run, and how it is
+/// reported (each output's options are its own).
+#[derive(Clone, Debug)]
+pub struct Bench {
+    pub config: BenchConfig,
+    /// What the reports show (`-L`, `-U`, `--percentiles`, wrx's options).
+    pub report: ReportOptions,
+    /// Where the reports go (`-e`, `-p`, `-o`, `--hlog`, `--html`).
+    pub outputs: OutputOptions,
+    /// `--slo`: objectives judged on the final result (none: no verdict).
+    pub slo: Vec<Objective>,
+    /// `--metrics`, `--metrics-linger`, `--metrics-push`.
+    pub metrics: Option<MetricsOptions>,
+    /// The live progress, when stderr is a terminal (`--no-progress`).
+    pub progress: bool,
+}
+
+impl Bench {
+    /// What the reports of this benchmark are made from.
+    fn reporting(&self) -> Reporting {
+        Reporting {
+            run: Description::of(&self.config),
+            report: self.report.clone(),
+            outputs: self.outputs.clone(),
+            slo: self.slo.clone(),
+        }
+    }
+}
+
 /// Runs the benchmark described by the command line and prints the
 /// report; returns the exit code. In wrk's order: the script is loaded
 /// first (a broken script stops pace before any connection), the output
 /// files are opened, then the target is resolved, the thread states are
 /// set up, the run happens, the report is printed, and the script's
 /// `done()` runs last.
-pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
+pub fn bench(bench: &Bench) -> Result<i32, Error> {
+    let cfg = &bench.config;
     limits::check(cfg)?;
     let mut script = cfg.script.as_deref().map(|path| Script::load(path, cfg)).transpose()?;
     // A file that cannot be written stops pace before it connects, and so
     // does a --metrics address that cannot be listened on.
-    let mut outputs = Outputs::start(cfg)?;
-    let metrics = Metrics::start(cfg)?;
+    let reporting = bench.reporting();
+    let metrics = Metrics::start(bench.metrics.as_ref(), &reporting.run)?;
+    let mut outputs = Outputs::start(reporting)?;
     // Every origin is resolved (and reachable) before anything is sent:
     // with --unix-socket, each goes to the socket; through a proxy, every
     // connection goes to the proxy; else --connect-to and -4/-6 apply to
     // each origin.
     let origins = Origins::of(cfg);
     let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
-    let resolved = match proxy::proxy_of(cfg) {
+    let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
         Some(proxy) => vec![proxy.resolve(&cfg.reach, probe_within)?; origins.list.len()],
         None => (origins.list.iter())
             .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within))
@@ -75,9 +108,10 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
     let signals = Signals::install()?;
-    let measured = measure_with(cfg, places, workload, &signals, &mut outputs, metrics.as_ref());
+    let watch = Watch { progress: bench.progress, metrics: metrics.as_ref() };
+    let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
     let (finished, interval_error) = measured?;
-    let outcome = conclude(cfg, outputs, script, finished, interval_error, &signals);
+    let outcome = conclude(bench, outputs, script, finished, interval_error, &signals);
     let Some(metrics) = metrics else { return outcome };
     // The final figures, after the report, the files and done(): pushed,
     // then served for the last scrapes. A push that failed is a setup
@@ -98,7 +132,7 @@ pub fn bench(cfg: &BenchConfig) -> Result<i32, Error> {
 /// After the run: the report and the files, the script's `done()`, and
 /// the exit code.
 fn conclude(
-    cfg: &BenchConfig,
+    bench: &Bench,
     outputs: Outputs,
     mut script: Option<Script>,
     finished: Finished,
@@ -106,9 +140,12 @@ fn conclude(
     signals: &Signals,
 ) -> Result<i32, Error> {
     sys::flush_c_stdout();
-    let written = outputs.finish(cfg, &finished.result);
+    let verdicts = slo::verdicts(&bench.slo, &outputs.reporting().run, &finished.result);
+    let written = outputs.finish(&finished.result);
     report_interruption(&finished.result);
-    proxy::note_refusals(cfg, &finished.result.total.statuses);
+    if let Some(route) = &bench.config.proxy {
+        route.note_refusals(&finished.result.total.statuses);
+    }
     if !finished.overran.is_empty() {
         return overran(&finished);
     }
@@ -126,22 +163,27 @@ fn conclude(
     written?;
     // A signal's exit code wins over the verdict (the verdict is printed).
     match exit_code(&finished.result) {
-        0 => Ok(slo::gate(cfg, &finished.result)),
+        0 => Ok(slo::gate(&verdicts, bench.outputs.json)),
         signal => Ok(signal),
     }
 }
 
 /// Prints the header, runs the benchmark against `endpoint` and returns
 /// what it measured.
-pub fn measure(
-    cfg: &BenchConfig,
-    endpoint: &Endpoint,
-    workload: Workload,
-) -> Result<Finished, Error> {
+pub fn measure(bench: &Bench, endpoint: &Endpoint, workload: Workload) -> Result<Finished, Error> {
+    let cfg = &bench.config;
     let signals = Signals::install()?;
-    let mut outputs = Outputs::start(cfg)?;
+    let mut outputs = Outputs::start(bench.reporting())?;
     let places = vec![(cfg.target.clone(), endpoint.clone())];
-    measure_with(cfg, places, workload, &signals, &mut outputs, None).map(|(finished, _)| finished)
+    let watch = Watch { progress: bench.progress, metrics: None };
+    measure_with(cfg, places, workload, &signals, &mut outputs, watch).map(|(finished, _)| finished)
+}
+
+/// What shows the run while it goes on, besides the reporting periods:
+/// the live progress (when wanted) and the metrics.
+struct Watch<'a> {
+    progress: bool,
+    metrics: Option<&'a Metrics>,
 }
 
 /// [`measure`] against every origin of `places` (its target and endpoint),
@@ -154,7 +196,7 @@ fn measure_with(
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
-    metrics: Option<&Metrics>,
+    watch: Watch,
 ) -> Result<(Finished, Option<Error>), Error> {
     let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
@@ -163,10 +205,15 @@ fn measure_with(
     // interleave and the order is wrk's (script output, the report, then
     // what done() prints).
     sys::flush_c_stdout();
-    outputs.header(cfg)?;
-    let progress = Progress::start(cfg);
-    let mut watcher = Watcher { cfg, outputs, progress, metrics, error: None };
-    let run = engine.run(workload, signals, &mut watcher);
+    outputs.header()?;
+    let Reporting { run, report, outputs: options, .. } = outputs.reporting();
+    let progress = Progress::start(run, watch.progress);
+    let metrics = watch.metrics;
+    let recording =
+        Recording { period: options.period(run.duration), series: report.series_slot() };
+    let periodic = options.report_interval.is_some();
+    let mut watcher = Watcher { periodic, outputs, progress, metrics, error: None };
+    let run = engine.run(workload, recording, signals, &mut watcher);
     if let Some(metrics) = metrics {
         metrics.finish();
     }
@@ -181,7 +228,8 @@ fn measure_with(
 /// What the run shows while it goes on: the reporting periods, as soon as
 /// each is complete, the live progress and the metrics.
 struct Watcher<'a> {
-    cfg: &'a BenchConfig,
+    /// `-p`: the periods have reports of their own.
+    periodic: bool,
     outputs: &'a mut Outputs,
     progress: Option<Progress>,
     metrics: Option<&'a Metrics>,
@@ -193,13 +241,11 @@ impl Observer for Watcher<'_> {
     fn interval(&mut self, interval: &Interval) {
         // A period report (-p) may go to the terminal the progress is on;
         // the periods of --hlog and --html alone print nothing.
-        if let Some(progress) =
-            self.progress.as_mut().filter(|_| self.cfg.outputs.report_interval.is_some())
-        {
+        if let Some(progress) = self.progress.as_mut().filter(|_| self.periodic) {
             progress.clear();
         }
         sys::flush_c_stdout();
-        if let Err(error) = self.outputs.interval(self.cfg, interval) {
+        if let Err(error) = self.outputs.interval(interval) {
             self.error.get_or_insert(error);
         }
     }
@@ -377,21 +423,20 @@ fn scripted_workload(
         if paced {
             thread.ignore_delay();
         }
-        let http2 =
-            cfg.http2.then(|| Http2Form::new(&cfg.target.scheme_name, &cfg.target.host_header()));
-        let absolute = proxy::absolute_form_of(cfg, &cfg.target);
+        let http2 = (cfg.protocol == Protocol::Http2)
+            .then(|| Http2Form::new(&cfg.target.scheme_name, &cfg.target.host_header()));
+        let absolute =
+            cfg.proxy.as_ref().and_then(|route| route.absolute_form(cfg.protocol, &cfg.target));
         sources.push(RequestSource::Script { script: Box::new(thread), heads, http2, absolute });
     }
     Ok(Workload { sources })
 }
 
 /// Prints the report for a finished run.
-pub fn print_result(
-    out: &mut dyn Write,
-    cfg: &BenchConfig,
-    result: &RunResult,
-) -> Result<(), Error> {
-    print_ignoring_closed_stdout(report::text::write_report(out, cfg, result))?;
+pub fn print_result(out: &mut dyn Write, bench: &Bench, result: &RunResult) -> Result<(), Error> {
+    let run = Description::of(&bench.config);
+    let written = report::text::write_report(out, &run, &bench.report, result);
+    print_ignoring_closed_stdout(written)?;
     report_interruption(result);
     Ok(())
 }

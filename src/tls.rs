@@ -57,8 +57,9 @@ pub struct TlsClient {
 
 impl TlsClient {
     /// Builds the client configuration for `host` (the URL host), as
-    /// `options` say, offering `h2` by ALPN with `http2`, else `http/1.1`.
-    pub fn new(host: &str, options: &TlsOptions, http2: bool) -> Result<TlsClient, Error> {
+    /// `options` say, offering `alpn` (the protocol's identifiers,
+    /// [`crate::protocol::Protocol::alpn`]).
+    pub fn new(host: &str, options: &TlsOptions, alpn: &[&[u8]]) -> Result<TlsClient, Error> {
         let provider = Arc::new(crypto::ring::default_provider());
         let builder = ClientConfig::builder_with_provider(provider.clone())
             .with_safe_default_protocol_versions()
@@ -79,10 +80,7 @@ impl TlsClient {
         // With HTTP/2, offering HTTP/1.1 too lets a server that lacks h2
         // say so by choosing it (rather than end the handshake), and the
         // run then fails in words.
-        config.alpn_protocols = match http2 {
-            true => vec![b"h2".to_vec(), b"http/1.1".to_vec()],
-            false => vec![b"http/1.1".to_vec()],
-        };
+        config.alpn_protocols = alpn.iter().map(|id| id.to_vec()).collect();
         let server_name = match &options.server_name {
             Some(name) => name.clone(),
             None => ServerName::try_from(host.to_string())

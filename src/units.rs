@@ -200,6 +200,21 @@ pub fn format_for_people(duration: Duration) -> String {
     format!("{:.1} seconds", duration.as_secs_f64())
 }
 
+/// C's `%<width>.<decimals>f`: right-aligned, never truncated, with `inf`
+/// as glibc spells it and a dash for an undefined figure (glibc: `-nan`).
+pub fn c_fixed(value: f64, width: usize, decimals: usize) -> String {
+    format!("{:>width$}", c_float(value, decimals))
+}
+
+/// `n / seconds`, 0 for a run that took no measurable time.
+pub fn per_second(n: u64, seconds: f64) -> f64 {
+    if seconds > 0.0 {
+        n as f64 / seconds
+    } else {
+        0.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -289,5 +304,15 @@ mod tests {
         assert_eq!(pad_units("6.67ms", 8), "  6.67ms");
         assert_eq!(pad_units("635.91us", 8), "635.91us");
         assert_eq!(pad_units("1000.00ms", 8), "1000.00m");
+    }
+
+    #[test]
+    fn formats_like_printf() {
+        assert_eq!(c_fixed(93.6912, 8, 2), "   93.69");
+        assert_eq!(c_fixed(f64::NAN, 8, 2), "       -");
+        assert_eq!(c_fixed(f64::INFINITY, 12, 2), "         inf");
+        assert_eq!(c_fixed(12345.678, 4, 1), "12345.7");
+        // glibc rounds exact ties to even, and so does Rust.
+        assert_eq!(c_fixed(0.125, 4, 2), "0.12");
     }
 }

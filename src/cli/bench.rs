@@ -46,12 +46,17 @@ use super::options::{bad_value, time, word_text, Item, Options, Program, Spec};
 use super::plan::{self, PlanArgs};
 use super::shard;
 use super::{usage, version_line, Command};
-use crate::config::{BenchConfig, OutputOptions, Shard};
+use crate::config::origins::Origins;
+use crate::config::targets::{self, Targets, TargetsOrder};
+use crate::config::{BenchConfig, Shard};
 use crate::error::Error;
 use crate::metrics::{parse_push_url, ListenAddr, MetricsOptions};
+use crate::output::OutputOptions;
+use crate::protocol::Protocol;
 use crate::proxy;
 use crate::reach::{ConnectTo, Family, Reach};
-use crate::requests::{self, Origins, Targets, TargetsOrder};
+use crate::report::ReportOptions;
+use crate::run::Bench;
 use crate::slo::{self, Expectation, Objective};
 use crate::target::{Scheme, Target};
 use crate::tls::{self, TlsOptions};
@@ -370,8 +375,6 @@ struct BenchArgs {
     targets: Option<PathBuf>,
     targets_order: Option<TargetsOrder>,
     requests: Option<usize>,
-    latency: bool,
-    u_latency: bool,
     batch_latency: bool,
     timeout: Duration,
     plan: PlanArgs,
@@ -385,7 +388,10 @@ struct BenchArgs {
     cert: Option<PathBuf>,
     key: Option<PathBuf>,
     tls_server_name: Option<ServerName<'static>>,
+    report: ReportOptions,
     outputs: OutputOptions,
+    /// The live progress (off with `--no-progress`).
+    progress: bool,
     /// `--metrics`, `--metrics-linger`, `--metrics-push`: checked
     /// together by [`validate`].
     metrics: Option<ListenAddr>,
@@ -421,8 +427,6 @@ impl Default for BenchArgs {
             targets: None,
             targets_order: None,
             requests: None,
-            latency: false,
-            u_latency: false,
             batch_latency: false,
             timeout: Duration::from_secs(2),
             plan: PlanArgs::default(),
@@ -435,8 +439,10 @@ impl Default for BenchArgs {
             cert: None,
             key: None,
             tls_server_name: None,
+            report: ReportOptions::default(),
+            outputs: OutputOptions::default(),
             // Shown only when stderr is a terminal (see crate::progress).
-            outputs: OutputOptions { progress: true, ..OutputOptions::default() },
+            progress: true,
             metrics: None,
             metrics_linger: None,
             metrics_push: None,
@@ -488,8 +494,8 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 typed.targets_order = Some(targets_order(name, &options.text(name)?)?)
             }
             Flag::Requests => typed.requests = Some(count(name, &options.text(name)?)?),
-            Flag::Latency => typed.latency = true,
-            Flag::ULatency => typed.u_latency = true,
+            Flag::Latency => typed.report.latency = true,
+            Flag::ULatency => typed.report.u_latency = true,
             Flag::BatchLatency => typed.batch_latency = true,
             Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
             Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
@@ -516,14 +522,14 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                         DEFAULT_SERIES_SLOT
                     }
                 };
-                typed.outputs.timeseries = Some(slot);
+                typed.report.timeseries = Some(slot);
             }
-            Flag::ThreadTimeseries => typed.outputs.thread_timeseries = true,
-            Flag::Histogram => typed.outputs.histogram = true,
+            Flag::ThreadTimeseries => typed.report.thread_timeseries = true,
+            Flag::Histogram => typed.report.histogram = true,
             Flag::Percentiles => {
-                typed.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
+                typed.report.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
-            Flag::NoProgress => typed.outputs.progress = false,
+            Flag::NoProgress => typed.progress = false,
             Flag::Metrics => {
                 let text = options.text(name)?;
                 typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
@@ -567,8 +573,8 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
         return Ok(Command::Version(version_line()));
     }
     let print_version = typed.print_version;
-    let config = validate(typed)?;
-    Ok(Command::Bench { config: Box::new(config), print_version })
+    let bench = validate(typed)?;
+    Ok(Command::Bench { bench: Box::new(bench), print_version })
 }
 
 /// `--timeseries 500ms`: getopt takes an optional value only attached, so
@@ -588,7 +594,7 @@ fn check_detached_slot(word: &str) -> Result<(), Error> {
 
 /// The checks that need the whole command line, done once it is all read
 /// so that the last of repeated options is the one checked (`-t0 -t2`).
-fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
+fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     let mut words = std::mem::take(&mut typed.words).into_iter();
     let url = words.next();
     let missing_url = || Error::Usage("missing URL (try 'pace --help')".into());
@@ -598,7 +604,7 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
     check_ranges(&typed)?;
     check_requests(&typed)?;
     check_reach(&typed.reach, typed.proxy.is_some())?;
-    typed.outputs.metrics = metrics_options(&typed)?;
+    let metrics = metrics_options(&typed)?;
     super::distinct_files(&typed.outputs)?;
     let body = match (typed.body.take(), &typed.body_file) {
         (Some(body), _) => Some(Arc::from(body)),
@@ -653,29 +659,34 @@ fn validate(mut typed: BenchArgs) -> Result<BenchConfig, Error> {
         targets,
         targets_order: typed.targets_order.unwrap_or_default(),
         requests,
-        // wrk2: -U implies -L; asking for percentiles is asking to see them.
-        latency: typed.latency || typed.u_latency || typed.outputs.percentiles.is_some(),
-        u_latency: typed.u_latency,
         batch_latency: typed.batch_latency,
         tls,
         // In range: checked against DIGITS by check_ranges.
         digits: typed.digits as u8,
         script: typed.script,
         script_args: words.collect(),
-        outputs: typed.outputs,
-        slo: typed.slo,
-        http2: typed.http2,
+        protocol: if typed.http2 { Protocol::Http2 } else { Protocol::Http1 },
         streams: typed.streams.unwrap_or(1),
         proxy,
         reach: typed.reach,
-        reached: None,
         provenance: None,
     };
     let fewest = (0..config.threads).map(|t| config.connections_of_thread(t)).min();
     Origins::of(&config).check(fewest.unwrap_or(0), config.threads).map_err(Error::Usage)?;
     // What needs the mode: a share of the target rate, the schedule lag.
-    slo::check(&config.slo, &Expectation::of(&config)).map_err(|why| bad_value("--slo", why))?;
-    Ok(config)
+    let expectation = Expectation { target_rate: config.target_rate() };
+    slo::check(&typed.slo, &expectation).map_err(|why| bad_value("--slo", why))?;
+    let mut report = typed.report;
+    // wrk2: -U implies -L; asking for percentiles is asking to see them.
+    report.latency |= report.u_latency || report.percentiles.is_some();
+    Ok(Bench {
+        config,
+        report,
+        outputs: typed.outputs,
+        slo: typed.slo,
+        metrics,
+        progress: typed.progress,
+    })
 }
 
 /// Counts and durations that must not be zero, and their relations, in
@@ -833,7 +844,7 @@ fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
 
 /// `-m`: an HTTP method, as typed.
 fn method(option: &str, text: String) -> Result<String, Error> {
-    requests::check_method(&text).map_err(|why| bad_value(option, why))?;
+    targets::check_method(&text).map_err(|why| bad_value(option, why))?;
     Ok(text)
 }
 
@@ -903,9 +914,9 @@ pub(super) fn objectives(option: &str, text: &str) -> Result<Vec<Objective>, Err
     slo::parse(text).map_err(|why| bad_value(option, why))
 }
 
-/// `-H "Name: value"` ([`requests::parse_header`]).
+/// `-H "Name: value"` ([`targets::parse_header`]).
 fn header(text: &str) -> Result<(String, String), Error> {
-    requests::parse_header(text)
+    targets::parse_header(text)
         .map_err(|why| Error::Usage(format!("invalid header '{text}': {why}")))
 }
 
@@ -921,13 +932,18 @@ mod tests {
         line.iter().map(OsString::from).collect()
     }
 
-    /// The configuration a command line yields; fails the test otherwise.
-    fn config(line: &[&str]) -> BenchConfig {
+    /// The benchmark a command line yields; fails the test otherwise.
+    fn bench(line: &[&str]) -> Bench {
         match parse_command(args(line)) {
-            Ok(Command::Bench { config, .. }) => *config,
+            Ok(Command::Bench { bench, .. }) => *bench,
             Ok(_) => panic!("{line:?}: not a benchmark"),
             Err(err) => panic!("{line:?}: {err}"),
         }
+    }
+
+    /// The run's configuration a command line yields.
+    fn config(line: &[&str]) -> BenchConfig {
+        bench(line).config
     }
 
     /// The message of the usage error a command line yields.
@@ -980,32 +996,35 @@ mod tests {
         })
     }
 
-    fn each_form(short: &str, long: &str, value: &str, check: impl Fn(&BenchConfig)) {
+    fn each_form(short: &str, long: &str, value: &str, check: impl Fn(&Bench)) {
         for line in value_forms(short, long, value) {
             let line: Vec<&str> = line.iter().map(String::as_str).collect();
-            check(&config(&line));
+            check(&bench(&line));
         }
     }
 
     #[test]
     fn defaults_are_wrks() {
-        let cfg = config(&[URL]);
-        assert_eq!(cfg.connections, 10);
-        assert_eq!(cfg.threads, 2);
-        assert_eq!(cfg.duration, Some(Duration::from_secs(10)));
-        assert_eq!(cfg.timeout, Duration::from_secs(2));
-        assert_eq!(cfg.mode, Mode::ClosedLoop);
-        assert_eq!(cfg.digits, 3);
-        assert!(!cfg.latency && !cfg.u_latency && !cfg.batch_latency && !cfg.tls.insecure);
-        assert!(cfg.headers.is_empty() && cfg.script.is_none() && cfg.script_args.is_empty());
+        let cfg = bench(&[URL]);
+        assert_eq!(cfg.config.connections, 10);
+        assert_eq!(cfg.config.threads, 2);
+        assert_eq!(cfg.config.duration, Some(Duration::from_secs(10)));
+        assert_eq!(cfg.config.timeout, Duration::from_secs(2));
+        assert_eq!(cfg.config.mode, Mode::ClosedLoop);
+        assert_eq!(cfg.config.digits, 3);
+        assert!(!cfg.report.latency && !cfg.report.u_latency);
+        assert!(!cfg.config.batch_latency && !cfg.config.tls.insecure);
+        let run = &cfg.config;
+        assert!(run.headers.is_empty() && run.script.is_none() && run.script_args.is_empty());
         // The progress is on, for when stderr is a terminal.
-        assert_eq!(cfg.outputs, OutputOptions { progress: true, ..OutputOptions::default() });
-        assert_eq!(cfg.target.port, 8080);
+        assert_eq!(cfg.outputs, OutputOptions::default());
+        assert!(cfg.progress);
+        assert_eq!(cfg.config.target.port, 8080);
     }
 
     #[test]
     fn connections() {
-        each_form("-c", "--connections", "20", |cfg| assert_eq!(cfg.connections, 20));
+        each_form("-c", "--connections", "20", |cfg| assert_eq!(cfg.config.connections, 20));
         assert_eq!(config(&["-c1k", URL]).connections, 1000);
         assert_eq!(config(&["-c", "1.5K", URL]).connections, 1500);
         assert_eq!(config(&["-c5", "-c20", URL]).connections, 20);
@@ -1013,19 +1032,19 @@ mod tests {
 
     #[test]
     fn threads() {
-        each_form("-t", "--threads", "4", |cfg| assert_eq!(cfg.threads, 4));
+        each_form("-t", "--threads", "4", |cfg| assert_eq!(cfg.config.threads, 4));
         assert_eq!(config(&["-t2", "-t5", URL]).threads, 5);
         // As in wrk (wrx's --thread-timeseries made them ambiguous there).
         for prefix in ["--th", "--thr", "--thread"] {
             assert_eq!(config(&[prefix, "3", URL]).threads, 3, "{prefix}");
         }
-        assert!(config(&["--thread-", URL]).outputs.thread_timeseries);
+        assert!(bench(&["--thread-", URL]).report.thread_timeseries);
     }
 
     #[test]
     fn duration() {
         each_form("-d", "--duration", "30s", |cfg| {
-            assert_eq!(cfg.duration, Some(Duration::from_secs(30)))
+            assert_eq!(cfg.config.duration, Some(Duration::from_secs(30)))
         });
         assert_eq!(config(&["-d", "5", URL]).duration, Some(Duration::from_secs(5)));
         assert_eq!(config(&["-d", "2m", URL]).duration, Some(Duration::from_secs(120)));
@@ -1040,20 +1059,22 @@ mod tests {
 
     #[test]
     fn timeout() {
-        each_form("-T", "--timeout", "5s", |cfg| assert_eq!(cfg.timeout, Duration::from_secs(5)));
+        each_form("-T", "--timeout", "5s", |cfg| {
+            assert_eq!(cfg.config.timeout, Duration::from_secs(5))
+        });
         assert_eq!(config(&["--timeout", "1.5s", URL]).timeout, Duration::from_millis(1500));
         assert_eq!(config(&["-T", "250ms", URL]).timeout, Duration::from_millis(250));
         // As in wrk (wrx's --timeseries made them ambiguous there).
         for prefix in ["--ti", "--tim", "--time"] {
             assert_eq!(config(&[prefix, "3s", URL]).timeout, Duration::from_secs(3), "{prefix}");
         }
-        assert_eq!(config(&["--times=1s", URL]).outputs.timeseries, Some(Duration::from_secs(1)));
+        assert_eq!(bench(&["--times=1s", URL]).report.timeseries, Some(Duration::from_secs(1)));
     }
 
     #[test]
     fn rate() {
         each_form("-R", "--rate", "2k", |cfg| {
-            assert_eq!(cfg.mode, Mode::Paced(PlanSpec::constant(2000.0)))
+            assert_eq!(cfg.config.mode, Mode::Paced(PlanSpec::constant(2000.0)))
         });
         assert_eq!(config(&["-R", "0.5", URL]).mode, Mode::Paced(PlanSpec::constant(0.5)));
         assert_eq!(config(&["-R1M", URL]).mode, Mode::Paced(PlanSpec::constant(1e6)));
@@ -1062,22 +1083,22 @@ mod tests {
 
     #[test]
     fn digits() {
-        each_form("-D", "--digits", "2", |cfg| assert_eq!(cfg.digits, 2));
+        each_form("-D", "--digits", "2", |cfg| assert_eq!(cfg.config.digits, 2));
         assert_eq!(config(&["-D1", URL]).digits, 1);
         assert_eq!(config(&["-D5", URL]).digits, 5);
     }
 
     #[test]
     fn report_interval() {
-        each_form("-p", "--report_interval", "2s", |cfg| {
-            assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(2)))
+        each_form("-p", "--report_interval", "2s", |bench| {
+            assert_eq!(bench.outputs.report_interval, Some(Duration::from_secs(2)))
         });
         assert_eq!(
-            config(&["-p", "500ms", URL]).outputs.report_interval,
+            bench(&["-p", "500ms", URL]).outputs.report_interval,
             Some(Duration::from_millis(500))
         );
         // yicwang: 0 = disabled.
-        assert_eq!(config(&["-p5", "-p0", URL]).outputs.report_interval, None);
+        assert_eq!(bench(&["-p5", "-p0", URL]).outputs.report_interval, None);
         assert_eq!(
             error(&["-p", "5ms", URL]),
             "invalid value for '-p': '5ms' is shorter than 10ms"
@@ -1088,9 +1109,9 @@ mod tests {
     #[test]
     fn json() {
         for flag in ["-e", "--json", "--json_encoding", "--js", "--json_"] {
-            assert!(config(&[flag, URL]).outputs.json, "{flag}");
+            assert!(bench(&[flag, URL]).outputs.json, "{flag}");
         }
-        assert!(config(&["-Le", URL]).outputs.json);
+        assert!(bench(&["-Le", URL]).outputs.json);
     }
 
     #[test]
@@ -1101,7 +1122,7 @@ mod tests {
             &["--hl", "run.hlog", URL],
             &[URL, "--hlog", "run.hlog"],
         ] {
-            assert_eq!(config(line).outputs.hlog.as_deref(), Some("run.hlog".as_ref()), "{line:?}");
+            assert_eq!(bench(line).outputs.hlog.as_deref(), Some("run.hlog".as_ref()), "{line:?}");
         }
     }
 
@@ -1110,26 +1131,26 @@ mod tests {
         for line in
             [&["--html", "r.html", URL][..], &["--htm=r.html", URL], &[URL, "--html", "r.html"]]
         {
-            assert_eq!(config(line).outputs.html.as_deref(), Some("r.html".as_ref()), "{line:?}");
+            assert_eq!(bench(line).outputs.html.as_deref(), Some("r.html".as_ref()), "{line:?}");
         }
         assert!(error(&["--html"]).contains("--html"), "{}", error(&["--html"]));
     }
 
     #[test]
     fn wrx_options() {
-        let cfg = config(&["--timeseries", "--thread-timeseries", "--histogram", URL]);
-        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
-        assert!(cfg.outputs.thread_timeseries && cfg.outputs.histogram);
-        let cfg = config(&["--timeseries=1s", URL]);
-        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_secs(1)));
+        let cfg = bench(&["--timeseries", "--thread-timeseries", "--histogram", URL]);
+        assert_eq!(cfg.report.timeseries, Some(Duration::from_millis(250)));
+        assert!(cfg.report.thread_timeseries && cfg.report.histogram);
+        let cfg = bench(&["--timeseries=1s", URL]);
+        assert_eq!(cfg.report.timeseries, Some(Duration::from_secs(1)));
         assert_eq!(
-            config(&["--times=100ms", URL]).outputs.timeseries,
+            bench(&["--times=100ms", URL]).report.timeseries,
             Some(Duration::from_millis(100))
         );
         // As getopt's optional arguments: only an attached value is taken.
-        let cfg = config(&["--timeseries", URL, "500ms"]);
-        assert_eq!(cfg.outputs.timeseries, Some(Duration::from_millis(250)));
-        assert_eq!(cfg.script_args, ["500ms"]);
+        let cfg = bench(&["--timeseries", URL, "500ms"]);
+        assert_eq!(cfg.report.timeseries, Some(Duration::from_millis(250)));
+        assert_eq!(cfg.config.script_args, ["500ms"]);
         // A slot written apart is refused with the spelling that works.
         for args in [&["--timeseries", "500ms", URL][..], &["--times", "2s", URL, "-t1"]] {
             let message = error(args);
@@ -1137,12 +1158,12 @@ mod tests {
         }
         // Only the word right after it: here 500ms is the (bad) URL.
         assert!(error(&["--timeseries", "-t1", "500ms"]).contains("invalid URL"));
-        assert!(config(&[URL]).outputs.progress);
-        assert!(!config(&["--no-progress", URL]).outputs.progress);
-        assert!(!config(&["--no", URL]).outputs.progress);
+        assert!(bench(&[URL]).progress);
+        assert!(!bench(&["--no-progress", URL]).progress);
+        assert!(!bench(&["--no", URL]).progress);
         assert!(error(&["--timeseries=1ms", URL]).contains("shorter than 10ms"));
-        assert!(config(&["--thread-", URL]).outputs.thread_timeseries);
-        assert!(config(&["--hi", URL]).outputs.histogram);
+        assert!(bench(&["--thread-", URL]).report.thread_timeseries);
+        assert!(bench(&["--hi", URL]).report.histogram);
         assert_eq!(
             error(&["--h", URL]),
             "option '--h' is ambiguous; possibilities: '--header' '--http2' '--help' '--hlog' \
@@ -1156,11 +1177,11 @@ mod tests {
 
     #[test]
     fn percentiles() {
-        let cfg = config(&["--percentiles", "99.9, 50,90,99,50", URL]);
-        assert_eq!(cfg.outputs.percentiles, Some(vec![50.0, 90.0, 99.0, 99.9]));
+        let cfg = bench(&["--percentiles", "99.9, 50,90,99,50", URL]);
+        assert_eq!(cfg.report.percentiles, Some(vec![50.0, 90.0, 99.0, 99.9]));
         // They are printed without -L.
-        assert!(cfg.latency && !cfg.u_latency);
-        assert_eq!(config(&["--perc=0,100", URL]).outputs.percentiles, Some(vec![0.0, 100.0]));
+        assert!(cfg.report.latency && !cfg.report.u_latency);
+        assert_eq!(bench(&["--perc=0,100", URL]).report.percentiles, Some(vec![0.0, 100.0]));
         assert_eq!(
             error(&["--percentiles", "50,101", URL]),
             "invalid value for '--percentiles': '101' is not a percentile from 0 to 100 (e.g. 50,99,99.9)"
@@ -1174,18 +1195,18 @@ mod tests {
     fn metrics() {
         let addr = |host: &str, port| ListenAddr { host: host.into(), port };
         let listen = |addr, linger| MetricsOptions { listen: Some(addr), linger, push: None };
-        assert_eq!(config(&[URL]).outputs.metrics, None);
+        assert_eq!(bench(&[URL]).metrics, None);
         for line in [
             &["--metrics", "127.0.0.1:9464", URL][..],
             &["--metrics=127.0.0.1:9464", URL],
             &[URL, "--metrics", "127.0.0.1:9464"],
         ] {
             let expected = listen(addr("127.0.0.1", 9464), Duration::ZERO);
-            assert_eq!(config(line).outputs.metrics, Some(expected), "{line:?}");
+            assert_eq!(bench(line).metrics, Some(expected), "{line:?}");
         }
-        let cfg = config(&["--metrics", ":0", "--metrics-linger", "2s", URL]);
-        assert_eq!(cfg.outputs.metrics, Some(listen(addr("", 0), Duration::from_secs(2))));
-        let v6 = config(&["--metrics", "[::1]:9464", "--metrics-l=500ms", URL]).outputs.metrics;
+        let cfg = bench(&["--metrics", ":0", "--metrics-linger", "2s", URL]);
+        assert_eq!(cfg.metrics, Some(listen(addr("", 0), Duration::from_secs(2))));
+        let v6 = bench(&["--metrics", "[::1]:9464", "--metrics-l=500ms", URL]).metrics;
         assert_eq!(v6, Some(listen(addr("::1", 9464), Duration::from_millis(500))));
         assert_eq!(
             error(&["--metrics", "9464", URL]),
@@ -1203,7 +1224,7 @@ mod tests {
 
         // Remote write alone, or with the listener.
         let write = "http://user:pw@127.0.0.1:9090/api/v1/write";
-        let push = config(&["--metrics-push", write, URL]).outputs.metrics.unwrap();
+        let push = bench(&["--metrics-push", write, URL]).metrics.unwrap();
         assert_eq!((push.listen, push.linger), (None, Duration::ZERO));
         let target = push.push.unwrap();
         assert_eq!(
@@ -1211,7 +1232,7 @@ mod tests {
             ("127.0.0.1", 9090, "/api/v1/write")
         );
         assert!(target.basic_authorization().is_some());
-        let both = config(&["--metrics", ":1", "--metrics-p", write, URL]).outputs.metrics.unwrap();
+        let both = bench(&["--metrics", ":1", "--metrics-p", write, URL]).metrics.unwrap();
         assert!(both.listen.is_some() && both.push.is_some());
         let tls = error(&["--metrics-push", "https://prom/api/v1/write", URL]);
         assert!(tls.ends_with("is not an http:// URL (remote write over TLS is not supported)"));
@@ -1220,15 +1241,15 @@ mod tests {
 
     #[test]
     fn slo() {
-        let texts = |cfg: BenchConfig| -> Vec<String> {
-            cfg.slo.iter().map(crate::slo::Objective::text).collect()
+        let texts = |bench: Bench| -> Vec<String> {
+            bench.slo.iter().map(crate::slo::Objective::text).collect()
         };
-        let cfg = config(&["--slo", "p99<10ms, errors<0.1%", URL]);
+        let cfg = bench(&["--slo", "p99<10ms, errors<0.1%", URL]);
         assert_eq!(texts(cfg), ["p99<10ms", "errors<0.1%"]);
         // Repeated, the lists add up; abbreviated to --sl.
-        let cfg = config(&["-R10", "--slo=p99<10ms", URL, "--sl", "rate>99%,lag.p99<1ms"]);
+        let cfg = bench(&["-R10", "--slo=p99<10ms", URL, "--sl", "rate>99%,lag.p99<1ms"]);
         assert_eq!(texts(cfg), ["p99<10ms", "rate>99%", "lag.p99<1ms"]);
-        assert!(config(&[URL]).slo.is_empty());
+        assert!(bench(&[URL]).slo.is_empty());
         assert_eq!(
             error(&["--slo", "p99<1x", URL]),
             "invalid value for '--slo': 'p99<1x': '1x' is not a time (examples: 10ms, 500us, 1.5s)"
@@ -1239,7 +1260,7 @@ mod tests {
              (-R or --stages); without one, give requests/s (e.g. rate>1000)"
         );
         assert!(error(&["--slo", "lag.max<1ms", URL]).contains("only with a plan"));
-        assert_eq!(texts(config(&["--slo", "rate>100", URL])), ["rate>100"]);
+        assert_eq!(texts(bench(&["--slo", "rate>100", URL])), ["rate>100"]);
         assert_eq!(error(&[URL, "--slo"]), "option '--slo' needs a value");
         // wrk's --s is --script still.
         assert_eq!(config(&["--s", "x.lua", URL]).script.as_deref(), Some("x.lua".as_ref()));
@@ -1249,37 +1270,42 @@ mod tests {
     #[test]
     fn script() {
         each_form("-s", "--script", "a.lua", |cfg| {
-            assert_eq!(cfg.script.as_deref(), Some("a.lua".as_ref()))
+            assert_eq!(cfg.config.script.as_deref(), Some("a.lua".as_ref()))
         });
     }
 
     #[test]
     fn flags() {
-        let cfg = config(&["-L", "-B", "-k", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure && !cfg.u_latency);
-        let cfg = config(&["--latency", "--batch_latency", "--insecure", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure);
-        let cfg = config(&["--lat", "--batch", "--ins", URL]);
-        assert!(cfg.latency && cfg.batch_latency && cfg.tls.insecure);
+        let cfg = bench(&["-L", "-B", "-k", URL]);
+        assert!(
+            cfg.report.latency
+                && cfg.config.batch_latency
+                && cfg.config.tls.insecure
+                && !cfg.report.u_latency
+        );
+        let cfg = bench(&["--latency", "--batch_latency", "--insecure", URL]);
+        assert!(cfg.report.latency && cfg.config.batch_latency && cfg.config.tls.insecure);
+        let cfg = bench(&["--lat", "--batch", "--ins", URL]);
+        assert!(cfg.report.latency && cfg.config.batch_latency && cfg.config.tls.insecure);
         assert!(config(&[URL, "-k"]).tls.insecure);
     }
 
     #[test]
     fn u_latency_implies_latency() {
         for flag in ["-U", "--u_latency", "--u"] {
-            let cfg = config(&[flag, URL]);
-            assert!(cfg.u_latency && cfg.latency, "{flag}");
+            let cfg = bench(&[flag, URL]);
+            assert!(cfg.report.u_latency && cfg.report.latency, "{flag}");
         }
     }
 
     #[test]
     fn clusters() {
-        let cfg = config(&["-Lt2", URL]);
-        assert!(cfg.latency);
-        assert_eq!(cfg.threads, 2);
-        let cfg = config(&["-LUkc100", "-t4", URL]);
-        assert!(cfg.latency && cfg.u_latency && cfg.tls.insecure);
-        assert_eq!((cfg.connections, cfg.threads), (100, 4));
+        let cfg = bench(&["-Lt2", URL]);
+        assert!(cfg.report.latency);
+        assert_eq!(cfg.config.threads, 2);
+        let cfg = bench(&["-LUkc100", "-t4", URL]);
+        assert!(cfg.report.latency && cfg.report.u_latency && cfg.config.tls.insecure);
+        assert_eq!((cfg.config.connections, cfg.config.threads), (100, 4));
     }
 
     #[test]
@@ -1464,7 +1490,7 @@ mod tests {
         }
         // A script path needs no UTF-8.
         let cfg = match parse_command(vec!["-s".into(), bad.clone(), URL.into()]) {
-            Ok(Command::Bench { config, .. }) => config,
+            Ok(Command::Bench { bench, .. }) => bench.config,
             _ => panic!("script path rejected"),
         };
         assert_eq!(cfg.script, Some(PathBuf::from(bad)));
@@ -1498,7 +1524,7 @@ mod tests {
 
     #[test]
     fn method() {
-        each_form("-m", "--method", "POST", |cfg| assert_eq!(cfg.method, "POST"));
+        each_form("-m", "--method", "POST", |cfg| assert_eq!(cfg.config.method, "POST"));
         assert_eq!(config(&[URL]).method, "GET");
         assert_eq!(config(&["--meth", "HEAD", URL]).method, "HEAD");
         // --metrics starts the same way.
@@ -1527,8 +1553,8 @@ mod tests {
         use std::os::unix::ffi::OsStringExt;
         let line = vec!["--body".into(), OsString::from_vec(vec![0xff, 0]), URL.into()];
         match parse_command(line) {
-            Ok(Command::Bench { config, .. }) => {
-                assert_eq!(config.body.as_deref(), Some(&[0xff, 0][..]))
+            Ok(Command::Bench { bench, .. }) => {
+                assert_eq!(bench.config.body.as_deref(), Some(&[0xff, 0][..]))
             }
             _ => panic!("binary body rejected"),
         }
@@ -1566,7 +1592,7 @@ mod tests {
 
     #[test]
     fn requests() {
-        each_form("-n", "--requests", "100", |cfg| assert_eq!(cfg.requests, Some(100)));
+        each_form("-n", "--requests", "100", |cfg| assert_eq!(cfg.config.requests, Some(100)));
         assert_eq!(config(&[URL]).requests, None);
         assert_eq!(config(&["-n1k", URL]).requests, Some(1000));
         assert_eq!(config(&["-n", "5", "-n", "7", URL]).requests, Some(7));
@@ -1581,7 +1607,7 @@ mod tests {
         // Abbreviated: yicwang's --re stays --report_interval, wrk2's --r --rate.
         assert_eq!(config(&["--req", "3", URL]).requests, Some(3));
         for prefix in ["--re", "--rep"] {
-            let cfg = config(&[prefix, "1s", URL]);
+            let cfg = bench(&[prefix, "1s", URL]);
             assert_eq!(cfg.outputs.report_interval, Some(Duration::from_secs(1)), "{prefix}");
         }
         for prefix in ["--r", "--ra"] {

@@ -8,8 +8,8 @@ use super::bench::percentiles;
 use super::options::{Item, Options, Spec};
 use super::{usage, Command};
 use crate::compare::{parse_limits, CompareArgs, Noise};
-use crate::config::OutputOptions;
 use crate::error::Error;
+use crate::output::OutputOptions;
 use crate::units::parse_time;
 
 #[derive(Clone, Copy, PartialEq)]

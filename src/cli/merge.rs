@@ -106,10 +106,10 @@ fn parse_args(
         let name = found.name.as_str();
         match found.flag {
             MergeFlag::Json => merge.outputs.json = true,
-            MergeFlag::Latency => merge.latency = true,
-            MergeFlag::ULatency => merge.u_latency = true,
+            MergeFlag::Latency => merge.report.latency = true,
+            MergeFlag::ULatency => merge.report.u_latency = true,
             MergeFlag::Percentiles => {
-                merge.outputs.percentiles = Some(percentiles(name, &options.text(name)?)?)
+                merge.report.percentiles = Some(percentiles(name, &options.text(name)?)?)
             }
             MergeFlag::Slo => merge.slo.extend(objectives(name, &options.text(name)?)?),
             MergeFlag::Output => merge.outputs.output = Some(PathBuf::from(options.value(name)?)),
@@ -118,7 +118,7 @@ fn parse_args(
         }
     }
     // As in a run: asking for percentiles is asking to see them (-L).
-    merge.latency |= merge.outputs.percentiles.is_some();
+    merge.report.latency |= merge.report.percentiles.is_some();
     super::distinct_files(&merge.outputs)?;
     Ok(Some(merge))
 }
@@ -142,12 +142,12 @@ mod tests {
         .unwrap();
         assert_eq!(args.outputs.html, Some(PathBuf::from("m.html")));
         assert_eq!(args.files, [PathBuf::from("a.json"), PathBuf::from("b.json")]);
-        assert!(args.outputs.json && args.u_latency && !args.latency);
+        assert!(args.outputs.json && args.report.u_latency && !args.report.latency);
         assert_eq!(args.slo.len(), 1);
         assert_eq!(args.outputs.output, Some(PathBuf::from("m.json")));
         let args = parse(&["--percentiles", "99,50", "x"]).unwrap();
-        assert_eq!(args.outputs.percentiles, Some(vec![50.0, 99.0]));
-        assert!(args.latency, "--percentiles are printed without -L");
+        assert_eq!(args.report.percentiles, Some(vec![50.0, 99.0]));
+        assert!(args.report.latency, "--percentiles are printed without -L");
     }
 
     #[test]
@@ -158,7 +158,7 @@ mod tests {
         };
         assert_eq!(args.files, [PathBuf::from("run.json")]);
         assert_eq!(args.outputs.html, Some(PathBuf::from("r.html")));
-        assert!(args.u_latency);
+        assert!(args.report.u_latency);
         for (words, says) in [
             (&["a.json", "b.json"][..], "needs one file"),
             (&[][..], "needs one file"),

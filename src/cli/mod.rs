@@ -24,8 +24,9 @@ mod usage;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use crate::config::{BenchConfig, OutputOptions};
 use crate::error::Error;
+use crate::output::OutputOptions;
+use crate::run::Bench;
 use crate::serve::ServeOptions;
 use options::{Item, Options, Spec};
 
@@ -35,7 +36,7 @@ pub enum Command {
     /// Benchmark a URL (resolving it is not the parser's job).
     Bench {
         /// Boxed: it is many times larger than the other variants.
-        config: Box<BenchConfig>,
+        bench: Box<Bench>,
         /// `-v` came with a URL: print [`version_line`] first, then run
         /// (wrk prints the version and goes on).
         print_version: bool,

@@ -10,7 +10,7 @@ use super::statistics::{self, CONFIDENCE, MAX_BLOCKS, ROUNDS, SEED};
 use super::verdicts::{Comparison, Figure, Line};
 use super::Runs;
 use crate::merge::saved::SavedRun;
-use crate::report::text::per_second;
+use crate::units::per_second;
 
 /// The version of this object's shape.
 const COMPARISON_VERSION: u32 = 1;
@@ -57,8 +57,8 @@ fn run(run: &SavedRun) -> Value {
     let seconds = run.result.runtime.as_secs_f64();
     json!({
         "source": run.source,
-        "url": run.settings.url,
-        "mode": if run.settings.plan.is_some() { "paced" } else { "closed_loop" },
+        "url": run.description.url,
+        "mode": if run.description.plan().is_some() { "paced" } else { "closed_loop" },
         "requests": run.result.total.requests,
         "elapsed_s": seconds,
         "requests_per_sec": per_second(run.result.total.requests, seconds),

@@ -59,11 +59,11 @@ pub struct Runs<'a> {
 pub fn run(args: &CompareArgs) -> Result<i32, Error> {
     let base = saved::read(&args.base).map_err(Error::Setup)?;
     let new = saved::read(&args.new).map_err(Error::Setup)?;
-    let paced = base.settings.plan.is_some() && new.settings.plan.is_some();
+    let paced = base.description.plan().is_some() && new.description.plan().is_some();
     gate::check(&args.limits, paced)
         .map_err(|why| Error::Usage(format!("--max-regression: {why}")))?;
     let mut warnings = Vec::new();
-    let differ = settings::differences(&base.settings, &new.settings);
+    let differ = settings::differences(&base.description, &new.description);
     if !differ.is_empty() {
         warnings.push(format!(
             "the runs are not comparable, they differ in: {}; compared anyway",
@@ -72,7 +72,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
     }
     warnings.extend(base.caveats.iter().chain(&new.caveats).cloned());
     for run in [&base, &new] {
-        warnings.extend(diagnostics(run)?);
+        warnings.extend(diagnostics(run));
     }
     let runs = Runs { base: &base, new: &new, warnings };
     let percentiles = args.percentiles.clone().unwrap_or_else(|| WRK2_PERCENTILES.to_vec());
@@ -117,10 +117,9 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
 /// What the report of `run` warns of (a generator short of CPU, a server
 /// that fell behind its plan...), which explains a difference better than
 /// the server does.
-fn diagnostics(run: &SavedRun) -> Result<Vec<String>, Error> {
-    let cfg = crate::merge::config(&run.settings).map_err(Error::Setup)?;
-    Ok(crate::report::diagnose::diagnose(&cfg, &run.result)
+fn diagnostics(run: &SavedRun) -> Vec<String> {
+    crate::report::diagnose::diagnose(&run.description, &run.result)
         .into_iter()
         .map(|d| format!("{}: {} [{}]", run.source, d.message, d.code.name()))
-        .collect())
+        .collect()
 }

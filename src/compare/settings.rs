@@ -2,15 +2,16 @@
 //! comparable: they are compared anyway, with a warning that says what
 //! differs.
 
-use crate::merge::saved::{SavedRun, Settings};
+use crate::description::Description;
+use crate::merge::saved::SavedRun;
 use crate::plan::{Arrival, PlanSpec};
-use crate::report::text::per_second;
 use crate::units::format_time_us;
+use crate::units::per_second;
 
 /// `http://host/: 1000 requests in 2.00s, paced at 500/s, 1 thread, 4
 /// connections`.
 pub fn describe(run: &SavedRun) -> String {
-    let s = &run.settings;
+    let s = &run.description;
     let seconds = run.result.runtime.as_secs_f64();
     let plural = |n: usize, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     format!(
@@ -19,7 +20,7 @@ pub fn describe(run: &SavedRun) -> String {
         run.result.total.requests,
         format_time_us(seconds * 1e6),
         per_second(run.result.total.requests, seconds),
-        plan(s.plan.as_ref()),
+        plan(s.plan()),
         plural(s.threads, "thread"),
         plural(s.connections, "connection"),
     )
@@ -38,7 +39,7 @@ fn plan(plan: Option<&PlanSpec>) -> String {
 /// What differs between the runs' settings that makes their figures not
 /// comparable, one phrase each: the URL, the plan, the connections, the
 /// protocol, the histograms' precision (`-D`). Empty when none does.
-pub fn differences(base: &Settings, new: &Settings) -> Vec<String> {
+pub fn differences(base: &Description, new: &Description) -> Vec<String> {
     let mut differ = Vec::new();
     let mut check = |what: &str, a: String, b: String| {
         if a != b {
@@ -46,12 +47,11 @@ pub fn differences(base: &Settings, new: &Settings) -> Vec<String> {
         }
     };
     check("URL", base.url.clone(), new.url.clone());
-    if base.plan != new.plan {
-        check("plan", plan_words(base.plan.as_ref()), plan_words(new.plan.as_ref()));
+    if base.plan() != new.plan() {
+        check("plan", plan_words(base.plan()), plan_words(new.plan()));
     }
     check("connections (-c)", base.connections.to_string(), new.connections.to_string());
-    let protocol = |s: &Settings| if s.http2 { "HTTP/2" } else { "HTTP/1.1" }.to_string();
-    check("protocol", protocol(base), protocol(new));
+    check("protocol", base.protocol.to_string(), new.protocol.to_string());
     check("precision (-D)", base.digits.to_string(), new.digits.to_string());
     differ
 }
@@ -80,14 +80,16 @@ pub(crate) mod tests {
     use super::*;
     use crate::config::{BenchConfig, Mode};
     use crate::merge::saved;
-    use crate::report::json;
+    use crate::report::{json, ReportOptions};
     use crate::stats::RunResult;
     use crate::target::Target;
 
     /// `result` as a run of `cfg` saved with `-e` and read back.
     pub fn saved_run(cfg: &BenchConfig, result: &RunResult) -> SavedRun {
         let mut text = Vec::new();
-        json::write_line(&mut text, &json::final_report(cfg, result).unwrap()).unwrap();
+        let run = Description::of(cfg);
+        let report = json::final_report(&run, &ReportOptions::default(), result, &[]).unwrap();
+        json::write_line(&mut text, &report).unwrap();
         saved::parse("run.json", std::str::from_utf8(&text).unwrap()).unwrap()
     }
 
@@ -123,14 +125,14 @@ pub(crate) mod tests {
 
     #[test]
     fn what_differs_is_named() {
-        let base = saved_run(&paced("http://h:1/", 500.0), &run()).settings;
+        let base = saved_run(&paced("http://h:1/", 500.0), &run()).description;
         assert!(differences(&base, &base).is_empty());
         let mut other = paced("http://h:2/", 1000.0);
         other.connections = 8;
         other.digits = 2;
         let mut result = run();
         result.total = crate::stats::Stats::new(2);
-        let new = saved_run(&other, &result).settings;
+        let new = saved_run(&other, &result).description;
         assert_eq!(
             differences(&base, &new),
             [
@@ -140,7 +142,7 @@ pub(crate) mod tests {
                 "precision (-D) (3 and 2)",
             ]
         );
-        let closed = saved_run(&config("http://h:1/"), &run()).settings;
+        let closed = saved_run(&config("http://h:1/"), &run()).description;
         assert_eq!(differences(&base, &closed), ["plan (-R 500 and closed loop)"]);
     }
 }

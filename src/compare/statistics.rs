@@ -97,7 +97,7 @@ pub struct Ranks {
 
 impl Ranks {
     pub fn of(h: &Histogram<u64>) -> Ranks {
-        let buckets: Vec<(u64, u64, u64)> = crate::report::spectrum::recorded_buckets(h)
+        let buckets: Vec<(u64, u64, u64)> = crate::stats::spectrum::recorded_buckets(h)
             .map(|b| (b.cumulative, b.lowest, b.highest))
             .collect();
         Ranks { total: buckets.last().map_or(0, |b| b.0), buckets }
@@ -269,7 +269,7 @@ impl Blocks {
         let mut buckets: Vec<(u64, u64)> = periods
             .iter()
             .flat_map(|h| {
-                crate::report::spectrum::recorded_buckets(h).map(|b| (b.lowest, b.highest))
+                crate::stats::spectrum::recorded_buckets(h).map(|b| (b.lowest, b.highest))
             })
             .collect();
         buckets.sort_unstable();
@@ -282,7 +282,7 @@ impl Blocks {
                     (block * periods.len() / count, (block + 1) * periods.len() / count);
                 let mut counts: Vec<(usize, u64)> = Vec::new();
                 for h in &periods[start..end] {
-                    for b in crate::report::spectrum::recorded_buckets(h) {
+                    for b in crate::stats::spectrum::recorded_buckets(h) {
                         let index = buckets.partition_point(|&(low, _)| low < b.lowest);
                         counts.push((index, b.count));
                     }
@@ -355,8 +355,8 @@ pub fn excludes_zero((low, high): (f64, f64)) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::spectrum::value_at_percentile;
     use crate::stats::latency_histogram;
+    use crate::stats::spectrum::value_at_percentile;
 
     /// `count` values spread evenly from `low` to `high`, plus `shift`.
     fn histogram(count: u64, low: u64, high: u64, shift: u64) -> Histogram<u64> {

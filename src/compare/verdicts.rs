@@ -97,7 +97,7 @@ pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Nois
         let resamplers = (resampler(base), resampler(new));
         latency_lines(source, histograms, resamplers, percentiles, noise)
     };
-    let both_paced = base.settings.plan.is_some() && new.settings.plan.is_some();
+    let both_paced = base.description.plan().is_some() && new.description.plan().is_some();
     Comparison {
         rate: rate_line(b, n, noise),
         errors: errors_line(b, n),
@@ -170,7 +170,7 @@ fn latency_lines(
     let intervals =
         statistics::percentile_differences(&base_resampler, &new_resampler, percentiles, stream);
     let at = |h: &Histogram<u64>, p: f64| {
-        (!h.is_empty()).then(|| crate::report::spectrum::value_at_percentile(h, p) as f64)
+        (!h.is_empty()).then(|| crate::stats::spectrum::value_at_percentile(h, p) as f64)
     };
     percentiles
         .iter()

@@ -25,6 +25,7 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::origins::origin_name;
 use crate::endpoint::Endpoint;
 use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
 use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
@@ -36,7 +37,6 @@ use crate::engine::source::Batch;
 use crate::engine::transport::start_connect;
 use crate::error::io_reason;
 use crate::http::transport::Transport;
-use crate::requests::origins::origin_name;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
 use crate::tls::{describe_handshake_error, describe_read_error};

@@ -26,10 +26,11 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
 
+use crate::config::origins::{target_labels, Origins};
 use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
 use crate::error::Error;
-use crate::requests;
+use crate::protocol::Protocol;
 use crate::script::{Call, Interrupter, ThreadScript};
 use crate::signals::Signals;
 use crate::stats::{Interval, RunResult, Stats};
@@ -47,11 +48,18 @@ use worker::{RunSetup, Worker, WorkerResult};
 pub use routed::Routed;
 pub use source::{Batch, Http2Form, Order, RequestSource};
 
-/// Time-series slot when `--thread-timeseries` is given alone (wrx: 250 ms).
-const SERIES_SLOT: Duration = Duration::from_millis(250);
 /// How often the collecting thread looks at the threads that should be
 /// done (see [`watchdog`]).
 const WATCH_EVERY: Duration = Duration::from_millis(100);
+
+/// What a run records besides its totals.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Recording {
+    /// The reporting periods' length (`-p`, `--hlog`, `--html`), if any.
+    pub period: Option<Duration>,
+    /// The time series' slot (`--timeseries`), if any.
+    pub series: Option<Duration>,
+}
 
 /// What the threads send: each thread's request source.
 pub struct Workload {
@@ -158,19 +166,19 @@ impl<'a> Engine<'a> {
     pub fn run(
         self,
         workload: Workload,
+        recording: Recording,
         signals: &Signals,
         observer: &mut dyn Observer,
     ) -> Result<Finished, Error> {
         let cfg = self.cfg;
         let (mut periods, period) =
-            Periods::new(cfg.digits, cfg.period(), observer.progress_every());
-        let series =
-            cfg.outputs.timeseries.or(cfg.outputs.thread_timeseries.then_some(SERIES_SLOT));
+            Periods::new(cfg.digits, recording.period, observer.progress_every());
+        let series = recording.series;
         let (to_collector, shares) = mpsc::channel();
         let interrupters: Vec<Option<Interrupter>> =
             workload.sources.iter().map(RequestSource::interrupter).collect();
-        let target_labels = requests::origins::target_labels(cfg);
-        let origins = requests::Origins::of(cfg);
+        let target_labels = target_labels(cfg);
+        let origins = Origins::of(cfg);
         let spread = |connections| match self.origins.len() {
             1 => vec![connections],
             _ => origins.spread(connections),
@@ -192,9 +200,9 @@ impl<'a> Engine<'a> {
                 stage_starts_ns: stage_starts(&cfg.mode),
                 target_labels: target_labels.clone(),
             });
-            let wire = match cfg.http2 {
-                true => Wire::Http2 { streams: cfg.streams, depth: source.depth() },
-                false => Wire::Http1,
+            let wire = match cfg.protocol {
+                Protocol::Http2 => Wire::Http2 { streams: cfg.streams, depth: source.depth() },
+                Protocol::Http1 => Wire::Http1,
             };
             let connections = Connections::new(ConnectionSetup {
                 origins: self.origins.clone(),
@@ -322,7 +330,7 @@ impl<'a> Engine<'a> {
             interrupted: None,
             script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
-            series_interval: series.unwrap_or(SERIES_SLOT),
+            series_interval: series.unwrap_or_default(),
             measured_from: match cfg.start_at {
                 // Exactly, so that the shards of one plan line up.
                 Some(at) => at + cfg.warmup,

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::config::origins::origin_name;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
-use crate::proxy::{self, tunnel::Tunnel};
-use crate::requests::origins::origin_name;
+use crate::protocol::Protocol;
+use crate::proxy::tunnel::Tunnel;
 use crate::target::{Scheme, Target};
 use crate::tls::TlsClient;
 
@@ -50,7 +51,9 @@ impl Origin {
             }
             error => error,
         };
-        let tunnel = proxy::tunnel_of(cfg, &target).map(Arc::new);
+        let tunnel = (cfg.proxy.as_ref())
+            .and_then(|route| route.tunnel(cfg.protocol, &target))
+            .map(Arc::new);
         let tunnel_open = || {
             match (&tunnel, &endpoint) {
                 (Some(tunnel), Endpoint::Tcp(proxy)) => tunnel.open(*proxy, check_within).map(Some),
@@ -74,7 +77,7 @@ impl Origin {
         };
         let tls = match target.scheme {
             Scheme::Https => {
-                let tls = TlsClient::new(&target.host, &cfg.tls, cfg.http2)?;
+                let tls = TlsClient::new(&target.host, &cfg.tls, cfg.protocol.alpn())?;
                 match tunnel_open().map_err(named_error)? {
                     Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within),
                     None => tls.check_handshake(&endpoint, check_within),
@@ -82,7 +85,7 @@ impl Origin {
                 .map_err(named_error)?;
                 Some(tls)
             }
-            Scheme::Http if cfg.http2 => {
+            Scheme::Http if cfg.protocol == Protocol::Http2 => {
                 let checked = match tunnel_open().map_err(named_error)? {
                     Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
                     None => crate::http2::check_prior_knowledge(&endpoint, check_within),

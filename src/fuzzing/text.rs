@@ -98,7 +98,8 @@ pub fn arguments(data: &[u8]) -> Vec<OsString> {
 /// another error, and what it accepts is in range.
 pub fn command_line(data: &[u8]) {
     match cli::parse(arguments(data)) {
-        Ok(Command::Bench { config, .. }) => {
+        Ok(Command::Bench { bench, .. }) => {
+            let config = &bench.config;
             assert!(config.threads >= 1 && config.connections >= config.threads);
             // No duration: a closed loop bounded by -n alone.
             assert!(!config.duration.is_some_and(|d| d.is_zero()) && !config.timeout.is_zero());

@@ -7,12 +7,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use super::saved::{SavedRun, Settings};
-use crate::config::{BenchConfig, Mode, Shard};
+use super::saved::{SavedRun, MAX_RUNS};
+use crate::config::{Mode, Shard};
+use crate::description::reached::Reached;
+use crate::description::Description;
 use crate::plan::PlanSpec;
-use crate::report::reached::Reached;
 use crate::stats::{Interval, RunResult, Stats};
-use crate::target::Target;
 
 /// Runs whose starts differ by less than this are on one time line (the
 /// JSON's Unix seconds carry about a microsecond).
@@ -20,7 +20,7 @@ const ALIGNMENT_SLACK: Duration = Duration::from_millis(1);
 
 /// The combined run, ready for the reports.
 pub struct Merged {
-    pub settings: Settings,
+    pub description: Description,
     pub result: RunResult,
     /// The `-p` periods of the runs added period by period (none when the
     /// runs had none, or their periods do not line up).
@@ -43,9 +43,15 @@ pub enum Kind {
 /// Combines `runs` (at least one).
 pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
     let first = runs.first().ok_or("nothing to merge")?;
+    if runs.len() > MAX_RUNS {
+        return Err(format!(
+            "{} runs: one merge adds up at most {MAX_RUNS} (their counts would overflow)",
+            runs.len()
+        ));
+    }
     let mut notes: Vec<String> = runs.iter().flat_map(|run| run.caveats.clone()).collect();
     same_everywhere(runs, "-D (significant digits)", |s| s.digits)?;
-    same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan.is_some())?;
+    same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan().is_some())?;
     let kind = kind(runs, &mut notes)?;
     if reached_together(runs).is_none() {
         notes.push(
@@ -54,11 +60,11 @@ pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
                 .into(),
         );
     }
-    let settings = match kind {
-        Kind::Shards { present, count } => shard_settings(runs, present, count),
-        Kind::Runs => run_settings(runs, &mut notes),
+    let description = match kind {
+        Kind::Shards { present, count } => shard_description(runs, present, count),
+        Kind::Runs => runs_description(runs, &mut notes),
     };
-    let mut total = Stats::new(first.settings.digits);
+    let mut total = Stats::new(first.description.digits);
     for run in runs {
         total.merge(&run.result.total);
     }
@@ -78,51 +84,24 @@ pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
         measured_from,
     };
     let periods = periods(runs, &mut notes);
-    Ok(Merged { settings, result, periods, notes, kind })
-}
-
-/// The configuration the reports of a merged (or a single saved) run are
-/// made from: the text and JSON layouts read everything from it.
-pub fn config(settings: &Settings) -> Result<BenchConfig, String> {
-    let urls: Vec<&str> = settings.url.split(", ").collect();
-    let mut target = Target::parse(urls[0]).map_err(|e| format!("{}: {e}", urls[0]))?;
-    // Runs against several servers: the header names them all.
-    target.url = settings.url.clone();
-    Ok(BenchConfig {
-        connections: settings.connections,
-        threads: settings.threads,
-        duration: settings.duration,
-        timeout: settings.timeout,
-        mode: settings.plan.clone().map_or(Mode::ClosedLoop, Mode::Paced),
-        warmup: settings.warmup,
-        seed: settings.seed,
-        shard: settings.shard,
-        start_at: settings.start_at,
-        requests: settings.requests_limit,
-        digits: settings.digits,
-        http2: settings.http2,
-        streams: settings.streams,
-        reached: Some(settings.reached.clone()),
-        provenance: settings.provenance.clone(),
-        ..BenchConfig::new(target)
-    })
+    Ok(Merged { description, result, periods, notes, kind })
 }
 
 /// Fails unless `field` is the same in every run.
 fn same_everywhere<T: PartialEq + std::fmt::Debug>(
     runs: &[SavedRun],
     what: &str,
-    field: impl Fn(&Settings) -> T,
+    field: impl Fn(&Description) -> T,
 ) -> Result<(), String> {
     let first = &runs[0];
-    match runs.iter().find(|r| field(&r.settings) != field(&first.settings)) {
+    match runs.iter().find(|r| field(&r.description) != field(&first.description)) {
         None => Ok(()),
         Some(other) => Err(format!(
             "{} and {} differ in {what} ({:?} and {:?}): their results cannot be added exactly",
             first.source,
             other.source,
-            field(&first.settings),
-            field(&other.settings)
+            field(&first.description),
+            field(&other.description)
         )),
     }
 }
@@ -130,14 +109,14 @@ fn same_everywhere<T: PartialEq + std::fmt::Debug>(
 /// Shards of one plan, or independent runs; duplicates and mixtures are
 /// refused, missing shards noted.
 fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
-    let sharded = runs.iter().filter(|r| r.settings.shard.count > 1).count();
+    let sharded = runs.iter().filter(|r| r.description.shard.count > 1).count();
     if sharded == 0 {
         refuse_the_same_run_twice(runs)?;
         return Ok(Kind::Runs);
     }
     if sharded < runs.len() {
-        let whole = runs.iter().find(|r| r.settings.shard.count == 1).unwrap();
-        let shard = runs.iter().find(|r| r.settings.shard.count > 1).unwrap();
+        let whole = runs.iter().find(|r| r.description.shard.count == 1).unwrap();
+        let shard = runs.iter().find(|r| r.description.shard.count > 1).unwrap();
         return Err(format!(
             "{} is a shard of a plan but {} is a whole run: merge the shards of one plan, or \
              whole runs",
@@ -147,8 +126,8 @@ fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
     same_everywhere(runs, "the shard count (--shard I/N)", |s| s.shard.count)?;
     let mut seen: BTreeMap<usize, &str> = BTreeMap::new();
     for run in runs {
-        if let Some(earlier) = seen.insert(run.settings.shard.index, &run.source) {
-            let Shard { index, count } = run.settings.shard;
+        if let Some(earlier) = seen.insert(run.description.shard.index, &run.source) {
+            let Shard { index, count } = run.description.shard;
             return Err(format!(
                 "shard {index}/{count} is there twice: {earlier} and {}",
                 run.source
@@ -156,14 +135,14 @@ fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
         }
     }
     // One plan: what decides which request is sent when must agree.
-    same_everywhere(runs, "the plan (-R, --stages, --arrival)", |s| s.plan.clone())?;
+    same_everywhere(runs, "the plan (-R, --stages, --arrival)", |s| s.plan().cloned())?;
     same_everywhere(runs, "--seed", |s| s.seed)?;
     same_everywhere(runs, "--warmup", |s| s.warmup)?;
     same_everywhere(runs, "the duration (-d, -n)", |s| s.duration)?;
-    same_everywhere(runs, "-n", |s| s.requests_limit)?;
+    same_everywhere(runs, "-n", |s| s.requests)?;
     same_everywhere(runs, "-c", |s| s.connections)?;
-    same_everywhere(runs, "the protocol (--http2, --streams)", |s| (s.http2, s.streams))?;
-    let count = runs[0].settings.shard.count;
+    same_everywhere(runs, "the protocol (--http2, --streams)", |s| (s.protocol, s.streams))?;
+    let count = runs[0].description.shard.count;
     let missing: Vec<String> =
         (0..count).filter(|i| !seen.contains_key(i)).map(|i| format!("{i}/{count}")).collect();
     if !missing.is_empty() {
@@ -175,7 +154,7 @@ fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
             runs.len()
         ));
     }
-    if runs.iter().any(|r| r.settings.start_at != runs[0].settings.start_at) {
+    if runs.iter().any(|r| r.description.start_at != runs[0].description.start_at) {
         notes.push(
             "the shards did not share one --start-at: the server did not see one schedule, and \
              the rates are over the union of their time windows"
@@ -201,22 +180,24 @@ fn refuse_the_same_run_twice(runs: &[SavedRun]) -> Result<(), String> {
     Ok(())
 }
 
-/// The settings of shards of one plan: the plan's, for the shards there.
-fn shard_settings(runs: &[SavedRun], present: usize, count: usize) -> Settings {
-    let plan = &runs[0].settings.plan;
-    Settings {
+/// The description of shards of one plan: the plan's, for the shards
+/// there.
+fn shard_description(runs: &[SavedRun], present: usize, count: usize) -> Description {
+    let share = present as f64 / count as f64;
+    Description {
         // The shards there send their share of the plan.
-        plan: plan.as_ref().map(|plan| scaled(plan, present as f64 / count as f64)),
+        mode: paced(runs[0].description.plan().map(|plan| scaled(plan, share))),
         ..added(runs)
     }
 }
 
-/// The settings of independent runs: their sum where that has a meaning.
-fn run_settings(runs: &[SavedRun], notes: &mut Vec<String>) -> Settings {
-    let first = &runs[0].settings;
-    let one_plan = common(runs, |s| (s.plan.clone(), s.warmup, s.duration, s.seed)).is_some();
+/// The description of independent runs: their sum where that has a
+/// meaning.
+fn runs_description(runs: &[SavedRun], notes: &mut Vec<String>) -> Description {
+    let first = &runs[0].description;
+    let one_plan = common(runs, |s| (s.plan().cloned(), s.warmup, s.duration, s.seed)).is_some();
     let k = runs.len() as f64;
-    let (plan, warmup, duration) = match &first.plan {
+    let (plan, warmup, duration) = match first.plan() {
         None => (None, Duration::ZERO, common(runs, |s| s.duration).flatten()),
         // The same plan k times over is that plan at k times the rate.
         Some(plan) if one_plan => (Some(scaled(plan, k)), first.warmup, first.duration),
@@ -226,39 +207,39 @@ fn run_settings(runs: &[SavedRun], notes: &mut Vec<String>) -> Settings {
                  and stages are not shown"
                     .into(),
             );
-            let rate = runs.iter().map(|r| target_rate(&r.settings)).sum();
-            let longest = runs.iter().filter_map(|r| r.settings.duration).max();
+            let rate = runs.iter().map(|r| r.description.target_rate().unwrap_or(0.0)).sum();
+            let longest = runs.iter().filter_map(|r| r.description.duration).max();
             (Some(PlanSpec::constant(rate)), Duration::ZERO, longest)
         }
     };
-    if common(runs, |s| (s.http2, s.streams)).is_none() {
+    if common(runs, |s| (s.protocol, s.streams)).is_none() {
         notes.push(
             "the runs spoke different protocols (HTTP/1.1, HTTP/2, --streams): the header names \
              the first's"
                 .into(),
         );
     }
-    let limits: Option<Vec<u64>> = runs.iter().map(|r| r.settings.requests_limit).collect();
-    Settings {
-        plan,
+    let limits: Option<Vec<u64>> = runs.iter().map(|r| r.description.requests).collect();
+    Description {
+        mode: paced(plan),
         warmup,
         duration,
-        requests_limit: limits.map(|limits| limits.iter().sum()),
+        requests: limits.map(|limits| limits.iter().sum()),
         ..added(runs)
     }
 }
 
 /// What adds up whatever the inputs are: threads and connections summed,
 /// the longest timeout, one start when all had it; the rest the first's.
-fn added(runs: &[SavedRun]) -> Settings {
-    let first = &runs[0].settings;
-    let connections = runs.iter().map(|r| r.settings.instance_connections).sum();
-    Settings {
+fn added(runs: &[SavedRun]) -> Description {
+    let first = &runs[0].description;
+    let connections = runs.iter().map(|r| r.description.instance_connections).sum();
+    Description {
         url: urls(runs),
-        threads: runs.iter().map(|r| r.settings.threads).sum(),
+        threads: runs.iter().map(|r| r.description.threads).sum(),
         connections,
         instance_connections: connections,
-        timeout: runs.iter().map(|r| r.settings.timeout).max().unwrap_or(first.timeout),
+        timeout: runs.iter().map(|r| r.description.timeout).max().unwrap_or(first.timeout),
         shard: Shard::WHOLE,
         start_at: common(runs, |s| s.start_at).flatten(),
         reached: reached_together(runs).unwrap_or_default(),
@@ -271,13 +252,13 @@ fn added(runs: &[SavedRun]) -> Settings {
 /// How the runs reached their servers, when they all did it the same way:
 /// their connections added up per origin.
 fn reached_together(runs: &[SavedRun]) -> Option<Reached> {
-    let all: Vec<&Reached> = runs.iter().map(|run| &run.settings.reached).collect();
+    let all: Vec<&Reached> = runs.iter().map(|run| &run.description.reached).collect();
     Reached::together(&all)
 }
 
-/// The mean rate a run's plan wanted of it over its measured window.
-pub fn target_rate(settings: &Settings) -> f64 {
-    config(settings).ok().and_then(|cfg| cfg.target_rate()).unwrap_or(0.0)
+/// The mode of a run with this plan (None: the closed loop).
+fn paced(plan: Option<PlanSpec>) -> Mode {
+    plan.map_or(Mode::ClosedLoop, Mode::Paced)
 }
 
 /// `plan` at `factor` times its rates.
@@ -291,17 +272,17 @@ fn scaled(plan: &PlanSpec, factor: f64) -> PlanSpec {
 }
 
 /// `field` when every run has the same, else None.
-fn common<T: PartialEq>(runs: &[SavedRun], field: impl Fn(&Settings) -> T) -> Option<T> {
-    let first = field(&runs[0].settings);
-    runs.iter().all(|r| field(&r.settings) == first).then_some(first)
+fn common<T: PartialEq>(runs: &[SavedRun], field: impl Fn(&Description) -> T) -> Option<T> {
+    let first = field(&runs[0].description);
+    runs.iter().all(|r| field(&r.description) == first).then_some(first)
 }
 
 /// The URLs of the runs, each once, in order.
 fn urls(runs: &[SavedRun]) -> String {
     let mut urls: Vec<&str> = Vec::new();
     for run in runs {
-        if !urls.contains(&run.settings.url.as_str()) {
-            urls.push(&run.settings.url);
+        if !urls.contains(&run.description.url.as_str()) {
+            urls.push(&run.description.url);
         }
     }
     urls.join(", ")
@@ -309,7 +290,7 @@ fn urls(runs: &[SavedRun]) -> String {
 
 /// Where each run's plan started, by the wall clock.
 fn plan_zero(run: &SavedRun) -> SystemTime {
-    run.result.measured_from.checked_sub(run.settings.warmup).unwrap_or(run.result.measured_from)
+    run.result.measured_from.checked_sub(run.description.warmup).unwrap_or(run.result.measured_from)
 }
 
 /// How many `slot`s after `zero` each run's plan started, when every run
@@ -389,7 +370,7 @@ fn periods(runs: &[SavedRun], notes: &mut Vec<String>) -> Vec<Interval> {
                 index,
                 start: Duration::from_nanos((length.as_nanos() * u128::from(index)) as u64),
                 length: Duration::ZERO,
-                stats: Stats::new(run.settings.digits),
+                stats: Stats::new(run.description.digits),
             });
             slot.length = slot.length.max(period.length);
             slot.stats.merge(&period.stats);
@@ -403,6 +384,8 @@ mod tests {
     use std::time::UNIX_EPOCH;
 
     use super::*;
+    use crate::protocol::Protocol;
+    use crate::target::Scheme;
 
     const T0: u64 = 1_795_428_000;
 
@@ -421,22 +404,23 @@ mod tests {
         let measured_from = UNIX_EPOCH + Duration::from_millis(T0 * 1000 + from_ms);
         SavedRun {
             source: source.into(),
-            settings: Settings {
+            description: Description {
                 url: "http://10.0.0.1/".into(),
+                protocol: Protocol::Http1,
+                scheme: Scheme::Http,
+                streams: 1,
                 threads: 2,
                 connections: 12,
                 instance_connections: 12 / shard.1,
-                digits: 3,
                 duration: Some(Duration::from_secs(2)),
-                requests_limit: None,
+                requests: None,
                 timeout: Duration::from_secs(2),
-                shard: Shard { index: shard.0, count: shard.1 },
-                start_at: Some(UNIX_EPOCH + Duration::from_secs(T0)),
-                plan: Some(PlanSpec::constant(300.0)),
+                mode: Mode::Paced(PlanSpec::constant(300.0)),
                 warmup: Duration::ZERO,
                 seed: 0,
-                http2: false,
-                streams: 1,
+                shard: Shard { index: shard.0, count: shard.1 },
+                start_at: Some(UNIX_EPOCH + Duration::from_secs(T0)),
+                digits: 3,
                 reached: Reached::default(),
                 provenance: None,
             },
@@ -490,7 +474,7 @@ mod tests {
         assert_eq!(merged.result.threads.len(), 3);
         assert_eq!(merged.result.runtime, Duration::from_secs(2));
         // The whole plan, all connections and threads.
-        let cfg = config(&merged.settings).unwrap();
+        let cfg = &merged.description;
         assert_eq!(cfg.target_rate(), Some(300.0));
         assert_eq!((cfg.threads, cfg.connections, cfg.shard), (6, 12, Shard::WHOLE));
         // Periods and series on one time line, added.
@@ -505,7 +489,7 @@ mod tests {
         let merged = combine(runs).unwrap();
         assert_eq!(merged.kind, Kind::Shards { present: 2, count: 3 });
         assert!(merged.notes[0].starts_with("shard 2/3 missing"), "{:?}", merged.notes);
-        let rate = config(&merged.settings).unwrap().target_rate().unwrap();
+        let rate = merged.description.target_rate().unwrap();
         assert!((rate - 200.0).abs() < 1e-9, "{rate}");
     }
 
@@ -515,7 +499,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[1].settings.digits = 2;
+                    runs[1].description.digits = 2;
                     runs
                 },
                 "differ in -D",
@@ -523,7 +507,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[2].settings.plan = None;
+                    runs[2].description.mode = Mode::ClosedLoop;
                     runs
                 },
                 "differ in mode",
@@ -531,7 +515,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[2].settings.shard.index = 0;
+                    runs[2].description.shard.index = 0;
                     runs
                 },
                 "shard 0/3 is there twice: a and c",
@@ -539,7 +523,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[1].settings.plan = Some(PlanSpec::constant(600.0));
+                    runs[1].description.mode = Mode::Paced(PlanSpec::constant(600.0));
                     runs
                 },
                 "a and b differ in the plan",
@@ -547,7 +531,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[1].settings.shard = Shard { index: 1, count: 4 };
+                    runs[1].description.shard = Shard { index: 1, count: 4 };
                     runs
                 },
                 "differ in the shard count",
@@ -555,7 +539,7 @@ mod tests {
             (
                 {
                     let mut runs = shards();
-                    runs[0].settings.shard = Shard::WHOLE;
+                    runs[0].description.shard = Shard::WHOLE;
                     runs
                 },
                 "b is a shard of a plan but a is a whole run",
@@ -575,13 +559,13 @@ mod tests {
     fn independent_runs_add_their_plans_and_take_the_union_of_their_windows() {
         // Two servers, one second apart.
         let mut b = run("b", (0, 1), &[300], 1000);
-        b.settings.url = "http://10.0.0.2/".into();
+        b.description.url = "http://10.0.0.2/".into();
         let runs = vec![run("a", (0, 1), &[100, 200], 0), b];
         let merged = combine(&runs).unwrap();
         assert_eq!(merged.kind, Kind::Runs);
         assert_eq!(merged.result.runtime, Duration::from_secs(3));
-        let cfg = config(&merged.settings).unwrap();
-        assert_eq!(cfg.target.url, "http://10.0.0.1/, http://10.0.0.2/");
+        let cfg = &merged.description;
+        assert_eq!(cfg.url, "http://10.0.0.1/, http://10.0.0.2/");
         assert_eq!(cfg.target_rate(), Some(600.0));
         // One second is two periods of 500 ms: the series line up, shifted.
         assert_eq!(merged.result.series[1], [0, 0, 1, 2, 3]);
@@ -590,9 +574,9 @@ mod tests {
         assert_eq!(requests, [2, 3, 1]);
         // Different plans: their mean rates add up.
         let mut c = run("c", (0, 1), &[300], 0);
-        c.settings.plan = Some(PlanSpec::constant(100.0));
+        c.description.mode = Mode::Paced(PlanSpec::constant(100.0));
         let merged = combine(&[run("a", (0, 1), &[100], 0), c]).unwrap();
-        assert_eq!(config(&merged.settings).unwrap().target_rate(), Some(400.0));
+        assert_eq!(merged.description.target_rate(), Some(400.0));
         assert!(merged.notes[0].contains("different plans"), "{:?}", merged.notes);
     }
 
@@ -600,7 +584,7 @@ mod tests {
     fn protocols_must_agree_for_shards_and_are_noted_for_runs() {
         let http2 = |shard| {
             let mut b = run("b", shard, &[200], 0);
-            b.settings.http2 = true;
+            b.description.protocol = Protocol::Http2;
             b
         };
         let error = combine(&[run("a", (0, 3), &[100], 0), http2((1, 3))]).err().unwrap();

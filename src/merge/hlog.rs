@@ -13,13 +13,11 @@ use serde::Serialize;
 
 use super::saved::decode_any;
 use super::MergeArgs;
-use crate::config::{BenchConfig, Mode};
-use crate::plan::PlanSpec;
 use crate::report::hlog::{encode_compressed, UNCORRECTED_TAG};
 use crate::report::json::{summary, Summary, SCHEMA_VERSION};
 use crate::report::text::{self, WRK2_PERCENTILES};
+use crate::report::ReportOptions;
 use crate::stats::Stats;
-use crate::target::Target;
 use crate::units::{format_rfc3339, format_time_us};
 
 /// Whether `path` holds an interval log rather than JSON: a log starts
@@ -173,19 +171,13 @@ pub fn write(out: &mut dyn Write, args: &MergeArgs, merged: &MergedLogs) -> io::
     )?;
     let mut stats = Stats::new(merged.corrected.sigfig());
     stats.corrected = merged.corrected.clone();
-    let u_latency = args.u_latency && merged.uncorrected.is_some();
+    let u_latency = args.report.u_latency && merged.uncorrected.is_some();
     if let Some(uncorrected) = &merged.uncorrected {
         stats.uncorrected = uncorrected.clone();
     }
     // wrk2's layout, whose blocks are those of a paced run.
-    let cfg = BenchConfig {
-        mode: Mode::Paced(PlanSpec::constant(1.0)),
-        latency: true,
-        u_latency,
-        outputs: args.outputs.clone(),
-        ..BenchConfig::new(Target::parse("http://merged/").expect("a valid URL"))
-    };
-    text::write_latency_distributions(out, &cfg, &stats)
+    let options = ReportOptions { latency: true, u_latency, ..args.report.clone() };
+    text::write_hdr_distributions(out, &options, &stats)
 }
 
 /// `pace merge -e` of logs.
@@ -205,7 +197,7 @@ struct LogsReport {
 
 impl LogsReport {
     fn of(args: &MergeArgs, merged: &MergedLogs) -> io::Result<LogsReport> {
-        let percentiles = args.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
+        let percentiles = args.report.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
         Ok(LogsReport {
             schema_version: SCHEMA_VERSION,
             report: "merged_logs",

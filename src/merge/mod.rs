@@ -16,36 +16,33 @@ mod hlog;
 mod runs;
 pub mod saved;
 
-/// The configuration a saved run's settings describe (`pace compare`
-/// diagnoses each run with it).
-pub use combine::config;
-
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::config::{BenchConfig, Mode, OutputOptions};
+use crate::description::Description;
 use crate::error::Error;
 use crate::outfile::{self, write_error, OutputFile};
+use crate::output::{OutputOptions, Reporting};
 use crate::report::html::{self, timeline::PeriodPoint};
-use crate::report::{json, text};
-use crate::slo::{self, Objective};
+use crate::report::{json, text, ReportOptions};
+use crate::slo::{self, Objective, Verdict};
 use crate::stats::{Interval, RunResult};
 
 /// What `pace merge` was asked.
 #[derive(Debug, Default)]
 pub struct MergeArgs {
     pub files: Vec<PathBuf>,
-    /// `-L`, `-U`.
-    pub latency: bool,
-    pub u_latency: bool,
-    /// `-e`, `--percentiles`, `-o`.
+    /// `-L`, `-U`, `--percentiles`.
+    pub report: ReportOptions,
+    /// `-e`, `-o`, `--html`.
     pub outputs: OutputOptions,
     pub slo: Vec<Objective>,
 }
 
-/// What a page is made of besides the configuration and the result.
+/// What a page is made of besides the description and the result.
 struct PageParts<'a> {
     periods: &'a [Interval],
+    verdicts: &'a [Verdict],
     origin: html::Origin<'a>,
 }
 
@@ -75,7 +72,9 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         .collect::<Result<Vec<_>, String>>()
         .map_err(Error::Setup)?;
     let merged = combine::combine(&saved).map_err(Error::Setup)?;
-    let cfg = configure(&merged.settings, args)?;
+    let reporting = configure(merged.description.clone(), args)?;
+    let Reporting { run, report: options, .. } = &reporting;
+    let verdicts = slo::verdicts(&args.slo, run, &merged.result);
     // A page that cannot be written stops the merge before any output.
     let page = open_page(args)?;
     for note in &merged.notes {
@@ -83,20 +82,21 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
     }
     let lines = runs::lines(&saved);
     write_out(args, |out| {
-        if cfg.outputs.json {
+        if args.outputs.json {
             for period in &merged.periods {
-                json::write_line(out, &json::period_report(&cfg, period)?)?;
+                json::write_line(out, &json::period_report(run, options, period)?)?;
             }
-            let mut report = serde_json::to_value(json::final_report(&cfg, &merged.result)?)?;
+            let report = json::final_report(run, options, &merged.result, &verdicts)?;
+            let mut report = serde_json::to_value(report)?;
             report["merged_from"] = serde_json::to_value(&lines)?;
             report["merge_notes"] = serde_json::to_value(&merged.notes)?;
             serde_json::to_writer(&mut *out, &report)?;
             return writeln!(out);
         }
-        runs::write_header(out, &cfg, merged.kind, saved.len())?;
-        text::write_report(out, &cfg, &merged.result)?;
-        runs::write_lines(out, merged.kind, &lines, matches!(cfg.mode, Mode::Paced(_)))?;
-        slo::write_verdicts(out, &slo::verdicts(&cfg, &merged.result))
+        runs::write_header(out, run, merged.kind, saved.len())?;
+        text::write_report(out, run, options, &merged.result)?;
+        runs::write_lines(out, merged.kind, &lines, run.plan().is_some())?;
+        slo::write_verdicts(out, &verdicts)
     })?;
     if let Some(page) = page {
         let inputs = lines
@@ -118,10 +118,10 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
             inputs,
             notes: &merged.notes,
         });
-        let parts = PageParts { periods: &merged.periods, origin };
-        write_page(page, &cfg, &merged.result, parts)?;
+        let parts = PageParts { periods: &merged.periods, verdicts: &verdicts, origin };
+        write_page(page, &reporting, &merged.result, parts)?;
     }
-    Ok(slo::gate(&cfg, &merged.result))
+    Ok(slo::gate(&verdicts, args.outputs.json))
 }
 
 /// Runs `pace report`: the one saved run of `args.files`, reported again
@@ -130,38 +130,39 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
     let [path] = args.files.as_slice() else {
         return Err(Error::Usage("pace report takes one file (pace merge adds several)".into()));
     };
-    let run = saved::read(path).map_err(Error::Setup)?;
-    let cfg = configure(&run.settings, args)?;
+    let saved = saved::read(path).map_err(Error::Setup)?;
+    let reporting = configure(saved.description.clone(), args)?;
+    let Reporting { run, report: options, .. } = &reporting;
+    let verdicts = slo::verdicts(&args.slo, run, &saved.result);
     let page = open_page(args)?;
-    for caveat in &run.caveats {
+    for caveat in &saved.caveats {
         eprintln!("pace report: {caveat}");
     }
     write_out(args, |out| {
-        if let Some(provenance) = &cfg.provenance {
-            provenance.write_lines(out, json::started_at(&cfg, &run.result))?;
+        if let Some(provenance) = &run.provenance {
+            provenance.write_lines(out, json::started_at(run, &saved.result))?;
         }
-        text::write_header(out, &cfg)?;
-        text::write_report(out, &cfg, &run.result)?;
-        slo::write_verdicts(out, &slo::verdicts(&cfg, &run.result))
+        text::write_header(out, run)?;
+        text::write_report(out, run, options, &saved.result)?;
+        slo::write_verdicts(out, &verdicts)
     })?;
     if let Some(page) = page {
-        let parts = PageParts { periods: &run.periods, origin: html::Origin::Saved(&run.source) };
-        write_page(page, &cfg, &run.result, parts)?;
+        let origin = html::Origin::Saved(&saved.source);
+        let parts = PageParts { periods: &saved.periods, verdicts: &verdicts, origin };
+        write_page(page, &reporting, &saved.result, parts)?;
     }
-    Ok(slo::gate(&cfg, &run.result))
+    Ok(slo::gate(&verdicts, args.outputs.json))
 }
 
-/// The configuration the reports of saved runs with `settings` are made
-/// from, with the report options of the command line.
-fn configure(settings: &saved::Settings, args: &MergeArgs) -> Result<BenchConfig, Error> {
-    let mut cfg = combine::config(settings).map_err(Error::Setup)?;
-    cfg.latency = args.latency || args.u_latency;
-    cfg.u_latency = args.u_latency;
-    cfg.outputs = OutputOptions { output: None, html: None, ..args.outputs.clone() };
-    cfg.slo = args.slo.clone();
-    let expectation = slo::Expectation::of(&cfg);
-    slo::check(&cfg.slo, &expectation).map_err(|why| Error::Usage(format!("--slo: {why}")))?;
-    Ok(cfg)
+/// What the reports of the saved run(s) `run` describes are made from,
+/// with the report options of the command line; the objectives must be
+/// ones the run can be judged by.
+fn configure(run: Description, args: &MergeArgs) -> Result<Reporting, Error> {
+    let expectation = slo::Expectation::of(&run);
+    slo::check(&args.slo, &expectation).map_err(|why| Error::Usage(format!("--slo: {why}")))?;
+    let mut report = args.report.clone();
+    report.latency |= report.u_latency;
+    Ok(Reporting { run, report, outputs: args.outputs.clone(), slo: args.slo.clone() })
 }
 
 /// The `--html` file, opened (its temporary file created) up front.
@@ -173,13 +174,21 @@ fn open_page(args: &MergeArgs) -> Result<Option<OutputFile>, Error> {
 /// Writes the page of `result` into `file` and puts it in place.
 fn write_page(
     mut file: OutputFile,
-    cfg: &BenchConfig,
+    reporting: &Reporting,
     result: &RunResult,
     parts: PageParts,
 ) -> Result<(), Error> {
+    let run = &reporting.run;
     let timeline: Vec<PeriodPoint> =
-        parts.periods.iter().map(|p| PeriodPoint::of(cfg, p)).collect();
-    let page = html::Page { cfg, result, timeline: &timeline, origin: parts.origin };
+        parts.periods.iter().map(|p| PeriodPoint::of(run, p)).collect();
+    let page = html::Page {
+        run,
+        report: &reporting.report,
+        result,
+        verdicts: parts.verdicts,
+        timeline: &timeline,
+        origin: parts.origin,
+    };
     let path = file.path().to_path_buf();
     html::write(file.writer(), &page).map_err(|e| write_error(&path, e))?;
     file.commit().map_err(|e| write_error(&path, e))

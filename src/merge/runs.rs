@@ -8,10 +8,9 @@ use serde::Serialize;
 
 use super::combine::Kind;
 use super::saved::SavedRun;
-use crate::config::BenchConfig;
-use crate::report::reached::Reached;
-use crate::report::spectrum::value_at_percentile;
-use crate::report::text::per_second;
+use crate::description::Description;
+use crate::stats::spectrum::value_at_percentile;
+use crate::units::per_second;
 use crate::units::{format_time_us, UNDEFINED};
 
 /// One input's figures.
@@ -32,7 +31,7 @@ pub struct RunLine {
 pub fn lines(runs: &[SavedRun]) -> Vec<RunLine> {
     runs.iter()
         .map(|run| {
-            let (settings, total) = (&run.settings, &run.result.total);
+            let (settings, total) = (&run.description, &run.result.total);
             let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| value_at_percentile(h, 99.0));
             RunLine {
                 source: run.source.clone(),
@@ -41,7 +40,7 @@ pub fn lines(runs: &[SavedRun]) -> Vec<RunLine> {
                 requests: total.requests,
                 requests_per_sec: per_second(total.requests, run.result.runtime.as_secs_f64()),
                 latency_p99_us: p99(&total.corrected),
-                lag_p99_us: settings.plan.as_ref().and_then(|_| p99(&total.lag)),
+                lag_p99_us: settings.plan().and_then(|_| p99(&total.lag)),
                 errors: total.errors.socket_total() + total.errors.status + total.errors.unsent,
             }
         })
@@ -78,16 +77,15 @@ pub fn name(line: &RunLine, i: usize) -> String {
 /// runs reached their servers, then the plan's lines.
 pub fn write_header(
     out: &mut dyn Write,
-    cfg: &BenchConfig,
+    run: &Description,
     kind: Kind,
     inputs: usize,
 ) -> io::Result<()> {
-    writeln!(out, "Merged {} @ {}", describe(kind, inputs), cfg.target.url)?;
-    writeln!(out, "  {} threads and {} connections in all", cfg.threads, cfg.connections)?;
-    let reached = Reached::of(cfg);
-    reached.write_spread(out)?;
-    reached.write_routes(out)?;
-    crate::report::plan::write_header(out, cfg)
+    writeln!(out, "Merged {} @ {}", describe(kind, inputs), run.url)?;
+    writeln!(out, "  {} threads and {} connections in all", run.threads, run.connections)?;
+    run.reached.write_spread(out)?;
+    run.reached.write_routes(out)?;
+    crate::report::plan::write_header(out, run)
 }
 
 /// The table of inputs:

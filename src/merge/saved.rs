@@ -1,10 +1,15 @@
 //! A run saved with `-e` read back: the JSON (or JSON Lines, with `-p`)
-//! that [`crate::report::json`] writes, turned into the measurements and
-//! settings the reports are made from. Only what a report needs is read;
-//! the summaries (percentiles, means) are computed again from the
-//! histograms, which are exact.
+//! that [`crate::report::json`] writes, in the format declared once in
+//! [`crate::report::json::format`], turned into the description and the
+//! measurements the reports are made from. The summaries (percentiles,
+//! means) are computed again from the histograms, which are exact.
+//!
+//! A file is not trusted: it is read a line at a time with a bound on the
+//! line and on the file ([`MAX_LINE`], [`MAX_FILE`]), and every figure is
+//! checked for its range, so a hostile or damaged file is refused in words
+//! (naming the file and the field) and nothing computed from it overflows.
 
-use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -13,27 +18,46 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
-use serde::Deserialize;
 
-use crate::config::Shard;
+use crate::config::origins::origin_name;
+use crate::config::{Mode, Shard};
+use crate::description::reached::{OriginReach, Reached};
+use crate::description::Description;
 use crate::plan::{Arrival, PlanSpec, Stage};
-use crate::provenance::Provenance;
-use crate::proxy::ProxyReport;
+use crate::protocol::Protocol;
 use crate::reach::Family;
-use crate::report::reached::{OriginReach, Reached};
-use crate::requests::origins::origin_name;
+use crate::report::json::format::{PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts};
 use crate::signals::Interruption;
 use crate::stats::{
     Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, TargetStats,
     ThreadTotals, Warmup,
 };
-use crate::target::Target;
+use crate::target::{Scheme, Target};
+
+/// The longest line a saved run may have: one report, histograms and all
+/// (a final report of many targets and stages is some hundreds of KiB).
+pub const MAX_LINE: usize = 64 << 20;
+/// The largest file a saved run may be (a day of `-p 1s` periods is some
+/// hundreds of MiB).
+pub const MAX_FILE: u64 = 1 << 30;
+/// The largest count a saved run may hold: the largest integer a JSON
+/// number carries exactly (2^53). Counts of up to [`MAX_RUNS`] runs add up
+/// without overflowing.
+pub const MAX_COUNT: u64 = 1 << 53;
+/// The most runs one merge adds up (see [`MAX_COUNT`]).
+pub const MAX_RUNS: usize = 1 << 10;
+/// The longest time a saved run may give, in seconds (about 30 years).
+const MAX_SECONDS: f64 = 1e9;
+/// The latest wall-clock time a saved run may give, in Unix seconds (the
+/// year 5138).
+const MAX_UNIX_SECONDS: f64 = 1e11;
 
 /// One saved run: how it was run and what it measured.
 pub struct SavedRun {
     /// The file it came from, for messages.
     pub source: String,
-    pub settings: Settings,
+    /// How it was run.
+    pub description: Description,
     pub result: RunResult,
     /// The `-p` periods, in order (none without `-p`).
     pub periods: Vec<Interval>,
@@ -42,67 +66,81 @@ pub struct SavedRun {
     pub caveats: Vec<String>,
 }
 
-/// The settings of a saved run that the reports and a merge need.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Settings {
-    pub url: String,
-    pub threads: usize,
-    /// `-c`: of all shards together.
-    pub connections: usize,
-    /// The connections this instance opened.
-    pub instance_connections: usize,
-    pub digits: u8,
-    /// None: open-ended (`-n` alone).
-    pub duration: Option<Duration>,
-    pub requests_limit: Option<u64>,
-    pub timeout: Duration,
-    pub shard: Shard,
-    pub start_at: Option<SystemTime>,
-    /// The plan (None: closed loop).
-    pub plan: Option<PlanSpec>,
-    pub warmup: Duration,
-    pub seed: u64,
-    /// `--http2`, and `--streams`.
-    pub http2: bool,
-    pub streams: usize,
-    /// How it reached its servers.
-    pub reached: Reached,
-    /// How it was made (None: not recorded, or a merge).
-    pub provenance: Option<Provenance>,
+/// Reads the run saved in `path`, a line at a time.
+pub fn read(path: &Path) -> Result<SavedRun, String> {
+    read_within(path, MAX_LINE, MAX_FILE)
 }
 
-/// Reads the run saved in `path`.
-pub fn read(path: &Path) -> Result<SavedRun, String> {
+/// [`read`] with lines of at most `max_line` bytes and a file of at most
+/// `max_file`.
+fn read_within(path: &Path, max_line: usize, max_file: u64) -> Result<SavedRun, String> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {source}: {e}"))?;
-    parse(&source, &text)
+    let cannot =
+        |e: std::io::Error| format!("cannot read {source}: {}", crate::error::io_reason(&e));
+    let file = std::fs::File::open(path).map_err(cannot)?;
+    let mut reader = BufReader::new(file.take(max_file + 1));
+    let mut lines = Vec::new();
+    let mut read = 0u64;
+    loop {
+        let mut line = Vec::new();
+        let n = (&mut reader).take(max_line as u64 + 1).read_until(b'\n', &mut line);
+        let n = n.map_err(cannot)?;
+        if n == 0 {
+            break;
+        }
+        read += n as u64;
+        if read > max_file {
+            return Err(format!(
+                "{source} is larger than {}B: not a run saved by pace -e",
+                crate::units::format_binary(max_file as f64)
+            ));
+        }
+        if n > max_line {
+            return Err(format!(
+                "{source} line {} is longer than {}B: not a report of pace -e",
+                lines.len() + 1,
+                crate::units::format_binary(max_line as f64)
+            ));
+        }
+        let text = String::from_utf8(line)
+            .map_err(|_| format!("{source} line {}: not text", lines.len() + 1))?;
+        lines.push(text);
+    }
+    parse_lines(&source, lines.iter().map(String::as_str))
 }
 
 /// The run of the JSON lines in `text` (`source` names it in messages).
+#[cfg(test)]
 pub fn parse(source: &str, text: &str) -> Result<SavedRun, String> {
+    parse_lines(source, text.lines())
+}
+
+fn parse_lines<'a>(source: &str, lines: impl Iterator<Item = &'a str>) -> Result<SavedRun, String> {
     let mut periods = Vec::new();
     let mut last = None;
-    for (number, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+    for (number, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = || format!("{source} line {}", number + 1);
-        let not_pace = |e: serde_json::Error| format!("{}: not a report of pace -e ({e})", at());
-        let value: serde_json::Value = serde_json::from_str(line).map_err(not_pace)?;
-        let record = Record::deserialize(&value).map_err(not_pace)?;
+        let report =
+            Report::read(line).map_err(|e| format!("{}: not a report of pace -e ({e})", at()))?;
         if last.is_some() {
             return Err(format!("{}: more after the final report", at()));
         }
-        match record.report.as_str() {
-            "period" => periods.push(record.interval().map_err(|e| format!("{}: {e}", at()))?),
-            "final" => last = Some((record, FinalRecord::deserialize(&value).map_err(not_pace)?)),
+        match report.report.as_str() {
+            "period" => periods.push(interval(&report).map_err(|e| format!("{}: {e}", at()))?),
+            "final" => last = Some(report),
             other => return Err(format!("{}: unknown report kind '{other}'", at())),
         }
     }
-    let Some((record, run)) = last else {
+    let Some(mut report) = last else {
         return Err(format!("{source} has no final report (was the run cut off?)"));
     };
-    let schema = record.schema_version;
-    let (settings, result) = record.run(run).map_err(|e| format!("{source}: {e}"))?;
+    let run =
+        report.run.take().ok_or_else(|| format!("{source}: a final report without its run"))?;
+    let schema = report.schema_version;
+    let description = description(&report, &run).map_err(|e| format!("{source}: {e}"))?;
+    let result = result(report, run).map_err(|e| format!("{source}: {e}"))?;
     let caveats = caveats(source, schema, &result);
-    Ok(SavedRun { source: source.to_string(), settings, result, periods, caveats })
+    Ok(SavedRun { source: source.to_string(), description, result, periods, caveats })
 }
 
 /// Schema 1 (pace before its rates were over the sending window and unsent
@@ -120,398 +158,315 @@ fn caveats(source: &str, schema: u32, result: &RunResult) -> Vec<String> {
     )]
 }
 
-/// One line of `-e` output, as far as a report needs it.
-#[derive(Deserialize)]
-struct Record {
-    schema_version: u32,
-    report: String,
-    url: String,
-    mode: String,
-    threads: usize,
-    connections: usize,
-    /// Absent before pace spoke HTTP/2: HTTP/1.1.
-    #[serde(default = "http1")]
-    protocol: String,
-    #[serde(default = "one")]
-    streams: usize,
-    #[serde(default)]
-    proxy: Option<ProxyReport>,
-    #[serde(default)]
-    connected_to: Option<String>,
-    #[serde(default)]
-    ip_family: Option<String>,
-    /// Absent from files of pace before it recorded each origin.
-    #[serde(default)]
-    origins: Option<Vec<OriginReach>>,
-    digits: u8,
-    duration_s: Option<f64>,
-    #[serde(default)]
-    requests_limit: Option<u64>,
-    #[serde(default)]
-    period: Option<PeriodRecord>,
-    elapsed_s: f64,
-    #[serde(flatten)]
-    measured: Measured,
+/// A period report as the period it covers.
+fn interval(report: &Report) -> Result<Interval, String> {
+    let Some(period) = &report.period else { return Err("a period without its window".into()) };
+    Ok(Interval {
+        index: count("period.index", period.index)?,
+        start: seconds("period.start_s", period.start_s)?,
+        length: seconds("period.length_s", period.length_s)?,
+        stats: measured(report)?,
+    })
+}
+
+/// How the run was run.
+fn description(report: &Report, run: &RunOnly) -> Result<Description, String> {
+    let digits = digits(report.digits)?;
+    let mode = match (report.mode.as_str(), &run.plan) {
+        ("closed_loop", _) => Mode::ClosedLoop,
+        ("paced", Some(plan)) => Mode::Paced(plan_spec(plan)?),
+        ("paced", None) => return Err("a paced run without its plan".into()),
+        (other, _) => return Err(format!("unknown mode '{other}'")),
+    };
+    let protocol = Protocol::from_name(&report.protocol)
+        .ok_or_else(|| format!("unknown protocol '{}'", report.protocol))?;
+    let scheme = match report.protocol.as_str() {
+        "h2" => Scheme::Https,
+        "h2c" => Scheme::Http,
+        _ => Target::parse(&report.url).map_or(Scheme::Http, |target| target.scheme),
+    };
+    let warmup = match &run.warmup {
+        Some(warmup) => seconds("warmup.duration_s", warmup.duration_s)?,
+        None => Duration::ZERO,
+    };
+    let start_at = run.start_at.as_deref().map(parse_rfc3339).transpose()?;
+    Ok(Description {
+        url: report.url.clone(),
+        protocol,
+        scheme,
+        streams: at_least_one("streams", report.streams)?,
+        threads: at_least_one("threads", report.threads)?,
+        connections: at_least_one("connections", report.connections)?,
+        instance_connections: at_least_one("shard.connections", run.shard.connections)?,
+        duration: report.duration_s.map(|d| seconds("duration_s", d)).transpose()?,
+        requests: report.requests_limit.map(|n| count("requests_limit", n)).transpose()?,
+        timeout: seconds("timeout_s", run.timeout_s)?,
+        mode,
+        warmup,
+        seed: run.plan.as_ref().and_then(|plan| plan.seed).unwrap_or(0),
+        shard: shard(&run.shard)?,
+        start_at,
+        digits,
+        reached: reached(report, run.shard.connections)?,
+        provenance: run.provenance.clone(),
+    })
+}
+
+/// What the run measured.
+fn result(report: Report, run: RunOnly) -> Result<RunResult, String> {
+    let digits = digits(report.digits)?;
+    let mut stats = measured(&report)?;
+    let generator = &run.generator;
+    let cpu = share("generator.busiest_thread_cpu_share", generator.busiest_thread_cpu_share)?;
+    stats.generator = Generator {
+        waiting_for_connection_us: count(
+            "generator.waiting_for_connection_us",
+            generator.waiting_for_connection_us,
+        )?,
+        waiting_for_generator_us: count(
+            "generator.waiting_for_generator_us",
+            generator.waiting_for_generator_us,
+        )?,
+        busiest_thread_cpu: cpu,
+        busiest_thread_work: generator
+            .busiest_thread_work_share
+            .map_or(Ok(cpu), |work| share("generator.busiest_thread_work_share", work))?,
+        thread_cpu_wait: share("generator.thread_cpu_wait_share", generator.thread_cpu_wait_share)?,
+    };
+    stats.http2 = Http2Counts {
+        retried_after_goaway: count("retried_after_goaway", run.retried_after_goaway)?,
+        stream_limit: run.streams_allowed,
+    };
+    if let Some(warmup) = &run.warmup {
+        stats.warmup = Warmup {
+            requests: count("warmup.requests", warmup.requests)?,
+            errors: count("warmup.errors", warmup.errors)?,
+        };
+    }
+    stats.stages = (run.stages.iter())
+        .map(|stage| {
+            Ok(StageStats {
+                requests: count("stages.requests", stage.requests)?,
+                corrected: decode(&stage.hist, digits)?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    stats.targets = (run.targets.iter())
+        .map(|target| {
+            let mut stats = TargetStats::new(Arc::from(target.target.as_str()), digits);
+            stats.requests = count("targets.requests", target.requests)?;
+            stats.errors = count("targets.errors", target.errors)?;
+            stats.unsent = count("targets.unsent", target.unsent)?;
+            stats.corrected = decode(&target.hist, digits)?;
+            stats.statuses = statuses("targets.status_codes", &target.status_codes)?;
+            Ok(stats)
+        })
+        .collect::<Result<_, String>>()?;
+    let (series, series_interval) = series(&run)?;
+    Ok(RunResult {
+        total: stats,
+        threads: run.per_thread.iter().map(totals).collect::<Result<_, _>>()?,
+        runtime: seconds("elapsed_s", report.elapsed_s)?,
+        interrupted: match run.interrupted_by.as_deref() {
+            None => None,
+            Some("SIGINT") => Some(Interruption::Interrupt),
+            Some("SIGTERM") => Some(Interruption::Terminate),
+            Some(other) => return Err(format!("unknown signal '{other}'")),
+        },
+        script_stopped: run.stopped_by_script,
+        series,
+        series_interval,
+        measured_from: unix_time("measured_from_unix_s", run.measured_from_unix_s)?,
+    })
+}
+
+/// How the run reached its servers; from a file of pace before it
+/// recorded each origin, its URL's origin with `connections`.
+fn reached(report: &Report, connections: usize) -> Result<Reached, String> {
+    let family = match report.ip_family.as_deref() {
+        None => None,
+        Some("ipv4") => Some(Family::V4),
+        Some("ipv6") => Some(Family::V6),
+        Some(other) => return Err(format!("unknown ip_family '{other}'")),
+    };
+    let origins = match report.origins.is_empty() {
+        false => report.origins.clone(),
+        true => {
+            let target = Target::parse(&report.url).map_err(|e| format!("{}: {e}", report.url))?;
+            vec![OriginReach {
+                origin: origin_name(&target),
+                connections,
+                connected_to: report.connected_to.clone(),
+                tunnel: report.proxy.as_ref().is_some_and(|proxy| proxy.tunnel),
+            }]
+        }
+    };
+    Ok(Reached { origins, proxy: report.proxy.clone(), family })
 }
 
 /// What every report measured.
-#[derive(Deserialize)]
-struct Measured {
-    errors: ErrorRecord,
-    requests: u64,
-    bytes: u64,
-    status_codes: BTreeMap<String, u64>,
-    error_causes: BTreeMap<String, u64>,
-    nil_requests: u64,
-    hist: String,
-    uncorrected_hist: String,
-    lag_hist: String,
-    /// Absent from reports of pace before unsent waits had their own
-    /// histogram (their waits were then in `hist`).
-    #[serde(default)]
-    unsent_wait_hist: Option<String>,
-    rate_samples: Vec<f64>,
-}
-
-#[derive(Deserialize)]
-struct PeriodRecord {
-    index: u64,
-    start_s: f64,
-    length_s: f64,
-}
-
-#[derive(Deserialize, Default)]
-struct ErrorRecord {
-    connect: u64,
-    read: u64,
-    write: u64,
-    timeout: u64,
-    http_error: u64,
-    unsent: u64,
-    #[serde(default)]
-    stopped: u64,
-}
-
-/// The fields of the final report only.
-#[derive(Deserialize)]
-struct FinalRecord {
-    measured_from_unix_s: f64,
-    timeout_s: f64,
-    interrupted_by: Option<String>,
-    stopped_by_script: bool,
-    per_thread: Vec<ThreadRecord>,
-    #[serde(default)]
-    timeseries: Option<SeriesRecord<u64>>,
-    #[serde(default)]
-    thread_timeseries: Option<SeriesRecord<Vec<u64>>>,
-    shard: ShardRecord,
-    start_at: Option<String>,
-    #[serde(default)]
-    plan: Option<PlanRecord>,
-    #[serde(default)]
-    warmup: Option<WarmupRecord>,
-    #[serde(default)]
-    stages: Vec<StageRecord>,
-    #[serde(default)]
-    targets: Vec<TargetRecord>,
-    generator: GeneratorRecord,
-    #[serde(default)]
-    streams_allowed: Option<u32>,
-    #[serde(default)]
-    retried_after_goaway: u64,
-    /// Absent from files of pace before it recorded it, and from merges.
-    #[serde(default)]
-    provenance: Option<Provenance>,
-}
-
-fn http1() -> String {
-    "http/1.1".into()
-}
-
-fn one() -> usize {
-    1
-}
-
-#[derive(Deserialize)]
-struct GeneratorRecord {
-    waiting_for_connection_us: u64,
-    waiting_for_generator_us: u64,
-    busiest_thread_cpu_share: f64,
-    /// Absent from files saved before pace told work from spinning: their
-    /// CPU share stands for it, as it did then.
-    busiest_thread_work_share: Option<f64>,
-    #[serde(default)]
-    thread_cpu_wait_share: f64,
-}
-
-#[derive(Deserialize)]
-struct ThreadRecord {
-    requests: u64,
-    bytes: u64,
-    errors: ErrorRecord,
-}
-
-#[derive(Deserialize)]
-struct SeriesRecord<T> {
-    interval_ms: f64,
-    requests: Vec<T>,
-}
-
-#[derive(Deserialize)]
-struct ShardRecord {
-    index: usize,
-    count: usize,
-    connections: usize,
-}
-
-#[derive(Deserialize)]
-struct PlanRecord {
-    arrival: String,
-    seed: Option<u64>,
-    start_rate: f64,
-    stages: Vec<StageSpecRecord>,
-}
-
-#[derive(Deserialize)]
-struct StageSpecRecord {
-    duration_s: f64,
-    rate: f64,
-}
-
-#[derive(Deserialize)]
-struct WarmupRecord {
-    duration_s: f64,
-    requests: u64,
-    errors: u64,
-}
-
-#[derive(Deserialize)]
-struct TargetRecord {
-    target: String,
-    requests: u64,
-    errors: u64,
-    /// Absent from files of pace before it was recorded.
-    #[serde(default)]
-    unsent: u64,
-    status_codes: BTreeMap<String, u64>,
-    hist: String,
-}
-
-impl TargetRecord {
-    fn stats(&self, digits: u8) -> Result<TargetStats, String> {
-        let mut stats = TargetStats::new(Arc::from(self.target.as_str()), digits);
-        stats.requests = self.requests;
-        stats.errors = self.errors;
-        stats.unsent = self.unsent;
-        stats.corrected = decode(&self.hist, digits)?;
-        for (status, count) in &self.status_codes {
-            let status = status.parse().map_err(|_| format!("'{status}' is not a status code"))?;
-            stats.statuses.insert(status, *count);
-        }
-        Ok(stats)
+fn measured(report: &Report) -> Result<Stats, String> {
+    let digits = digits(report.digits)?;
+    let mut stats = Stats::new(digits);
+    stats.corrected = decode(&report.hist, digits)?;
+    stats.uncorrected = decode(&report.uncorrected_hist, digits)?;
+    stats.lag = decode(&report.lag_hist, digits)?;
+    if let Some(waits) = &report.unsent_wait_hist {
+        stats.unsent_wait = decode(waits, digits)?;
     }
+    stats.requests = count("requests", report.requests)?;
+    stats.bytes = count("bytes", report.bytes)?;
+    stats.errors = errors("errors", &Errors::from(&report.errors))?;
+    stats.statuses = statuses("status_codes", &report.status_codes)?;
+    for (cause, n) in &report.error_causes {
+        stats.error_causes.insert(cause.clone(), count("error_causes", *n)?);
+    }
+    stats.nil_requests = count("nil_requests", report.nil_requests)?;
+    if let Some(bad) = report.rate_samples.iter().find(|rate| !(rate.is_finite() && **rate >= 0.0))
+    {
+        return Err(format!("rate_samples: {} is not a rate", shown(*bad)));
+    }
+    stats.rate_samples = report.rate_samples.clone();
+    Ok(stats)
 }
 
-#[derive(Deserialize)]
-struct StageRecord {
-    requests: u64,
-    hist: String,
+fn totals(thread: &ThreadCounts) -> Result<ThreadTotals, String> {
+    Ok(ThreadTotals {
+        requests: count("per_thread.requests", thread.requests)?,
+        bytes: count("per_thread.bytes", thread.bytes)?,
+        errors: errors("per_thread.errors", &Errors::from(&thread.errors))?,
+    })
 }
 
-impl Record {
-    fn interval(self) -> Result<Interval, String> {
-        let Some(period) = &self.period else { return Err("a period without its window".into()) };
-        Ok(Interval {
-            index: period.index,
-            start: seconds(period.start_s)?,
-            length: seconds(period.length_s)?,
-            stats: self.measured.stats(self.digits)?,
+fn plan_spec(plan: &PlanInfo) -> Result<PlanSpec, String> {
+    let arrival = match plan.arrival.as_str() {
+        "constant" => Arrival::Constant,
+        "poisson" => Arrival::Poisson,
+        other => return Err(format!("unknown arrival '{other}'")),
+    };
+    let stages = (plan.stages.iter())
+        .map(|s| {
+            let duration = seconds("plan.stages.duration_s", s.duration_s)?;
+            Ok(Stage { duration, rate: rate("plan.stages.rate", s.rate)? })
         })
-    }
-
-    fn run(self, run: FinalRecord) -> Result<(Settings, RunResult), String> {
-        let plan = match (self.mode.as_str(), &run.plan) {
-            ("closed_loop", _) => None,
-            ("paced", Some(plan)) => Some(plan.spec()?),
-            ("paced", None) => return Err("a paced run without its plan".into()),
-            (other, _) => return Err(format!("unknown mode '{other}'")),
-        };
-        let reached = self.reached(run.shard.connections)?;
-        let mut stats = self.measured.stats(self.digits)?;
-        stats.generator = Generator {
-            waiting_for_connection_us: run.generator.waiting_for_connection_us,
-            waiting_for_generator_us: run.generator.waiting_for_generator_us,
-            busiest_thread_cpu: run.generator.busiest_thread_cpu_share,
-            busiest_thread_work: run
-                .generator
-                .busiest_thread_work_share
-                .unwrap_or(run.generator.busiest_thread_cpu_share),
-            thread_cpu_wait: run.generator.thread_cpu_wait_share,
-        };
-        stats.http2 = Http2Counts {
-            retried_after_goaway: run.retried_after_goaway,
-            stream_limit: run.streams_allowed,
-        };
-        if let Some(warmup) = &run.warmup {
-            stats.warmup = Warmup { requests: warmup.requests, errors: warmup.errors };
-        }
-        stats.stages = run
-            .stages
-            .iter()
-            .map(|stage| {
-                Ok(StageStats {
-                    requests: stage.requests,
-                    corrected: decode(&stage.hist, self.digits)?,
-                })
-            })
-            .collect::<Result<_, String>>()?;
-        stats.targets = (run.targets.iter())
-            .map(|target| target.stats(self.digits))
-            .collect::<Result<_, String>>()?;
-        let start_at = run.start_at.as_deref().map(parse_rfc3339).transpose()?;
-        let settings = Settings {
-            url: self.url,
-            threads: self.threads,
-            connections: self.connections,
-            instance_connections: run.shard.connections,
-            digits: self.digits,
-            duration: self.duration_s.map(seconds).transpose()?,
-            requests_limit: self.requests_limit,
-            timeout: seconds(run.timeout_s)?,
-            shard: shard(&run.shard)?,
-            start_at,
-            plan,
-            warmup: run.warmup.as_ref().map_or(Ok(Duration::ZERO), |w| seconds(w.duration_s))?,
-            seed: run.plan.as_ref().and_then(|plan| plan.seed).unwrap_or(0),
-            http2: self.protocol != "http/1.1",
-            streams: self.streams,
-            reached,
-            provenance: run.provenance.clone(),
-        };
-        let (series, series_interval) = series(&run);
-        let result = RunResult {
-            total: stats,
-            threads: run.per_thread.iter().map(ThreadRecord::totals).collect(),
-            runtime: seconds(self.elapsed_s)?,
-            interrupted: match run.interrupted_by.as_deref() {
-                None => None,
-                Some("SIGINT") => Some(Interruption::Interrupt),
-                Some("SIGTERM") => Some(Interruption::Terminate),
-                Some(other) => return Err(format!("unknown signal '{other}'")),
-            },
-            script_stopped: run.stopped_by_script,
-            series,
-            series_interval,
-            measured_from: UNIX_EPOCH + seconds(run.measured_from_unix_s)?,
-        };
-        Ok((settings, result))
-    }
-}
-
-impl Record {
-    /// How the run reached its servers; from a file of pace before it
-    /// recorded each origin, its URL's origin with `connections`.
-    fn reached(&self, connections: usize) -> Result<Reached, String> {
-        let family = match self.ip_family.as_deref() {
-            None => None,
-            Some("ipv4") => Some(Family::V4),
-            Some("ipv6") => Some(Family::V6),
-            Some(other) => return Err(format!("unknown ip_family '{other}'")),
-        };
-        let origins = match &self.origins {
-            Some(origins) => origins.clone(),
-            None => {
-                let target = Target::parse(&self.url).map_err(|e| format!("{}: {e}", self.url))?;
-                vec![OriginReach {
-                    origin: origin_name(&target),
-                    connections,
-                    connected_to: self.connected_to.clone(),
-                    tunnel: self.proxy.as_ref().is_some_and(|proxy| proxy.tunnel),
-                }]
-            }
-        };
-        Ok(Reached { origins, proxy: self.proxy.clone(), family })
-    }
-}
-
-impl Measured {
-    fn stats(self, digits: u8) -> Result<Stats, String> {
-        let mut stats = Stats::new(digits);
-        stats.corrected = decode(&self.hist, digits)?;
-        stats.uncorrected = decode(&self.uncorrected_hist, digits)?;
-        stats.lag = decode(&self.lag_hist, digits)?;
-        if let Some(waits) = &self.unsent_wait_hist {
-            stats.unsent_wait = decode(waits, digits)?;
-        }
-        stats.requests = self.requests;
-        stats.bytes = self.bytes;
-        stats.errors = self.errors.errors();
-        for (status, count) in self.status_codes {
-            let status = status.parse().map_err(|_| format!("'{status}' is not a status code"))?;
-            stats.statuses.insert(status, count);
-        }
-        stats.error_causes = self.error_causes;
-        stats.nil_requests = self.nil_requests;
-        stats.rate_samples = self.rate_samples;
-        Ok(stats)
-    }
-}
-
-impl ErrorRecord {
-    fn errors(&self) -> Errors {
-        Errors {
-            connect: self.connect,
-            read: self.read,
-            write: self.write,
-            status: self.http_error,
-            timeout: self.timeout,
-            unsent: self.unsent,
-            stopped: self.stopped,
-        }
-    }
-}
-
-impl ThreadRecord {
-    fn totals(&self) -> ThreadTotals {
-        ThreadTotals { requests: self.requests, bytes: self.bytes, errors: self.errors.errors() }
-    }
-}
-
-impl PlanRecord {
-    fn spec(&self) -> Result<PlanSpec, String> {
-        let arrival = match self.arrival.as_str() {
-            "constant" => Arrival::Constant,
-            "poisson" => Arrival::Poisson,
-            other => return Err(format!("unknown arrival '{other}'")),
-        };
-        let stages = self
-            .stages
-            .iter()
-            .map(|s| Ok(Stage { duration: seconds(s.duration_s)?, rate: s.rate }))
-            .collect::<Result<_, String>>()?;
-        Ok(PlanSpec { rate: self.start_rate, stages, arrival })
-    }
+        .collect::<Result<_, String>>()?;
+    Ok(PlanSpec { rate: rate("plan.start_rate", plan.start_rate)?, stages, arrival })
 }
 
 /// The run's time series per thread: `--thread-timeseries`'s, or the
 /// totals of `--timeseries` as one row; none without either.
-fn series(run: &FinalRecord) -> (Vec<Vec<u64>>, Duration) {
-    let interval = |ms: f64| Duration::from_secs_f64(ms.max(0.0) / 1000.0);
+fn series(run: &RunOnly) -> Result<(Vec<Vec<u64>>, Duration), String> {
+    let interval = |ms: f64| seconds("interval_ms", ms / 1000.0);
+    let checked = |rows: Vec<Vec<u64>>| -> Result<Vec<Vec<u64>>, String> {
+        for n in rows.iter().flatten() {
+            count("timeseries.requests", *n)?;
+        }
+        Ok(rows)
+    };
     match (&run.thread_timeseries, &run.timeseries) {
-        (Some(per_thread), _) => (per_thread.requests.clone(), interval(per_thread.interval_ms)),
-        (None, Some(totals)) => (vec![totals.requests.clone()], interval(totals.interval_ms)),
-        (None, None) => (Vec::new(), Duration::ZERO),
+        (Some(per_thread), _) => {
+            Ok((checked(per_thread.requests.clone())?, interval(per_thread.interval_ms)?))
+        }
+        (None, Some(totals)) => {
+            Ok((checked(vec![totals.requests.clone()])?, interval(totals.interval_ms)?))
+        }
+        (None, None) => Ok((Vec::new(), Duration::ZERO)),
     }
 }
 
-fn shard(record: &ShardRecord) -> Result<Shard, String> {
+fn shard(record: &ShardInfo) -> Result<Shard, String> {
     if record.count == 0 || record.index >= record.count {
         return Err(format!("shard {}/{} is not a shard", record.index, record.count));
     }
     Ok(Shard { index: record.index, count: record.count })
 }
 
-/// A histogram as `hist` encodes it, of `-D digits`.
+/// `digits`: HdrHistogram's significant digits, 1 to 5.
+fn digits(digits: u8) -> Result<u8, String> {
+    match digits {
+        1..=5 => Ok(digits),
+        _ => Err(format!("digits: {digits} is not 1 to 5 (significant digits)")),
+    }
+}
+
+/// A count, at most [`MAX_COUNT`].
+fn count(field: &str, n: u64) -> Result<u64, String> {
+    match n <= MAX_COUNT {
+        true => Ok(n),
+        false => Err(format!("{field}: {n} is more than a saved run can count (2^53)")),
+    }
+}
+
+fn at_least_one(field: &str, n: usize) -> Result<usize, String> {
+    match n {
+        0 => Err(format!("{field}: 0 (at least 1)")),
+        n => count(field, n as u64).map(|_| n),
+    }
+}
+
+fn errors(field: &str, e: &Errors) -> Result<Errors, String> {
+    for n in [e.connect, e.read, e.write, e.status, e.timeout, e.unsent, e.stopped] {
+        count(field, n)?;
+    }
+    Ok(*e)
+}
+
+fn statuses(
+    field: &str,
+    codes: &std::collections::BTreeMap<u16, u64>,
+) -> Result<std::collections::BTreeMap<u16, u64>, String> {
+    for (status, n) in codes {
+        if !(100..=999).contains(status) {
+            return Err(format!("{field}: {status} is not a status code"));
+        }
+        count(field, *n)?;
+    }
+    Ok(codes.clone())
+}
+
+/// A share of a thread's time, 0 to 1.
+fn share(field: &str, value: f64) -> Result<f64, String> {
+    match (0.0..=1.0).contains(&value) {
+        true => Ok(value),
+        false => Err(format!("{field}: {} is not a share (0 to 1)", shown(value))),
+    }
+}
+
+/// A rate of a plan, requests per second.
+fn rate(field: &str, value: f64) -> Result<f64, String> {
+    match value.is_finite() && value >= 0.0 {
+        true => Ok(value),
+        false => Err(format!("{field}: {} is not a rate", shown(value))),
+    }
+}
+
+/// A time of at most [`MAX_SECONDS`].
+fn seconds(field: &str, value: f64) -> Result<Duration, String> {
+    match (0.0..=MAX_SECONDS).contains(&value) {
+        true => Ok(Duration::from_secs_f64(value)),
+        false => Err(format!("{field}: {} is not a duration in seconds", shown(value))),
+    }
+}
+
+/// A wall-clock time in Unix seconds, at most [`MAX_UNIX_SECONDS`].
+fn unix_time(field: &str, value: f64) -> Result<SystemTime, String> {
+    match (0.0..=MAX_UNIX_SECONDS).contains(&value) {
+        true => Ok(UNIX_EPOCH + Duration::from_secs_f64(value)),
+        false => Err(format!("{field}: {} is not a time (Unix seconds)", shown(value))),
+    }
+}
+
+/// `value` for a message: in full when it is of a size a run has, else
+/// in scientific notation (not 300 digits).
+fn shown(value: f64) -> String {
+    match value.abs() < 1e12 {
+        true => value.to_string(),
+        false => format!("{value:e}"),
+    }
+}
+
+/// A histogram as `hist` encodes it, of `-D digits`, counting at most
+/// [`MAX_COUNT`] values.
 pub fn decode(encoded: &str, digits: u8) -> Result<Histogram<u64>, String> {
     let histogram = decode_any(encoded)?;
     if histogram.sigfig() != digits {
@@ -519,6 +474,9 @@ pub fn decode(encoded: &str, digits: u8) -> Result<Histogram<u64>, String> {
             "a histogram has {} significant digits where the report says -D {digits}",
             histogram.sigfig()
         ));
+    }
+    if histogram.len() > MAX_COUNT {
+        return Err(format!("a histogram counts {} values, more than 2^53", histogram.len()));
     }
     Ok(histogram)
 }
@@ -534,21 +492,21 @@ pub fn decode_any(encoded: &str) -> Result<Histogram<u64>, String> {
     Ok(histogram)
 }
 
-fn seconds(value: f64) -> Result<Duration, String> {
-    Duration::try_from_secs_f64(value).map_err(|_| format!("{value} is not a duration"))
-}
-
 fn parse_rfc3339(text: &str) -> Result<SystemTime, String> {
-    time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-        .map(SystemTime::from)
-        .map_err(|e| format!("start_at '{text}' is not a time ({e})"))
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .map_err(|e| format!("start_at '{text}' is not a time ({e})"))?;
+    let unix = at.unix_timestamp();
+    if !(0..=MAX_UNIX_SECONDS as i64).contains(&unix) {
+        return Err(format!("start_at '{text}' is not a time of a run"));
+    }
+    Ok(SystemTime::from(at))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::{BenchConfig, Mode};
-    use crate::report::json;
+    use crate::report::{json, ReportOptions};
     use crate::target::Target;
 
     fn paced_config() -> BenchConfig {
@@ -607,7 +565,9 @@ mod tests {
 
     fn saved_json(cfg: &BenchConfig, result: &RunResult) -> String {
         let mut text = Vec::new();
-        json::write_line(&mut text, &json::final_report(cfg, result).unwrap()).unwrap();
+        let run = Description::of(cfg);
+        let report = json::final_report(&run, &ReportOptions::default(), result, &[]).unwrap();
+        json::write_line(&mut text, &report).unwrap();
         String::from_utf8(text).unwrap()
     }
 
@@ -615,7 +575,7 @@ mod tests {
     fn a_saved_run_reads_back_as_it_was() {
         let (cfg, result) = (paced_config(), measured());
         let saved = parse("run.json", &saved_json(&cfg, &result)).unwrap();
-        let (settings, back) = (&saved.settings, &saved.result);
+        let (settings, back) = (&saved.description, &saved.result);
         assert_eq!(settings.url, "http://10.0.0.1:8080/x");
         assert_eq!(
             (settings.threads, settings.connections, settings.instance_connections),
@@ -624,7 +584,7 @@ mod tests {
         assert_eq!(settings.shard, cfg.shard);
         assert_eq!(settings.start_at, cfg.start_at);
         assert_eq!(
-            settings.plan.as_ref(),
+            settings.plan(),
             Some(match &cfg.mode {
                 Mode::Paced(spec) => spec,
                 Mode::ClosedLoop => unreachable!(),
@@ -712,5 +672,65 @@ mod tests {
             let Err(message) = parse("x.json", text) else { panic!("{text}") };
             assert!(message.contains(says), "{message}");
         }
+    }
+
+    /// `line` with the JSON field at `path` (object keys) set to `value`.
+    fn with(line: &str, path: &[&str], value: serde_json::Value) -> String {
+        let mut v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let (last, parents) = path.split_last().unwrap();
+        let mut at = &mut v;
+        for key in parents {
+            at = &mut at[*key];
+        }
+        at[*last] = value;
+        v.to_string()
+    }
+
+    /// A damaged or hostile file is refused naming the field, never a
+    /// panic or a figure that wraps around (issue 33).
+    #[test]
+    fn figures_out_of_range_are_refused_naming_the_field() {
+        use serde_json::json;
+        let line = saved_json(&paced_config(), &measured());
+        for (path, value, says) in [
+            (&["digits"][..], json!(200), "digits: 200 is not 1 to 5"),
+            (&["digits"], json!(0), "digits: 0 is not 1 to 5"),
+            (&["measured_from_unix_s"], json!(1e18), "measured_from_unix_s: 1e18 is not a time"),
+            (&["measured_from_unix_s"], json!(-1.0), "measured_from_unix_s: -1"),
+            (&["requests"], json!(u64::MAX - 10), "requests: 18446744073709551605 is more than"),
+            (&["bytes"], json!(1u64 << 60), "bytes: 1152921504606846976 is more than"),
+            (&["errors", "timeout"], json!(1u64 << 54), "errors: 18014398509481984 is more"),
+            (&["elapsed_s"], json!(1e300), "elapsed_s: 1e300 is not a duration"),
+            (&["timeout_s"], json!(-2.0), "timeout_s: -2 is not a duration"),
+            (&["generator", "busiest_thread_cpu_share"], json!(7.0), "is not a share"),
+            (&["threads"], json!(0), "threads: 0 (at least 1)"),
+            (&["status_codes"], json!({"42": 1}), "status_codes: 42 is not a status code"),
+            (&["rate_samples"], json!([1.0, -5.0]), "rate_samples: -5 is not a rate"),
+            (&["start_at"], json!("9999-12-31T23:59:59Z"), "is not a time of a run"),
+            (&["shard", "index"], json!(3), "shard 3/3 is not a shard"),
+        ] {
+            let text = with(&line, path, value);
+            let Err(message) = parse("x.json", &text) else { panic!("{path:?} accepted") };
+            assert!(message.starts_with("x.json: "), "{message}");
+            assert!(message.contains(says), "{path:?}: {message}");
+        }
+    }
+
+    /// A file is read a line at a time, each line and the file bounded:
+    /// a huge file without a line break is refused after one line's worth,
+    /// not read whole.
+    #[test]
+    fn a_file_too_large_is_refused_without_reading_it_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sparse.json");
+        let file = std::fs::File::create(&path).unwrap();
+        // A sparse file: its size costs no disk, only a reader that reads it.
+        file.set_len(MAX_FILE + 100).unwrap();
+        let Err(message) = read(&path) else { panic!("accepted") };
+        assert!(message.contains("line 1 is longer than 64.00M"), "{message}");
+        // Lines of text, too many of them.
+        std::fs::write(&path, "{}\n".repeat(100)).unwrap();
+        let Err(message) = read_within(&path, 10, 250) else { panic!("accepted") };
+        assert!(message.contains("is larger than 250.00"), "{message}");
     }
 }

@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::config::{BenchConfig, Mode};
+use crate::config::Mode;
+use crate::description::Description;
 use crate::error::{io_reason, Error};
 use crate::signals::Signals;
 use crate::stats::Interval;
@@ -105,19 +106,23 @@ pub struct Metrics {
 }
 
 impl Metrics {
-    /// Listens where `--metrics` says (None without any metrics
-    /// option); a failure is a setup error (exit 2), before any load. With
-    /// port 0 the port taken is said on stderr.
-    pub fn start(cfg: &BenchConfig) -> Result<Option<Metrics>, Error> {
-        let Some(options) = &cfg.outputs.metrics else { return Ok(None) };
+    /// Listens where `--metrics` says (`options`; None without any
+    /// metrics option) for the run `run` describes; a failure is a setup
+    /// error (exit 2), before any load. With port 0 the port taken is said
+    /// on stderr.
+    pub fn start(
+        options: Option<&MetricsOptions>,
+        run: &Description,
+    ) -> Result<Option<Metrics>, Error> {
+        let Some(options) = options else { return Ok(None) };
         let listener = options.listen.as_ref().map(listen).transpose()?;
-        let plan = match &cfg.mode {
+        let plan = match &run.mode {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => {
-                Some(PlanRate { spec: spec.clone(), warmup: cfg.warmup, shards: cfg.shard.count })
+                Some(PlanRate { spec: spec.clone(), warmup: run.warmup, shards: run.shard.count })
             }
         };
-        let shard = format!("{}/{}", cfg.shard.index, cfg.shard.count);
+        let shard = format!("{}/{}", run.shard.index, run.shard.count);
         let figures = Arc::new(Mutex::new(Figures::new(shard, plan)));
         if let (Some(listener), Some(asked)) = (listener, &options.listen) {
             let addr = listener.local_addr().map_err(|e| cannot_listen(asked, &e))?;

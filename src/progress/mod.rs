@@ -18,10 +18,11 @@ mod line;
 use std::io::{self, IsTerminal, Write};
 use std::time::Duration;
 
-use crate::config::{BenchConfig, Mode};
+use crate::config::Mode;
+use crate::description::Description;
 use crate::engine::Before;
 use crate::report::diagnose::lag_weight;
-use crate::report::spectrum::value_at_percentile;
+use crate::stats::spectrum::value_at_percentile;
 use crate::stats::{Interval, Stats};
 use line::{Figures, Stall};
 
@@ -53,26 +54,27 @@ struct PlanRate {
 }
 
 impl Progress {
-    /// The progress of a run of `cfg`, or None when it is not to be shown.
-    pub fn start(cfg: &BenchConfig) -> Option<Progress> {
-        if !cfg.outputs.progress || !io::stderr().is_terminal() {
+    /// The progress of the run `run` describes, or None when it is not to
+    /// be shown: not `wanted` (`--no-progress`), or stderr is no terminal.
+    pub fn start(run: &Description, wanted: bool) -> Option<Progress> {
+        if !wanted || !io::stderr().is_terminal() {
             return None;
         }
-        let planned_requests = match cfg.mode {
+        let planned_requests = match run.mode {
             // A paced run's -n is its duration already.
             Mode::Paced(_) => None,
-            Mode::ClosedLoop => (0..cfg.threads).map(|t| cfg.requests_of_thread(t)).sum(),
+            Mode::ClosedLoop => run.requests_of_instance(),
         };
-        let paced = match &cfg.mode {
+        let paced = match &run.mode {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => Some(PlanRate {
                 spec: spec.clone(),
-                warmup: cfg.warmup,
-                shards: cfg.shard.count as f64,
+                warmup: run.warmup,
+                shards: run.shard.count as f64,
             }),
         };
         Some(Progress {
-            planned: cfg.duration,
+            planned: run.duration,
             planned_requests,
             paced,
             drawn: 0,

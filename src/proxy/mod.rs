@@ -23,9 +23,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
+use crate::protocol::Protocol;
 use crate::reach::{host_port, Reach};
 use crate::resolve::resolve_origin;
 use crate::target::{Scheme, Target};
@@ -94,45 +94,72 @@ impl Proxy {
     }
 }
 
-/// The proxy the run goes through, if any.
-pub fn proxy_of(cfg: &BenchConfig) -> Option<&Proxy> {
-    match &cfg.proxy {
-        Some(Route::Proxy { proxy, .. }) => Some(proxy),
-        _ => None,
+impl Route {
+    /// The proxy the run goes through (None: `--proxy env` sent it direct).
+    pub fn proxy(&self) -> Option<&Proxy> {
+        match self {
+            Route::Proxy { proxy, .. } => Some(proxy),
+            Route::Direct(_) => None,
+        }
+    }
+
+    /// The CONNECT every connection to `target` (an origin of the run)
+    /// sends first, when it tunnels through the proxy: TLS, or a
+    /// multiplexed `protocol` (h2c through a forward proxy needs one: the
+    /// proxy speaks HTTP/1.1 to its clients).
+    pub fn tunnel(&self, protocol: Protocol, target: &Target) -> Option<Tunnel> {
+        let proxy = self.proxy().filter(|_| tunnels(protocol, target))?;
+        let target = host_port(&target.host, target.port);
+        Some(Tunnel::new(&target, proxy.authorization.as_deref()))
+    }
+
+    /// How the requests of a plain-HTTP run through the proxy to `target`
+    /// (the run's, or a target's of `--targets`) are rewritten.
+    pub fn absolute_form(&self, protocol: Protocol, target: &Target) -> Option<AbsoluteForm> {
+        let proxy = self.proxy().filter(|_| !tunnels(protocol, target))?;
+        Some(AbsoluteForm::new(target, proxy.authorization.clone()))
+    }
+
+    /// Says on stderr when the proxy answered requests with 407 (Proxy
+    /// Authentication Required): in plain HTTP its refusals are responses,
+    /// and the report shows only their status.
+    pub fn note_refusals(&self, statuses: &BTreeMap<u16, u64>) {
+        let (Some(proxy), Some(refused)) = (self.proxy(), statuses.get(&407)) else { return };
+        let hint = match proxy.authorization {
+            None => "give its credentials: --proxy http://user:password@host:port",
+            Some(_) => "it did not accept the credentials of the proxy URL",
+        };
+        eprintln!(
+            "pace: the proxy answered {refused} requests with 407 Proxy Authentication Required: \
+             {hint}"
+        );
+    }
+
+    /// What the JSON says of `--proxy`; `tunnel`: whether any origin's
+    /// connections go through a CONNECT tunnel.
+    pub fn report(&self, tunnel: bool) -> ProxyReport {
+        match self {
+            Route::Proxy { proxy, via } => ProxyReport {
+                url: Some(proxy.shown()),
+                from: match via {
+                    Via::Option => "--proxy".to_string(),
+                    Via::Env(name) => name.to_string(),
+                },
+                tunnel,
+                direct: None,
+            },
+            Route::Direct(why) => {
+                let from = "env".to_string();
+                ProxyReport { url: None, from, tunnel: false, direct: Some(why.clone()) }
+            }
+        }
     }
 }
 
-/// The connections to `target` go through a CONNECT tunnel: TLS, or
-/// HTTP/2 (h2c through a forward proxy needs one).
-fn tunnels(cfg: &BenchConfig, target: &Target) -> bool {
-    target.scheme == Scheme::Https || cfg.http2
-}
-
-/// The CONNECT every connection to `target` (an origin of the run) sends
-/// first, when it tunnels through a proxy.
-pub fn tunnel_of(cfg: &BenchConfig, target: &Target) -> Option<Tunnel> {
-    let proxy = proxy_of(cfg).filter(|_| tunnels(cfg, target))?;
-    let target = host_port(&target.host, target.port);
-    Some(Tunnel::new(&target, proxy.authorization.as_deref()))
-}
-
-/// How the requests of a plain-HTTP run through a proxy to `target` (the
-/// run's, or a target's of `--targets`) are rewritten.
-pub fn absolute_form_of(cfg: &BenchConfig, target: &Target) -> Option<AbsoluteForm> {
-    let proxy = proxy_of(cfg).filter(|_| !tunnels(cfg, target))?;
-    Some(AbsoluteForm::new(target, proxy.authorization.clone()))
-}
-
-/// Says on stderr when the proxy answered requests with 407 (Proxy
-/// Authentication Required): in plain HTTP its refusals are responses, and
-/// the report shows only their status.
-pub fn note_refusals(cfg: &BenchConfig, statuses: &BTreeMap<u16, u64>) {
-    let (Some(proxy), Some(refused)) = (proxy_of(cfg), statuses.get(&407)) else { return };
-    let hint = match proxy.authorization {
-        None => "give its credentials: --proxy http://user:password@host:port",
-        Some(_) => "it did not accept the credentials of the proxy URL",
-    };
-    eprintln!("pace: the proxy answered {refused} requests with 407 Proxy Authentication Required: {hint}");
+/// The connections to `target` go through a CONNECT tunnel: TLS, or a
+/// multiplexed protocol.
+fn tunnels(protocol: Protocol, target: &Target) -> bool {
+    target.scheme == Scheme::Https || protocol.multiplexed()
 }
 
 /// `proxy` in the JSON report (docs/json.md).
@@ -152,103 +179,42 @@ pub struct ProxyReport {
     pub direct: Option<String>,
 }
 
-/// What the JSON says of `--proxy`, None without the option; `tunnel`:
-/// whether any origin's connections go through a CONNECT tunnel.
-pub fn report_of(cfg: &BenchConfig, tunnel: bool) -> Option<ProxyReport> {
-    Some(match cfg.proxy.as_ref()? {
-        Route::Proxy { proxy, via } => ProxyReport {
-            url: Some(proxy.shown()),
-            from: match via {
-                Via::Option => "--proxy".to_string(),
-                Via::Env(name) => name.to_string(),
-            },
-            tunnel,
-            direct: None,
-        },
-        Route::Direct(why) => {
-            let from = "env".to_string();
-            ProxyReport { url: None, from, tunnel: false, direct: Some(why.clone()) }
-        }
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::report::reached::Reached;
 
-    /// The header's line on the proxy (without the indent), if any.
-    fn header_line(cfg: &BenchConfig) -> Option<String> {
-        let mut out = Vec::new();
-        Reached::of(cfg).write_routes(&mut out).unwrap();
-        let text = String::from_utf8(out).unwrap();
-        text.lines().next().map(|line| line.trim_start().to_string())
-    }
-
-    fn config(url: &str, proxy: &str, http2: bool) -> BenchConfig {
-        let mut cfg = BenchConfig::new(Target::parse(url).unwrap());
-        cfg.http2 = http2;
-        cfg.proxy = Some(route(proxy, &cfg.target).unwrap());
-        cfg
+    fn route_to(url: &str, proxy: &str) -> (Route, Target) {
+        let target = Target::parse(url).unwrap();
+        (route(proxy, &target).unwrap(), target)
     }
 
     #[test]
     fn plain_http_goes_in_absolute_form_tls_and_h2c_through_connect() {
-        let plain = config("http://127.0.0.1:8080/", "u:secret@127.0.0.1:3128", false);
-        assert!(
-            tunnel_of(&plain, &plain.target).is_none()
-                && absolute_form_of(&plain, &plain.target).is_some()
-        );
-        assert_eq!(
-            header_line(&plain).unwrap(),
-            "Through the proxy http://u@127.0.0.1:3128 (--proxy), absolute-form requests"
-        );
-        let tls = config("https://example.com/", "http://127.0.0.1:3128", false);
-        assert!(
-            tunnel_of(&tls, &tls.target).is_some() && absolute_form_of(&tls, &tls.target).is_none()
-        );
-        assert_eq!(
-            header_line(&tls).unwrap(),
-            "Through the proxy http://127.0.0.1:3128 (--proxy), CONNECT tunnel to example.com:443"
-        );
-        let h2c = config("http://[::1]:8080/", "127.0.0.1:3128", true);
-        assert!(
-            tunnel_of(&h2c, &h2c.target).is_some() && absolute_form_of(&h2c, &h2c.target).is_none()
-        );
-        assert!(header_line(&h2c).unwrap().ends_with("CONNECT tunnel to [::1]:8080"));
+        let (plain, target) = route_to("http://127.0.0.1:8080/", "u:secret@127.0.0.1:3128");
+        assert!(plain.tunnel(Protocol::Http1, &target).is_none());
+        assert!(plain.absolute_form(Protocol::Http1, &target).is_some());
+        let (tls, target) = route_to("https://example.com/", "http://127.0.0.1:3128");
+        assert!(tls.tunnel(Protocol::Http1, &target).is_some());
+        assert!(tls.absolute_form(Protocol::Http1, &target).is_none());
+        let (h2c, target) = route_to("http://[::1]:8080/", "127.0.0.1:3128");
+        assert!(h2c.tunnel(Protocol::Http2, &target).is_some());
+        assert!(h2c.absolute_form(Protocol::Http2, &target).is_none());
     }
 
     #[test]
     fn the_report_never_holds_the_password() {
-        let cfg = config("http://127.0.0.1:8080/", "http://u:secret@127.0.0.1:3128", false);
-        let json = serde_json::to_string(&report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()))
-            .unwrap();
+        let (route, _) = route_to("http://127.0.0.1:8080/", "http://u:secret@127.0.0.1:3128");
+        let json = serde_json::to_string(&route.report(false)).unwrap();
         assert_eq!(json, r#"{"url":"http://u@127.0.0.1:3128","from":"--proxy","tunnel":false}"#);
-        assert!(!header_line(&cfg).unwrap().contains("secret"));
-    }
-
-    #[test]
-    fn without_the_option_nothing_is_said() {
-        let cfg = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
-        assert!(
-            header_line(&cfg).is_none()
-                && report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()).is_none()
-        );
-        assert!(
-            tunnel_of(&cfg, &cfg.target).is_none() && absolute_form_of(&cfg, &cfg.target).is_none()
-        );
     }
 
     #[test]
     fn direct_runs_say_why() {
-        let mut cfg = BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap());
-        cfg.proxy = Some(Route::Direct("no_proxy (*) matches 127.0.0.1".into()));
-        assert_eq!(
-            header_line(&cfg).unwrap(),
-            "No proxy (--proxy env): no_proxy (*) matches 127.0.0.1"
-        );
-        let json = serde_json::to_string(&report_of(&cfg, tunnel_of(&cfg, &cfg.target).is_some()))
-            .unwrap();
+        let route = Route::Direct("no_proxy (*) matches 127.0.0.1".into());
+        let target = Target::parse("http://127.0.0.1:8080/").unwrap();
+        assert!(route.tunnel(Protocol::Http2, &target).is_none());
+        assert!(route.absolute_form(Protocol::Http1, &target).is_none());
+        let json = serde_json::to_string(&route.report(false)).unwrap();
         assert_eq!(
             json,
             r#"{"url":null,"from":"env","tunnel":false,"direct":"no_proxy (*) matches 127.0.0.1"}"#

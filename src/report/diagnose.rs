@@ -30,8 +30,8 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 use serde_json::{json, Value};
 
-use super::spectrum::{self, value_at_percentile};
-use crate::config::BenchConfig;
+use crate::description::Description;
+use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Generator, RunResult, Stats};
 use crate::units::format_time_us;
 
@@ -137,8 +137,8 @@ pub fn lag_weight(stats: &Stats) -> LagWeight {
 }
 
 /// The diagnostics of a paced run, causes first; none in the closed loop.
-pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
-    let Some(rate) = cfg.target_rate() else { return Vec::new() };
+pub fn diagnose(run: &Description, result: &RunResult) -> Vec<Diagnostic> {
+    let Some(rate) = run.target_rate() else { return Vec::new() };
     let stats = &result.total;
     let e = &stats.errors;
     let mut found = Vec::new();
@@ -152,17 +152,17 @@ pub fn diagnose(cfg: &BenchConfig, result: &RunResult) -> Vec<Diagnostic> {
         found.push(server_failed(stats, failures, ended));
     }
     if timed_out {
-        found.push(server_timeouts(cfg, stats));
+        found.push(server_timeouts(run, stats));
     }
     let lag = lag_weight(stats);
-    let slots = Slots::of(cfg, stats);
+    let slots = Slots::of(run, stats);
     // Little's law; NaN (no response) compares false.
     let busy = rate * spectrum::mean(&stats.uncorrected) / 1e6;
     let short_of_connections = busy > MAX_BUSY_SHARE * slots.total() as f64;
     let generator_share = generator_share(&stats.generator);
     let waited_for_connections = lag.matters && 1.0 - generator_share >= CAUSE_SHARE;
     if short_of_connections && (waited_for_connections || e.unsent > 0) {
-        found.push(too_few_connections(cfg, stats, rate, busy, lag, slots));
+        found.push(too_few_connections(run, stats, rate, busy, lag, slots));
     } else if waited_for_connections && !failed && !timed_out {
         found.push(server_slow_spells(stats, slots, busy, lag));
     }
@@ -225,9 +225,9 @@ fn server_failed(stats: &Stats, failures: u64, ended: u64) -> Diagnostic {
     }
 }
 
-fn server_timeouts(cfg: &BenchConfig, stats: &Stats) -> Diagnostic {
+fn server_timeouts(run: &Description, stats: &Stats) -> Diagnostic {
     let timeouts = stats.errors.timeout;
-    let timeout_us = cfg.timeout.as_micros() as u64;
+    let timeout_us = run.timeout.as_micros() as u64;
     Diagnostic {
         code: Code::ServerStalled,
         message: format!(
@@ -271,7 +271,7 @@ fn server_slow_spells(stats: &Stats, slots: Slots, busy: f64, lag: LagWeight) ->
 }
 
 fn too_few_connections(
-    cfg: &BenchConfig,
+    run: &Description,
     stats: &Stats,
     rate: f64,
     busy: f64,
@@ -282,8 +282,8 @@ fn too_few_connections(
     // -c is shared by all shards; this one's share of it must grow. Each
     // connection carries `streams` requests at once.
     let per_connection = COMFORTABLE_BUSY_SHARE * slots.streams as f64;
-    let suggested = (busy / per_connection).ceil() as u64 * cfg.shard.count as u64;
-    let more_streams = if cfg.http2 { " (or more --streams)" } else { "" };
+    let suggested = (busy / per_connection).ceil() as u64 * run.shard.count as u64;
+    let more_streams = if run.protocol.multiplexed() { " (or more --streams)" } else { "" };
     Diagnostic {
         code: Code::TooFewConnections,
         message: format!(
@@ -317,10 +317,10 @@ struct Slots {
 }
 
 impl Slots {
-    fn of(cfg: &BenchConfig, stats: &Stats) -> Slots {
+    fn of(run: &Description, stats: &Stats) -> Slots {
         Slots {
-            connections: cfg.connections_of_instance(),
-            streams: cfg.slots_per_connection(stats.http2.stream_limit),
+            connections: run.connections_of_instance(),
+            streams: run.slots_per_connection(stats.http2.stream_limit),
         }
     }
 
@@ -468,7 +468,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::{Mode, Shard};
+    use crate::config::{BenchConfig, Mode, Shard};
     use crate::plan::PlanSpec;
     use crate::stats::ErrorKind;
     use crate::target::Target;
@@ -501,7 +501,7 @@ mod tests {
     }
 
     fn codes(cfg: &BenchConfig, stats: Stats) -> Vec<&'static str> {
-        diagnose(cfg, &result(stats)).iter().map(|d| d.code.name()).collect()
+        diagnose(&Description::of(cfg), &result(stats)).iter().map(|d| d.code.name()).collect()
     }
 
     #[test]
@@ -538,7 +538,7 @@ mod tests {
         stats.generator.waiting_for_connection_us = 1_000_000;
         stats.generator.busiest_thread_cpu = 0.97;
         stats.generator.busiest_thread_work = 0.95;
-        let found = diagnose(&cfg, &result(stats.clone()));
+        let found = diagnose(&Description::of(&cfg), &result(stats.clone()));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].code, Code::GeneratorCpu);
         assert_eq!(
@@ -562,14 +562,14 @@ mod tests {
         // On the CPU all along but mostly spinning ahead of the plan: late
         // in bursts, not short of CPU over the run.
         stats.generator.busiest_thread_work = 0.55;
-        let found = diagnose(&cfg, &result(stats.clone()));
+        let found = diagnose(&Description::of(&cfg), &result(stats.clone()));
         assert!(found[0].message.contains(
             "on the CPU 97% of the time but worked only 55% (it spins between sends closer \
              than a wake-up costs): it fell behind in bursts, not for want of CPU over the run"
         ));
         // The same with 2% of its time waiting for the CPU: starved.
         stats.generator.thread_cpu_wait = 0.02;
-        let found = diagnose(&cfg, &result(stats.clone()));
+        let found = diagnose(&Description::of(&cfg), &result(stats.clone()));
         assert!(found[0].message.contains(
             "its busiest thread waited for a CPU 2% of the time while ready to run: other \
              processes took its CPU"
@@ -580,7 +580,7 @@ mod tests {
         stats.generator.busiest_thread_cpu = 0.12;
         stats.generator.busiest_thread_work = 0.12;
         stats.generator.thread_cpu_wait = 0.0;
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         assert!(found[0].message.contains("only 12% of the time: the machine did not give"));
     }
 
@@ -594,7 +594,7 @@ mod tests {
         stats.errors.unsent = 1500;
         stats.unsent_wait.record_n(1_000, 750).unwrap();
         stats.unsent_wait.record_n(250_000, 750).unwrap();
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::TooFewConnections, Code::Unsent]);
         assert_eq!(
@@ -618,7 +618,7 @@ mod tests {
         let cfg = BenchConfig { shard: Shard { index: 0, count: 3 }, ..config(2000.0, 3) };
         let mut stats = run(5_000, 300_000);
         stats.generator.waiting_for_connection_us = 1;
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         // This instance's 666.67/s at 5 ms fill 3.3 of its 1 connection: 5 of
         // its own, 15 for the three shards' -c.
         assert!(
@@ -638,7 +638,7 @@ mod tests {
         stats.uncorrected.record(1_000_000).unwrap();
         stats.lag.record_n(400_000, 200).unwrap();
         stats.generator.waiting_for_connection_us = 80_000_000;
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         assert_eq!(found.len(), 1);
         assert_eq!(found[0].code, Code::ServerStalled);
         assert!(
@@ -663,7 +663,8 @@ mod tests {
         stats.generator.waiting_for_connection_us = 40_000_000;
         stats.generator.waiting_for_generator_us = 60_000_000;
         stats.generator.busiest_thread_cpu = 0.03;
-        let codes: Vec<Code> = diagnose(&cfg, &result(stats)).iter().map(|d| d.code).collect();
+        let codes: Vec<Code> =
+            diagnose(&Description::of(&cfg), &result(stats)).iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::ServerStalled, Code::GeneratorCpu]);
     }
 
@@ -676,7 +677,7 @@ mod tests {
         }
         stats.error(ErrorKind::Read, "Connection reset by peer");
         stats.errors.unsent = 2000;
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
         assert_eq!(codes, vec![Code::ServerFailed, Code::Unsent]);
         assert_eq!(
@@ -697,7 +698,7 @@ mod tests {
         stats.lag.record_n(300_000, 26).unwrap();
         stats.generator.waiting_for_connection_us = 26 * 300_000;
         stats.errors.unsent = 170;
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         let codes: Vec<Code> = found.iter().map(|d| d.code).collect();
         // The wait for connections is the stall's, said once.
         assert_eq!(codes, vec![Code::ServerStalled, Code::Unsent]);
@@ -731,7 +732,7 @@ mod tests {
         for wait_us in [100, 200, 300] {
             stats.unsent_wait.record(wait_us).unwrap();
         }
-        let found = diagnose(&cfg, &result(stats.clone()));
+        let found = diagnose(&Description::of(&cfg), &result(stats.clone()));
         assert_eq!(
             serde_json::to_value(&found).unwrap(),
             json!([{
@@ -749,7 +750,7 @@ mod tests {
         assert!(text.ends_with(" no latency percentile includes them [unsent]\n"));
         // A result saved before the waits were kept says nothing of them.
         stats.unsent_wait.reset();
-        let found = diagnose(&cfg, &result(stats));
+        let found = diagnose(&Description::of(&cfg), &result(stats));
         assert!(found[0].message.contains("before the end; they are errors"));
         assert_eq!(found[0].figures[1], ("wait_p50_us", Value::Null));
     }

@@ -1,6 +1,7 @@
-//! Reports of a finished run. [`text`] is the wrk/wrk2 text report;
-//! [`spectrum`] is HdrHistogram_c's statistics and "Detailed Percentile
-//! spectrum", which the text report prints and other outputs reuse.
+//! Reports of a finished run, made from a description of the run
+//! ([`crate::description`]) and what it measured, as [`ReportOptions`]
+//! ask. [`text`] is the wrk/wrk2 text report (with HdrHistogram_c's
+//! "Detailed Percentile spectrum", [`crate::stats::spectrum`]);
 //! [`periodic`] is the text report of one `-p` period, [`json`] the JSON
 //! report, [`hlog`] the HdrHistogram interval log and [`series`] wrx's
 //! time series and raw histogram. [`diagnose`] says what went wrong in a
@@ -15,29 +16,43 @@ pub mod periodic;
 pub mod plan;
 pub mod reached;
 pub mod series;
-pub mod spectrum;
 pub mod targets;
 pub mod text;
 
-use crate::units::c_float;
+use std::time::Duration;
 
-/// C's `%<width>.<decimals>f`: right-aligned, never truncated, with `inf`
-/// as glibc spells it and a dash for an undefined figure (glibc: `-nan`).
-pub(crate) fn c_fixed(value: f64, width: usize, decimals: usize) -> String {
-    format!("{:>width$}", c_float(value, decimals))
+/// What the reports show, as the command line asks: the same for a live
+/// run and for `pace report` or `pace merge` of saved ones.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReportOptions {
+    /// `-L` (also with `-U` and `--percentiles`): the latency distribution.
+    pub latency: bool,
+    /// `-U`: also the uncorrected one.
+    pub u_latency: bool,
+    /// `--percentiles`: those of the distributions (None: the wrk/wrk2
+    /// defaults).
+    pub percentiles: Option<Vec<f64>>,
+    /// `--timeseries[=T]`: requests per slot of T (wrx: 250 ms).
+    pub timeseries: Option<Duration>,
+    /// `--thread-timeseries`: the same per thread.
+    pub thread_timeseries: bool,
+    /// `--histogram`: requests per 1 us latency bin.
+    pub histogram: bool,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+/// The time series' slot when `--thread-timeseries` is given alone (wrx:
+/// 250 ms).
+const SERIES_SLOT: Duration = Duration::from_millis(250);
 
-    #[test]
-    fn formats_like_printf() {
-        assert_eq!(c_fixed(93.6912, 8, 2), "   93.69");
-        assert_eq!(c_fixed(f64::NAN, 8, 2), "       -");
-        assert_eq!(c_fixed(f64::INFINITY, 12, 2), "         inf");
-        assert_eq!(c_fixed(12345.678, 4, 1), "12345.7");
-        // glibc rounds exact ties to even, and so does Rust.
-        assert_eq!(c_fixed(0.125, 4, 2), "0.12");
+impl ReportOptions {
+    /// The slot of the time series the run must record, if any.
+    pub fn series_slot(&self) -> Option<Duration> {
+        self.timeseries.or(self.thread_timeseries.then_some(SERIES_SLOT))
+    }
+
+    /// A wrx option asks for wrx's output (its percentiles in the closed
+    /// loop's distribution).
+    pub fn wrx(&self) -> bool {
+        self.histogram || self.timeseries.is_some() || self.thread_timeseries
     }
 }

@@ -17,20 +17,27 @@ use std::io::{self, Write};
 use super::text::{
     write_latency_distributions, write_schedule_lag, write_summary, write_thread_stats,
 };
-use crate::config::{BenchConfig, Mode};
+use super::ReportOptions;
+use crate::config::Mode;
+use crate::description::Description;
 use crate::stats::Interval;
 
 /// The line that closes every period report.
 pub const REPORT_END: &str = "=== REPORT END ===";
 
 /// The report of one period.
-pub fn write_period(out: &mut dyn Write, cfg: &BenchConfig, interval: &Interval) -> io::Result<()> {
+pub fn write_period(
+    out: &mut dyn Write,
+    run: &Description,
+    options: &ReportOptions,
+    interval: &Interval,
+) -> io::Result<()> {
     let stats = &interval.stats;
     writeln!(out, "{}", window(interval))?;
     write_thread_stats(out, stats)?;
-    write_latency_distributions(out, cfg, stats)?;
+    write_latency_distributions(out, &run.mode, options, stats)?;
     write_summary(out, stats, interval.length)?;
-    if let Mode::Paced(_) = cfg.mode {
+    if let Mode::Paced(_) = run.mode {
         write_schedule_lag(out, &stats.lag)?;
     }
     writeln!(out, "{REPORT_END}")
@@ -48,22 +55,19 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::config::OutputOptions;
+    use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
     use crate::stats::Stats;
     use crate::target::Target;
 
-    fn config(mode: Mode, latency: bool) -> BenchConfig {
-        BenchConfig {
+    /// A run of `mode`, reported with `-L` when `latency`.
+    fn config(mode: Mode, latency: bool) -> (Description, ReportOptions) {
+        let run = Description::of(&BenchConfig {
             duration: Some(Duration::from_secs(5)),
             mode,
-            latency,
-            outputs: OutputOptions {
-                report_interval: Some(Duration::from_secs(1)),
-                ..OutputOptions::default()
-            },
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        }
+        });
+        (run, ReportOptions { latency, ..ReportOptions::default() })
     }
 
     fn period() -> Interval {
@@ -78,9 +82,9 @@ mod tests {
         Interval { index: 2, start: Duration::from_secs(2), length: Duration::from_secs(1), stats }
     }
 
-    fn render(cfg: &BenchConfig, interval: &Interval) -> String {
+    fn render((run, options): &(Description, ReportOptions), interval: &Interval) -> String {
         let mut out = Vec::new();
-        write_period(&mut out, cfg, interval).unwrap();
+        write_period(&mut out, run, options, interval).unwrap();
         String::from_utf8(out).unwrap()
     }
 

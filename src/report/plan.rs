@@ -5,21 +5,22 @@
 use std::io::{self, Write};
 use std::time::Duration;
 
-use super::spectrum::value_at_percentile;
-use super::text::per_second;
-use crate::config::{BenchConfig, Mode, Shard};
+use crate::config::{Mode, Shard};
+use crate::description::Description;
 use crate::plan::{Arrival, PlanSpec};
+use crate::stats::spectrum::value_at_percentile;
 use crate::stats::RunResult;
+use crate::units::per_second;
 use crate::units::{format_time_us, UNDEFINED};
 
 /// The header's plan lines, after wrk's two (none for wrk's and wrk2's
 /// plans, so their header stays byte for byte).
-pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
-    let Shard { index, count } = cfg.shard;
+pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
+    let Shard { index, count } = run.shard;
     if count > 1 {
         let connections =
-            format!("{} of the {} connections", cfg.connections_of_instance(), cfg.connections);
-        match cfg.mode {
+            format!("{} of the {} connections", run.connections_of_instance(), run.connections);
+        match run.mode {
             Mode::Paced(_) => writeln!(
                 out,
                 "  shard {index}/{count}: requests {index}, {}, {}, ... of the plan \
@@ -30,19 +31,19 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
             Mode::ClosedLoop => writeln!(out, "  shard {index}/{count}: {connections}")?,
         }
     }
-    if let Some(at) = cfg.start_at {
+    if let Some(at) = run.start_at {
         writeln!(out, "  the plan starts at {}", crate::units::format_rfc3339(at))?;
     }
-    if let Mode::Paced(spec) = &cfg.mode {
+    if let Mode::Paced(spec) = &run.mode {
         if spec.arrival == Arrival::Poisson {
-            writeln!(out, "  Poisson arrivals (seed {}; --seed {0} repeats them)", cfg.seed)?;
+            writeln!(out, "  Poisson arrivals (seed {}; --seed {0} repeats them)", run.seed)?;
         }
         if !spec.stages.is_empty() {
             writeln!(out, "  stages: {}", describe_stages(spec))?;
         }
     }
-    if !cfg.warmup.is_zero() {
-        writeln!(out, "  after a {} warm-up (sent, not counted)", seconds(cfg.warmup))?;
+    if !run.warmup.is_zero() {
+        writeln!(out, "  after a {} warm-up (sent, not counted)", seconds(run.warmup))?;
     }
     Ok(())
 }
@@ -67,15 +68,15 @@ fn seconds(duration: Duration) -> String {
 }
 
 /// What the warm-up sent, when there was one.
-pub fn write_warmup(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
-    if cfg.warmup.is_zero() {
+pub fn write_warmup(out: &mut dyn Write, run: &Description, result: &RunResult) -> io::Result<()> {
+    if run.warmup.is_zero() {
         return Ok(());
     }
     let warmup = result.total.warmup;
     writeln!(
         out,
         "Warm-up: {} before the run: {} requests, {} errors (not counted above)",
-        seconds(cfg.warmup),
+        seconds(run.warmup),
         warmup.requests,
         warmup.errors
     )
@@ -83,13 +84,13 @@ pub fn write_warmup(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) 
 
 /// One line per stage: its target and achieved rate, requests, and
 /// corrected p50/p99 of the requests intended in it.
-pub fn write_stages(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
-    let Mode::Paced(spec) = &cfg.mode else { return Ok(()) };
+pub fn write_stages(out: &mut dyn Write, run: &Description, result: &RunResult) -> io::Result<()> {
+    let Mode::Paced(spec) = &run.mode else { return Ok(()) };
     if spec.stages.is_empty() {
         return Ok(());
     }
     writeln!(out, "Stages:")?;
-    for row in stage_rows(cfg, spec, result) {
+    for row in stage_rows(run, spec, result) {
         let latency =
             |p: Option<u64>| p.map_or(UNDEFINED.to_string(), |us| format_time_us(us as f64));
         writeln!(
@@ -127,7 +128,7 @@ pub struct StageRow {
 }
 
 /// The rows of every stage.
-pub fn stage_rows(cfg: &BenchConfig, spec: &PlanSpec, result: &RunResult) -> Vec<StageRow> {
+pub fn stage_rows(run: &Description, spec: &PlanSpec, result: &RunResult) -> Vec<StageRow> {
     let mut start = Duration::ZERO;
     let mut from_rate = spec.rate;
     let mut rows = Vec::with_capacity(spec.stages.len());
@@ -139,14 +140,14 @@ pub fn stage_rows(cfg: &BenchConfig, spec: &PlanSpec, result: &RunResult) -> Vec
                 .filter(|m| !m.corrected.is_empty())
                 .map(|m| value_at_percentile(&m.corrected, p))
         };
-        let begins = cfg.warmup + start;
+        let begins = run.warmup + start;
         rows.push(StageRow {
             index,
             start,
             duration: stage.duration,
             from_rate,
             to_rate: stage.rate,
-            target_rate: spec.mean_rate(cfg.warmup, begins, begins + stage.duration),
+            target_rate: spec.mean_rate(run.warmup, begins, begins + stage.duration),
             achieved_rate: per_second(requests, stage.duration.as_secs_f64()),
             requests,
             p50_us: percentile(50.0),

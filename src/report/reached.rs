@@ -1,96 +1,12 @@
-//! How a run reached its servers, as the reports say it: each origin with
-//! its connections, where they went instead of its host and port
-//! (`--connect-to`, `--unix-socket`), whether they went through the proxy
-//! by a `CONNECT` tunnel, the proxy itself and `-4`/`-6`.
-//!
-//! A live run's is made from its options ([`Reached::of`]); a saved run's
-//! is read back from its JSON (`origins`, `proxy`, `ip_family`), so that
-//! `pace report` and `pace merge` print the same header lines as the run.
+//! The header lines of how a run reached its servers
+//! ([`crate::description::reached`]): the connections per origin, the
+//! proxy, and where the connections went when an option changed it.
 
 use std::io::{self, Write};
 
-use serde::{Deserialize, Serialize};
-
-use crate::config::BenchConfig;
-use crate::proxy::{self, ProxyReport};
-use crate::reach::Family;
-use crate::requests::origins::{origin_name, Origins};
-
-/// One origin (scheme, host and port) of the run.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OriginReach {
-    /// `scheme://host:port`.
-    pub origin: String,
-    /// The connections this run (or the merged runs) kept to it.
-    pub connections: usize,
-    /// Where they went instead of its host and port: `unix:/path`
-    /// (`--unix-socket`) or `host:port` (`--connect-to`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub connected_to: Option<String>,
-    /// Through the proxy by a `CONNECT` tunnel (else, with a proxy, its
-    /// requests in absolute form).
-    #[serde(default)]
-    pub tunnel: bool,
-}
-
-/// How the run reached its servers.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Reached {
-    /// In the order the targets first name them (the URL's alone without
-    /// a targets file).
-    pub origins: Vec<OriginReach>,
-    /// `--proxy`: the proxy, or why `--proxy env` went direct.
-    pub proxy: Option<ProxyReport>,
-    /// `-4`/`-6`.
-    pub family: Option<Family>,
-}
+use crate::description::reached::{OriginReach, Reached};
 
 impl Reached {
-    /// How `cfg`'s run reaches its servers: as recorded, for the report of
-    /// a saved run; else from its options.
-    pub fn of(cfg: &BenchConfig) -> Reached {
-        if let Some(saved) = &cfg.reached {
-            return saved.clone();
-        }
-        let origins = Origins::of(cfg);
-        let connections =
-            origins.connection_totals(|thread| cfg.connections_of_thread(thread), cfg.threads);
-        let origins: Vec<OriginReach> = (origins.list.iter().zip(connections))
-            .map(|((target, _), connections)| OriginReach {
-                origin: origin_name(target),
-                connections,
-                connected_to: cfg.reach.redirected(target),
-                tunnel: proxy::tunnel_of(cfg, target).is_some(),
-            })
-            .collect();
-        let tunnel = origins.iter().any(|origin| origin.tunnel);
-        Reached { proxy: proxy::report_of(cfg, tunnel), origins, family: cfg.reach.family }
-    }
-
-    /// The same servers reached the same way, whatever the connections.
-    pub fn same_way(&self, other: &Reached) -> bool {
-        let route = |o: &OriginReach| (o.origin.clone(), o.connected_to.clone(), o.tunnel);
-        self.proxy == other.proxy
-            && self.family == other.family
-            && self.origins.iter().map(route).eq(other.origins.iter().map(route))
-    }
-
-    /// Several runs reached the same way, together: their connections
-    /// added up per origin. None when they differ.
-    pub fn together(all: &[&Reached]) -> Option<Reached> {
-        let (first, rest) = all.split_first()?;
-        if !rest.iter().all(|other| first.same_way(other)) {
-            return None;
-        }
-        let mut sum = (*first).clone();
-        for other in rest {
-            for (origin, more) in sum.origins.iter_mut().zip(&other.origins) {
-                origin.connections += more.connections;
-            }
-        }
-        Some(sum)
-    }
-
     /// The header line of the connections per origin, with several.
     pub fn write_spread(&self, out: &mut dyn Write) -> io::Result<()> {
         if self.origins.len() < 2 {
@@ -186,8 +102,11 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::reach::{ConnectTo, Reach};
-    use crate::requests::origins::config_with_targets;
+    use crate::config::origins::config_with_targets;
+    use crate::config::BenchConfig;
+    use crate::protocol::Protocol;
+    use crate::proxy::{route, Route};
+    use crate::reach::{ConnectTo, Family, Reach};
     use crate::target::Target;
 
     fn config(url: &str) -> BenchConfig {
@@ -246,7 +165,7 @@ mod tests {
         let mut cfg =
             with_targets(&["http://a:80/", "http://a:80/x", "https://b/", "http://c:81/"]);
         cfg.reach.connect_to = rules(&["a:80:127.0.0.1:9000", "c:81:[::1]:9001"]);
-        cfg.proxy = Some(crate::proxy::route("http://p:3128", &cfg.target).unwrap());
+        cfg.proxy = Some(route("http://p:3128", &cfg.target).unwrap());
         let reached = Reached::of(&cfg);
         // 3 connections a thread: one to each origin.
         let counts: Vec<usize> = reached.origins.iter().map(|o| o.connections).collect();
@@ -271,5 +190,49 @@ mod tests {
         other.family = Some(Family::V4);
         assert!(Reached::together(&[&one, &other]).is_none());
         assert!(Reached::together(&[]).is_none());
+    }
+
+    /// The header's line on the proxy (without the indent), if any.
+    fn proxy_line(cfg: &BenchConfig) -> Option<String> {
+        let mut out = Vec::new();
+        Reached::of(cfg).write_routes(&mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        text.lines().next().map(|line| line.trim_start().to_string())
+    }
+
+    fn proxied(url: &str, proxy: &str, protocol: Protocol) -> BenchConfig {
+        let mut cfg = config(url);
+        cfg.protocol = protocol;
+        cfg.proxy = Some(route(proxy, &cfg.target).unwrap());
+        cfg
+    }
+
+    #[test]
+    fn the_proxy_line_says_how_each_origin_goes_through_it() {
+        let plain = proxied("http://127.0.0.1:8080/", "u:secret@127.0.0.1:3128", Protocol::Http1);
+        assert_eq!(
+            proxy_line(&plain).unwrap(),
+            "Through the proxy http://u@127.0.0.1:3128 (--proxy), absolute-form requests"
+        );
+        let tls = proxied("https://example.com/", "http://127.0.0.1:3128", Protocol::Http1);
+        assert_eq!(
+            proxy_line(&tls).unwrap(),
+            "Through the proxy http://127.0.0.1:3128 (--proxy), CONNECT tunnel to example.com:443"
+        );
+        let h2c = proxied("http://[::1]:8080/", "127.0.0.1:3128", Protocol::Http2);
+        assert!(proxy_line(&h2c).unwrap().ends_with("CONNECT tunnel to [::1]:8080"));
+        // Never the password.
+        assert!(!proxy_line(&plain).unwrap().contains("secret"));
+    }
+
+    #[test]
+    fn without_the_option_nothing_is_said_and_direct_runs_say_why() {
+        let mut cfg = config("http://127.0.0.1:8080/");
+        assert!(proxy_line(&cfg).is_none() && Reached::of(&cfg).proxy.is_none());
+        cfg.proxy = Some(Route::Direct("no_proxy (*) matches 127.0.0.1".into()));
+        assert_eq!(
+            proxy_line(&cfg).unwrap(),
+            "No proxy (--proxy env): no_proxy (*) matches 127.0.0.1"
+        );
     }
 }

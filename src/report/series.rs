@@ -20,8 +20,12 @@ use crate::stats::RunResult;
 /// (the planned duration, or less when the run was interrupted), plus any
 /// later slot in which late responses arrived.
 pub fn slot_count(result: &RunResult, planned: Option<Duration>) -> usize {
+    // A run that recorded no time series has no slot.
+    if result.series_interval.is_zero() {
+        return 0;
+    }
     let covered = planned.map_or(result.runtime, |planned| result.runtime.min(planned)).as_nanos();
-    let slot = result.series_interval.as_nanos().max(1);
+    let slot = result.series_interval.as_nanos();
     let slots = usize::try_from(covered.div_ceil(slot)).unwrap_or(usize::MAX);
     result.series.iter().map(Vec::len).fold(slots, usize::max)
 }

@@ -5,9 +5,9 @@
 
 use std::io::{self, Write};
 
-use super::spectrum::value_at_percentile;
-use super::text::per_second;
+use crate::stats::spectrum::value_at_percentile;
 use crate::stats::RunResult;
+use crate::units::per_second;
 use crate::units::{format_time_us, UNDEFINED};
 
 /// Labels longer than this are cut in the text report (JSON has them all).

@@ -12,13 +12,15 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use super::c_fixed;
-use super::reached::Reached;
-use super::spectrum::{self, value_at_percentile, write_spectrum};
-use crate::config::{BenchConfig, Mode};
+use super::ReportOptions;
+use crate::config::Mode;
+use crate::description::Description;
+use crate::protocol::Protocol;
+use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::stats::{Http2Counts, RunResult, Stats};
 use crate::units::{
-    format_binary, format_metric, format_time_s, format_time_us, pad_units, UNDEFINED,
+    c_fixed, format_binary, format_metric, format_time_s, format_time_us, pad_units, per_second,
+    UNDEFINED,
 };
 
 /// wrk's `--latency` percentiles.
@@ -34,9 +36,9 @@ const SEPARATOR: &str = "-------------------------------------------------------
 /// `Running 30s test @ http://host/` and the threads and connections
 /// really used. With `-n`: `Running 1000 requests @ ...` when that is all
 /// that bounds the run, or `Running 30s test, at most 1000 requests @ ...`.
-pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
-    let url = &cfg.target.url;
-    match (cfg.duration, cfg.requests) {
+pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
+    let url = &run.url;
+    match (run.duration, run.requests) {
         (Some(duration), None) => {
             writeln!(out, "Running {} test @ {url}", format_test_duration(duration))?
         }
@@ -47,19 +49,18 @@ pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
         )?,
         (None, n) => writeln!(out, "Running {} requests @ {url}", n.unwrap_or_default())?,
     }
-    writeln!(out, "  {} threads and {} connections", cfg.threads, cfg.connections_of_instance())?;
-    let reached = Reached::of(cfg);
-    reached.write_spread(out)?;
-    if cfg.http2 {
-        let how = match cfg.protocol() {
+    writeln!(out, "  {} threads and {} connections", run.threads, run.connections_of_instance())?;
+    run.reached.write_spread(out)?;
+    if run.protocol == Protocol::Http2 {
+        let how = match run.protocol_name() {
             "h2" => "h2, over TLS by ALPN",
             _ => "h2c, prior knowledge",
         };
-        let streams = if cfg.streams == 1 { "stream" } else { "streams" };
-        writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", cfg.streams)?;
+        let streams = if run.streams == 1 { "stream" } else { "streams" };
+        writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", run.streams)?;
     }
-    reached.write_routes(out)?;
-    super::plan::write_header(out, cfg)
+    run.reached.write_routes(out)?;
+    super::plan::write_header(out, run)
 }
 
 /// wrk's whole seconds (`30s`, `2m`) when the duration is whole seconds, as
@@ -78,28 +79,37 @@ fn format_test_duration(duration: Duration) -> String {
 }
 
 /// Everything printed after the run, in wrk/wrk2 order.
-pub fn write_report(out: &mut dyn Write, cfg: &BenchConfig, result: &RunResult) -> io::Result<()> {
+pub fn write_report(
+    out: &mut dyn Write,
+    run: &Description,
+    options: &ReportOptions,
+    result: &RunResult,
+) -> io::Result<()> {
     let stats = &result.total;
     write_thread_stats(out, stats)?;
-    write_latency_distributions(out, cfg, stats)?;
+    write_latency_distributions(out, &run.mode, options, stats)?;
     write_summary(out, stats, result.runtime)?;
     if result.script_stopped {
-        write_script_stop(out, cfg, result.runtime)?;
+        write_script_stop(out, run.duration, result.runtime)?;
     }
-    super::plan::write_warmup(out, cfg, result)?;
-    super::plan::write_stages(out, cfg, result)?;
-    if cfg.target_rate().is_some() {
+    super::plan::write_warmup(out, run, result)?;
+    super::plan::write_stages(out, run, result)?;
+    if run.target_rate().is_some() {
         write_schedule_lag(out, &stats.lag)?;
-        super::diagnose::write_warnings(out, &super::diagnose::diagnose(cfg, result))?;
+        super::diagnose::write_warnings(out, &super::diagnose::diagnose(run, result))?;
     }
     super::targets::write_targets(out, result)
 }
 
 /// The script stopped every thread before the end: the figures are over
 /// the time until then, which a wrk report of the same script is not.
-fn write_script_stop(out: &mut dyn Write, cfg: &BenchConfig, runtime: Duration) -> io::Result<()> {
+fn write_script_stop(
+    out: &mut dyn Write,
+    duration: Option<Duration>,
+    runtime: Duration,
+) -> io::Result<()> {
     let stopped_after = format_time_us(runtime.as_micros() as f64);
-    match cfg.duration {
+    match duration {
         Some(duration) => writeln!(
             out,
             "Note: the script stopped every thread (thread:stop()) after {stopped_after}; the \
@@ -121,16 +131,22 @@ fn write_script_stop(out: &mut dyn Write, cfg: &BenchConfig, runtime: Duration) 
 /// output, which adds 99.9 and 99.99 (`  50.00%`); the paced block is
 /// wrk2's (` 50.000%`). Labels get more decimals when a percentile needs
 /// them (99.999 never prints as 100.00).
-fn distribution_percentiles(cfg: &BenchConfig) -> (&[f64], usize) {
-    let outputs = &cfg.outputs;
-    let wrx = outputs.histogram || outputs.timeseries.is_some() || outputs.thread_timeseries;
-    let (list, decimals): (&[f64], usize) = match (&cfg.mode, outputs.percentiles.as_deref()) {
-        (Mode::Paced(_), list) => (list.unwrap_or(&WRK2_PERCENTILES), 3),
+fn distribution_percentiles<'a>(mode: &Mode, options: &'a ReportOptions) -> (&'a [f64], usize) {
+    let wrx = options.wrx();
+    let (list, decimals): (&[f64], usize) = match (mode, options.percentiles.as_deref()) {
+        (Mode::Paced(_), _) => return hdr_percentiles(options),
         (Mode::ClosedLoop, Some(list)) => (list, 2),
         (Mode::ClosedLoop, None) if wrx => (&WRX_PERCENTILES, 2),
         (Mode::ClosedLoop, None) => (&WRK_PERCENTILES, 0),
     };
     (list, label_decimals(list, decimals))
+}
+
+/// wrk2's percentiles (` 50.000%`), or `--percentiles`', and their
+/// labels' decimals.
+fn hdr_percentiles(options: &ReportOptions) -> (&[f64], usize) {
+    let list = options.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
+    (list, label_decimals(list, 3))
 }
 
 /// The fewest decimals, at least `minimum`, that print every percentile of
@@ -147,17 +163,33 @@ fn label_decimals(list: &[f64], minimum: usize) -> usize {
 /// (with the spectrum) in paced mode; nothing without `-L`.
 pub fn write_latency_distributions(
     out: &mut dyn Write,
-    cfg: &BenchConfig,
+    mode: &Mode,
+    options: &ReportOptions,
     stats: &Stats,
 ) -> io::Result<()> {
-    if !(cfg.latency || cfg.u_latency) {
+    if !(options.latency || options.u_latency) {
         return Ok(());
     }
-    let (percentiles, decimals) = distribution_percentiles(cfg);
-    match cfg.mode {
-        Mode::ClosedLoop => write_wrk_distribution(out, &stats.corrected, percentiles, decimals),
-        Mode::Paced(_) => write_wrk2_distributions(out, cfg, stats, percentiles, decimals),
+    match mode {
+        Mode::ClosedLoop => {
+            let (percentiles, decimals) = distribution_percentiles(mode, options);
+            write_wrk_distribution(out, &stats.corrected, percentiles, decimals)
+        }
+        Mode::Paced(_) => write_hdr_distributions(out, options, stats),
     }
+}
+
+/// wrk2's latency blocks, the recorded one and with `-U` the uncorrected
+/// one, with `options`' percentiles: a paced run's, and `pace merge`'s of
+/// `--hlog` logs (which hold no mode).
+pub fn write_hdr_distributions(
+    out: &mut dyn Write,
+    options: &ReportOptions,
+    stats: &Stats,
+) -> io::Result<()> {
+    let (percentiles, decimals) = hdr_percentiles(options);
+    let uncorrected = options.u_latency.then_some(&stats.uncorrected);
+    write_wrk2_distributions(out, &stats.corrected, uncorrected, percentiles, decimals)
 }
 
 /// One row of the Thread Stats table.
@@ -241,17 +273,17 @@ fn write_wrk_distribution(
 /// wrk2's recorded block, and with `-U` the uncorrected one.
 fn write_wrk2_distributions(
     out: &mut dyn Write,
-    cfg: &BenchConfig,
-    stats: &Stats,
+    corrected: &Histogram<u64>,
+    uncorrected: Option<&Histogram<u64>>,
     percentiles: &[f64],
     decimals: usize,
 ) -> io::Result<()> {
-    write_hdr_distribution(out, "Recorded Latency", &stats.corrected, percentiles, decimals)?;
-    if cfg.u_latency {
+    write_hdr_distribution(out, "Recorded Latency", corrected, percentiles, decimals)?;
+    if let Some(uncorrected) = uncorrected {
         writeln!(out)?;
         let description =
             "Uncorrected Latency (measured without taking delayed starts into account)";
-        write_hdr_distribution(out, description, &stats.uncorrected, percentiles, decimals)?;
+        write_hdr_distribution(out, description, uncorrected, percentiles, decimals)?;
     }
     Ok(())
 }
@@ -294,15 +326,6 @@ pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> i
     write_errors(out, stats)?;
     writeln!(out, "Requests/sec: {}", c_fixed(per_second(stats.requests, runtime_s), 9, 2))?;
     writeln!(out, "Transfer/sec: {:>10}B", format_binary(per_second(stats.bytes, runtime_s)))
-}
-
-/// `n / seconds`, 0 for a run that took no measurable time.
-pub fn per_second(n: u64, seconds: f64) -> f64 {
-    if seconds > 0.0 {
-        n as f64 / seconds
-    } else {
-        0.0
-    }
 }
 
 /// wrk's error lines, each only when non-zero, with pace's breakdown of the
@@ -423,16 +446,24 @@ fn recorded_time(h: &Histogram<u64>, us: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
     use crate::stats::ErrorKind;
     use crate::target::Target;
 
-    fn config(mode: Mode) -> BenchConfig {
-        BenchConfig {
+    /// A run, and what its report is asked to show.
+    struct Case {
+        run: Description,
+        options: ReportOptions,
+    }
+
+    fn config(mode: Mode) -> Case {
+        let run = Description::of(&BenchConfig {
             duration: Some(Duration::from_secs(30)),
             mode,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/index.html").unwrap())
-        }
+        });
+        Case { run, options: ReportOptions::default() }
     }
 
     fn result(stats: Stats, runtime: Duration) -> RunResult {
@@ -445,8 +476,8 @@ mod tests {
         String::from_utf8(out).unwrap()
     }
 
-    fn report(cfg: &BenchConfig, result: &RunResult) -> String {
-        render(|out| write_report(out, cfg, result))
+    fn report(case: &Case, result: &RunResult) -> String {
+        render(|out| write_report(out, &case.run, &case.options, result))
     }
 
     /// A paced run that kept its plan: 1000 requests in 1 s at 1000/s, 1 ms
@@ -466,16 +497,16 @@ mod tests {
     #[test]
     fn header() {
         let mut cfg = config(Mode::ClosedLoop);
-        let header = |cfg: &BenchConfig| render(|out| write_header(out, cfg));
+        let header = |case: &Case| render(|out| write_header(out, &case.run));
         assert_eq!(
             header(&cfg),
             "Running 30s test @ http://127.0.0.1:8080/index.html\n  2 threads and 10 connections\n"
         );
-        cfg.duration = Some(Duration::from_secs(90));
+        cfg.run.duration = Some(Duration::from_secs(90));
         assert!(header(&cfg).starts_with("Running 2m test"));
-        cfg.duration = Some(Duration::from_millis(500));
+        cfg.run.duration = Some(Duration::from_millis(500));
         assert!(header(&cfg).starts_with("Running 500ms test"));
-        cfg.duration = Some(Duration::from_millis(1500));
+        cfg.run.duration = Some(Duration::from_millis(1500));
         assert!(header(&cfg).starts_with("Running 1.50s test"));
     }
 
@@ -533,7 +564,7 @@ mod tests {
     #[test]
     fn wrk_latency_distribution() {
         let mut cfg = config(Mode::ClosedLoop);
-        cfg.latency = true;
+        cfg.options.latency = true;
         let mut stats = Stats::new(3);
         for v in 1..=1000 {
             stats.corrected.record(v * 10).unwrap();
@@ -549,29 +580,29 @@ mod tests {
     #[test]
     fn wrx_and_custom_percentiles() {
         let mut cfg = config(Mode::ClosedLoop);
-        cfg.latency = true;
+        cfg.options.latency = true;
         let mut stats = Stats::new(3);
         for v in 1..=10_000 {
             stats.corrected.record(v).unwrap();
         }
         let run = result(stats, Duration::from_secs(1));
         // A wrx option brings wrx's six percentiles with two decimals.
-        cfg.outputs.histogram = true;
+        cfg.options.histogram = true;
         let text = report(&cfg, &run);
         assert!(text.contains(
             "  Latency Distribution\n  50.00%    5.00ms\n  75.00%    7.50ms\n  90.00%    9.01ms\n  99.00%    9.90ms\n  99.90%    9.99ms\n  99.99%   10.00ms\n  0 requests in"
         ), "{text}");
         // --percentiles replaces the list, with the decimals it needs.
-        cfg.outputs.percentiles = Some(vec![50.0, 99.999]);
+        cfg.options.percentiles = Some(vec![50.0, 99.999]);
         assert!(report(&cfg, &run).contains(
             "  Latency Distribution\n 50.000%    5.00ms\n 99.999%   10.01ms\n  0 requests in"
         ));
-        cfg.outputs.histogram = false;
-        cfg.outputs.percentiles = Some(vec![90.0]);
+        cfg.options.histogram = false;
+        cfg.options.percentiles = Some(vec![90.0]);
         assert!(report(&cfg, &run).contains("  Latency Distribution\n  90.00%    9.01ms\n"));
         // In paced mode the wrk2 block keeps its three decimals.
-        cfg.mode = Mode::Paced(PlanSpec::constant(1000.0));
-        cfg.outputs.percentiles = Some(vec![50.0, 99.9999]);
+        cfg.run.mode = Mode::Paced(PlanSpec::constant(1000.0));
+        cfg.options.percentiles = Some(vec![50.0, 99.9999]);
         let text = report(&cfg, &kept_plan());
         assert!(
             text.contains("Recorded Latency)\n50.0000%    1.00ms\n99.9999%    1.00ms\n\n"),
@@ -582,14 +613,14 @@ mod tests {
     #[test]
     fn wrk2_latency_distributions() {
         let mut cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
-        cfg.latency = true;
+        cfg.options.latency = true;
         let text = report(&cfg, &kept_plan());
         let recorded = "  Latency Distribution (HdrHistogram - Recorded Latency)\n 50.000%    1.00ms\n 75.000%    1.00ms\n 90.000%    1.00ms\n 99.000%    1.00ms\n 99.900%    1.00ms\n 99.990%    1.00ms\n 99.999%    1.00ms\n100.000%    1.00ms\n\n  Detailed Percentile spectrum:\n";
         assert!(text.contains(recorded), "{text}");
         assert!(text.contains(&format!("#[Buckets =           27, SubBuckets     =         2048]\n{SEPARATOR}\n  1000 requests in")));
         assert!(!text.contains("Uncorrected"));
 
-        cfg.u_latency = true;
+        cfg.options.u_latency = true;
         let text = report(&cfg, &kept_plan());
         assert!(text.contains(&format!(
             "{SEPARATOR}\n\n  Latency Distribution (HdrHistogram - Uncorrected Latency (measured without taking delayed starts into account))\n 50.000%    1.00ms\n"
@@ -674,7 +705,7 @@ mod tests {
     #[test]
     fn undefined_figures_are_dashes() {
         let mut cfg = config(Mode::Paced(PlanSpec::constant(10.0)));
-        cfg.latency = true;
+        cfg.options.latency = true;
         let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(!text.to_lowercase().contains("nan"), "{text}");
         assert!(text.contains(" 50.000%       -  \n"), "{text}");
@@ -708,7 +739,7 @@ mod tests {
     #[test]
     fn empty_paced_run_does_not_panic() {
         let mut cfg = config(Mode::Paced(PlanSpec::constant(100.0)));
-        cfg.u_latency = true;
+        cfg.options.u_latency = true;
         let text = report(&cfg, &result(Stats::new(3), Duration::ZERO));
         assert!(text.contains("Schedule lag: p50 -, p99 -, max -"), "{text}");
         // Nothing answered, nothing failed, nothing due: nothing to blame.

@@ -21,42 +21,18 @@
 //! stream of the run's random numbers (the run's seed, `--seed` or a fresh
 //! one, is printed on stderr so that the order can be repeated).
 
-pub mod origins;
-pub mod targets;
-
 use std::sync::Arc;
 
+use crate::config::origins::Origins;
+use crate::config::targets::TargetsOrder;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::engine::{Batch, Order, RequestSource, Routed, Workload};
 use crate::error::Error;
 use crate::http::request::{build_request, default_headers};
 use crate::plan::random::Draws;
+use crate::protocol::Protocol;
 use crate::target::Target;
-
-pub use origins::Origins;
-pub use targets::Targets;
-
-/// `--targets-order`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum TargetsOrder {
-    /// Round-robin, in the order of the file.
-    #[default]
-    Sequential,
-    /// Each request drawn at random from the targets.
-    Random,
-}
-
-impl TargetsOrder {
-    /// The value of `--targets-order`.
-    pub fn parse(text: &str) -> Option<TargetsOrder> {
-        match text {
-            "sequential" => Some(TargetsOrder::Sequential),
-            "random" => Some(TargetsOrder::Random),
-            _ => None,
-        }
-    }
-}
 
 /// Methods whose requests give their content a meaning: without a body they
 /// are sent with `Content-Length: 0` (RFC 9110 section 8.6: a user agent
@@ -76,7 +52,7 @@ const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
 /// so that the instances of a shared plan do not repeat one another.
 pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
     let mut batches = batches(cfg);
-    if cfg.http2 {
+    if cfg.protocol == Protocol::Http2 {
         let targets = cfg.targets.as_ref().map(|targets| &targets.list[..]).unwrap_or_default();
         batches = batches
             .into_iter()
@@ -156,7 +132,7 @@ pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
 /// `batch`, to `target`, in the form a proxy takes when the run goes
 /// through one in plain HTTP ([`crate::proxy::absolute`]).
 fn through_proxy(cfg: &BenchConfig, target: &Target, batch: Batch) -> Batch {
-    match crate::proxy::absolute_form_of(cfg, target) {
+    match cfg.proxy.as_ref().and_then(|route| route.absolute_form(cfg.protocol, target)) {
         // Built here, so valid: the rewriting cannot fail.
         Some(form) => match form.rewrite(&batch.bytes) {
             Ok(bytes) => Batch::new(bytes.into(), batch.heads),
@@ -221,43 +197,10 @@ pub fn note_script_overrides(cfg: &BenchConfig) {
     }
 }
 
-/// `-m`: an HTTP method is a token (RFC 9110: letters, digits and
-/// `!#$%&'*+-.^_`|~`), sent as typed (methods are case-sensitive).
-pub fn check_method(text: &str) -> Result<(), String> {
-    if text.is_empty() || !text.bytes().all(is_token_byte) {
-        return Err(format!("'{text}' is not an HTTP method (e.g. GET, POST, HEAD)"));
-    }
-    Ok(())
-}
-
-/// A header as `-H` and a targets file give it: `Name: value`, also
-/// without the space (`Name:value`, which wrk silently dropped:
-/// wg/wrk#404). Split at the first ':' so values may hold colons
-/// (`Host: x:8080`). The error says why, without the header.
-pub fn parse_header(text: &str) -> Result<(String, String), &'static str> {
-    let (name, value) = text.split_once(':').ok_or("expected 'Name: value'")?;
-    if name.is_empty() {
-        return Err("empty name");
-    }
-    if !name.bytes().all(is_token_byte) {
-        return Err("the name may not contain spaces or separators");
-    }
-    // A CR or LF would end the header early and corrupt the request.
-    if value.contains(['\r', '\n']) {
-        return Err("the value may not contain line breaks");
-    }
-    Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
-}
-
-/// RFC 9110 `tchar`: the bytes allowed in a header name or a method.
-fn is_token_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
-}
-
 #[cfg(test)]
 mod tests {
-    use super::targets::TargetRequest;
     use super::*;
+    use crate::config::targets::{TargetRequest, Targets};
     use crate::http::request::count_requests;
 
     fn config(url: &str) -> BenchConfig {
@@ -439,22 +382,5 @@ mod tests {
         assert_ne!(first[0], first[1], "the threads draw differently");
         cfg.seed = 43;
         assert_ne!(first, draws(&cfg));
-    }
-
-    #[test]
-    fn headers_and_methods() {
-        assert_eq!(parse_header("A: b"), Ok(("A".into(), "b".into())));
-        assert_eq!(parse_header("A:b:c"), Ok(("A".into(), "b:c".into())));
-        assert_eq!(parse_header("A:"), Ok(("A".into(), "".into())));
-        assert_eq!(parse_header("A"), Err("expected 'Name: value'"));
-        assert_eq!(parse_header(": b"), Err("empty name"));
-        assert_eq!(parse_header("A B: c"), Err("the name may not contain spaces or separators"));
-        assert_eq!(parse_header("A: b\rc"), Err("the value may not contain line breaks"));
-        for good in ["GET", "POST", "M-SEARCH", "purge"] {
-            assert!(check_method(good).is_ok(), "{good}");
-        }
-        for bad in ["", "GE T", "GET\r\n", "a/b"] {
-            assert!(check_method(bad).is_err(), "{bad:?}");
-        }
     }
 }

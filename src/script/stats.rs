@@ -21,7 +21,7 @@
 use hdrhistogram::Histogram;
 use mlua::{Lua, MetaMethod, Table, UserData, UserDataFields, UserDataMethods, Value};
 
-use crate::report::spectrum;
+use crate::stats::spectrum;
 use crate::stats::{latency_histogram, RunResult};
 
 /// One distribution: a histogram for the percentiles, with its summary.

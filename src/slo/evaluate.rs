@@ -8,12 +8,12 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::Serialize;
 
 use super::{Metric, Objective, Source, Stat, Unit};
-use crate::config::BenchConfig;
+use crate::description::Description;
 use crate::error::SLO_FAILED;
-use crate::report::spectrum::{self, value_at_percentile};
-use crate::report::text::per_second;
+use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::RunResult;
 use crate::units::format_time_us;
+use crate::units::per_second;
 
 /// What the run was meant to do, for the objectives measured against it.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -24,11 +24,11 @@ pub struct Expectation {
 }
 
 impl Expectation {
-    /// The expectation of the run `cfg` describes: the plan's mean rate
+    /// The expectation of the run `run` describes: the plan's mean rate
     /// over the measured part of the run (after the warm-up), as the
     /// report's warnings and the JSON's `target_requests_per_sec`.
-    pub fn of(cfg: &BenchConfig) -> Expectation {
-        Expectation { target_rate: cfg.target_rate() }
+    pub fn of(run: &Description) -> Expectation {
+        Expectation { target_rate: run.target_rate() }
     }
 }
 
@@ -59,21 +59,21 @@ pub fn evaluate(
         .collect()
 }
 
-/// The verdicts on the `--slo` objectives of the run `cfg` describes (none
-/// without `--slo`).
-pub fn verdicts(cfg: &BenchConfig, result: &RunResult) -> Vec<Verdict> {
-    evaluate(&cfg.slo, result, &Expectation::of(cfg))
+/// The verdicts on the `--slo` objectives of the run `run` describes
+/// (none without `--slo`).
+pub fn verdicts(objectives: &[Objective], run: &Description, result: &RunResult) -> Vec<Verdict> {
+    evaluate(objectives, result, &Expectation::of(run))
 }
 
-/// The exit code of a run that ended normally: 0, or [`SLO_FAILED`] when an
-/// objective fails. With `-e` (stdout carries only JSON) the failures are
-/// also said on stderr, so that a CI log shows why.
-pub fn gate(cfg: &BenchConfig, result: &RunResult) -> i32 {
-    let verdicts = verdicts(cfg, result);
-    match failures(&verdicts) {
+/// The exit code of a run that ended normally with these `verdicts`: 0,
+/// or [`SLO_FAILED`] when an objective fails. With `-e` (`json`: stdout
+/// carries only JSON) the failures are also said on stderr, so that a CI
+/// log shows why.
+pub fn gate(verdicts: &[Verdict], json: bool) -> i32 {
+    match failures(verdicts) {
         None => 0,
         Some(line) => {
-            if cfg.outputs.json {
+            if json {
                 eprintln!("pace: {line}");
             }
             SLO_FAILED
@@ -231,13 +231,8 @@ mod tests {
     use serde_json::{json, Value};
 
     use super::*;
-    use crate::config::Mode;
-    use crate::plan::PlanSpec;
-    use crate::report::json::{final_report, write_line};
-    use crate::report::text::write_report;
     use crate::slo::parse;
     use crate::stats::{ErrorKind, Stats};
-    use crate::target::Target;
 
     /// 1000 responses over 2 s: corrected 1..=1000 us, uncorrected half of
     /// that, lag 5 us (3 of them 200 us); 10 of them 503; 2 read errors,
@@ -299,30 +294,6 @@ mod tests {
         let values: Vec<f64> = got.iter().map(|(v, _)| v.unwrap()).collect();
         assert_eq!(values[..4], [251.0, 501.0, 5.0, 200.0]);
         assert_eq!(values[4], spectrum::mean(&result.total.lag));
-    }
-
-    #[test]
-    fn the_report_prints_the_same_figures() {
-        let cfg = BenchConfig {
-            latency: true,
-            mode: Mode::Paced(PlanSpec::constant(500.0)),
-            slo: parse("p50<1s,p99<1s,p99.9<1s,p100<1s").unwrap(),
-            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        };
-        let result = run();
-        let json = serde_json::to_value(final_report(&cfg, &result).unwrap()).unwrap();
-        let mut text = Vec::new();
-        write_report(&mut text, &cfg, &result).unwrap();
-        let text = String::from_utf8(text).unwrap();
-        for verdict in verdicts(&cfg, &result) {
-            let Metric::Latency(_, Stat::Percentile(p)) = verdict.objective.metric else {
-                unreachable!()
-            };
-            let value = verdict.value.unwrap();
-            assert_eq!(json["latency"]["corrected"]["percentiles_us"][p.to_string()], value);
-            let line = format!("{p:>7.3}%{:>10}", format_time_us(value));
-            assert!(text.contains(&line), "{line:?} not in\n{text}");
-        }
     }
 
     #[test]
@@ -453,34 +424,17 @@ mod tests {
         let v = serde_json::to_value(&empty).unwrap();
         assert_eq!(v[0]["value"], Value::Null);
         assert_eq!(v[0]["ok"], false);
-        // In the final report only, and only with objectives.
-        let mut cfg = BenchConfig {
-            mode: Mode::Paced(PlanSpec::constant(500.0)),
-            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        };
-        let report = |cfg: &BenchConfig| {
-            let mut line = Vec::new();
-            write_line(&mut line, &final_report(cfg, &result).unwrap()).unwrap();
-            serde_json::from_slice::<Value>(&line).unwrap()
-        };
-        assert!(report(&cfg).get("slo").is_none());
-        cfg.slo = parse("p99<10ms,errors<0.1%").unwrap();
-        let v = report(&cfg);
-        assert_eq!(v["slo"].as_array().unwrap().len(), 2);
-        assert_eq!(v["slo"][1]["objective"], "errors<0.1%");
     }
 
     #[test]
     fn gate_decides_the_exit_code() {
-        let mut cfg = BenchConfig {
-            mode: Mode::Paced(PlanSpec::constant(500.0)),
-            ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        };
         let result = run();
-        assert_eq!(gate(&cfg, &result), 0);
-        cfg.slo = parse("p99<10ms,requests>=1000").unwrap();
-        assert_eq!(gate(&cfg, &result), 0);
-        cfg.slo = parse("p99<10ms,requests>1000").unwrap();
-        assert_eq!(gate(&cfg, &result), 4);
+        let gated = |objectives: &str| {
+            let objectives = parse(objectives).unwrap();
+            gate(&evaluate(&objectives, &result, &paced(500.0)), false)
+        };
+        assert_eq!(gate(&[], false), 0);
+        assert_eq!(gated("p99<10ms,requests>=1000"), 0);
+        assert_eq!(gated("p99<10ms,requests>1000"), 4);
     }
 }

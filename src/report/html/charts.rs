@@ -6,7 +6,7 @@ use hdrhistogram::Histogram;
 
 use super::svg::{number_label, percentile_label, Axis, Chart, Scale, Series};
 use super::timeline::PeriodPoint;
-use crate::report::spectrum::value_at_percentile;
+use crate::stats::spectrum::value_at_percentile;
 
 /// Points along the percentile axis of a spectrum.
 const SPECTRUM_POINTS: u32 = 240;

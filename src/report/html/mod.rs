@@ -16,8 +16,11 @@ pub mod timeline;
 
 use std::io::{self, Write};
 
-use crate::config::{BenchConfig, Mode};
+use super::ReportOptions;
+use crate::config::Mode;
+use crate::description::Description;
 use crate::provenance::masked_url;
+use crate::slo::Verdict;
 use crate::stats::RunResult;
 use timeline::PeriodPoint;
 
@@ -28,8 +31,11 @@ pub(crate) const STYLE: &str = include_str!("style.css");
 
 /// Everything a page is made from.
 pub struct Page<'a> {
-    pub cfg: &'a BenchConfig,
+    pub run: &'a Description,
+    pub report: &'a ReportOptions,
     pub result: &'a RunResult,
+    /// The verdicts on the run's `--slo` objectives (none without).
+    pub verdicts: &'a [Verdict],
     /// The run's periods, in order (none: no charts over time).
     pub timeline: &'a [PeriodPoint],
     pub origin: Origin<'a>,
@@ -73,8 +79,8 @@ pub struct Input {
 
 /// Writes the page.
 pub fn write(out: &mut dyn Write, page: &Page) -> io::Result<()> {
-    let url = escape(&masked_url(&page.cfg.target.url));
-    let paced = matches!(page.cfg.mode, Mode::Paced(_));
+    let url = escape(&masked_url(&page.run.url));
+    let paced = matches!(page.run.mode, Mode::Paced(_));
     write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\

@@ -14,10 +14,10 @@ use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::report::diagnose;
 use crate::report::plan::stage_rows;
-use crate::report::spectrum::{self, value_at_percentile};
 use crate::report::targets::{statuses_text, target_rows};
-use crate::report::text::{per_second, WRK2_PERCENTILES};
-use crate::slo;
+use crate::report::text::WRK2_PERCENTILES;
+use crate::stats::spectrum::{self, value_at_percentile};
+use crate::units::per_second;
 use crate::units::{format_binary, format_metric, format_rfc3339, format_time_us, UNDEFINED};
 
 /// A time in microseconds as the text report prints it, or a dash.
@@ -59,59 +59,59 @@ pub(crate) fn grid(head: &[&str], rows: &[Vec<String>]) -> String {
 
 /// How the run was run.
 pub fn settings(page: &Page) -> String {
-    let cfg = page.cfg;
-    let mut rows = vec![("URL", escape(&masked_url(&cfg.target.url)))];
-    let mode = match &cfg.mode {
+    let run = page.run;
+    let mut rows = vec![("URL", escape(&masked_url(&run.url)))];
+    let mode = match &run.mode {
         Mode::ClosedLoop => "closed loop (wrk: as fast as responses come)".to_string(),
         Mode::Paced(spec) => {
             let arrival = match spec.arrival {
                 Arrival::Constant => "evenly spaced",
                 Arrival::Poisson => "Poisson arrivals",
             };
-            let rate = cfg.target_rate().map_or(UNDEFINED.to_string(), format_metric);
+            let rate = run.target_rate().map_or(UNDEFINED.to_string(), format_metric);
             format!("paced (wrk2): {rate} requests/s on average, {arrival}")
         }
     };
     rows.push(("Mode", escape(&mode)));
-    if let Mode::Paced(spec) = &cfg.mode {
+    if let Mode::Paced(spec) = &run.mode {
         if spec.arrival == Arrival::Poisson {
-            rows.push(("Seed", cfg.seed.to_string()));
+            rows.push(("Seed", run.seed.to_string()));
         }
     }
     rows.push((
         "Threads, connections",
-        format!("{} threads, {} connections", cfg.threads, cfg.connections_of_instance()),
+        format!("{} threads, {} connections", run.threads, run.connections_of_instance()),
     ));
-    let planned = match (cfg.duration, cfg.requests) {
+    let planned = match (run.duration, run.requests) {
         (Some(d), None) => seconds(d),
         (Some(d), Some(n)) => format!("{}, at most {n} requests", seconds(d)),
         (None, n) => format!("{} requests", n.unwrap_or_default()),
     };
     rows.push(("Duration", planned));
-    if !cfg.warmup.is_zero() {
-        rows.push(("Warm-up", format!("{} (sent, not counted)", seconds(cfg.warmup))));
+    if !run.warmup.is_zero() {
+        rows.push(("Warm-up", format!("{} (sent, not counted)", seconds(run.warmup))));
     }
-    rows.push(("Timeout", seconds(cfg.timeout)));
-    if cfg.shard.count > 1 {
+    rows.push(("Timeout", seconds(run.timeout)));
+    if run.shard.count > 1 {
         rows.push((
             "Shard",
             format!(
                 "{}/{}: {} of the {} connections",
-                cfg.shard.index,
-                cfg.shard.count,
-                cfg.connections_of_instance(),
-                cfg.connections
+                run.shard.index,
+                run.shard.count,
+                run.connections_of_instance(),
+                run.connections
             ),
         ));
     }
-    if let Some(at) = cfg.start_at {
+    if let Some(at) = run.start_at {
         rows.push(("Plan start", escape(&format_rfc3339(at))));
     }
     rows.push(("Measured from", escape(&format_rfc3339(page.result.measured_from))));
     rows.push(("Sending window", seconds(page.result.runtime)));
-    rows.push(("Histograms", format!("HdrHistogram, {} significant digits", cfg.digits)));
-    if let Some(provenance) = &cfg.provenance {
-        let started = crate::report::json::started_at(cfg, page.result);
+    rows.push(("Histograms", format!("HdrHistogram, {} significant digits", run.digits)));
+    if let Some(provenance) = &run.provenance {
+        let started = crate::report::json::started_at(run, page.result);
         rows.push(("Command line", format!("<code>{}</code>", escape(&provenance.shell_line()))));
         rows.push((
             "Run by",
@@ -130,9 +130,9 @@ pub fn settings(page: &Page) -> String {
 /// The verdict: one line saying whether the run is to be trusted, then
 /// the warnings, the SLO verdicts and what cut the run short.
 pub fn verdict(page: &Page) -> String {
-    let (cfg, result) = (page.cfg, page.result);
-    let warnings = diagnose::diagnose(cfg, result);
-    let verdicts = slo::verdicts(cfg, result);
+    let (run, result) = (page.run, page.result);
+    let warnings = diagnose::diagnose(run, result);
+    let verdicts = page.verdicts;
     let failed = verdicts.iter().filter(|v| !v.ok).count();
     let e = &result.total.errors;
     let errors = e.socket_total() + e.status + e.unsent;
@@ -201,14 +201,14 @@ pub fn verdict(page: &Page) -> String {
 
 /// Requests, rates, bytes and errors of the whole run.
 pub fn summary(page: &Page) -> String {
-    let (cfg, result) = (page.cfg, page.result);
+    let (run, result) = (page.run, page.result);
     let stats = &result.total;
     let runtime = result.runtime.as_secs_f64();
     let mut rows = vec![
         ("Requests", stats.requests.to_string()),
         ("Requests/sec", format_metric(per_second(stats.requests, runtime))),
     ];
-    if let Some(target) = cfg.target_rate() {
+    if let Some(target) = run.target_rate() {
         rows.push(("Target requests/sec", format_metric(target)));
     }
     rows.push(("Read", format!("{}B", format_binary(stats.bytes as f64))));
@@ -277,8 +277,8 @@ pub fn summary(page: &Page) -> String {
 /// The latency percentiles (the report's list, or `--percentiles`), with
 /// the mean, stdev and maximum, for each histogram the run has.
 pub fn latency(page: &Page) -> String {
-    let (cfg, stats) = (page.cfg, &page.result.total);
-    let paced = matches!(cfg.mode, Mode::Paced(_));
+    let (run, stats) = (page.run, &page.result.total);
+    let paced = matches!(run.mode, Mode::Paced(_));
     // The closed loop has nothing to correct: its requests are sent when
     // they are meant to be, so its one latency is just that.
     let first = if paced { "corrected" } else { "latency" };
@@ -287,7 +287,7 @@ pub fn latency(page: &Page) -> String {
         columns.push(("uncorrected", &stats.uncorrected));
         columns.push(("schedule lag", &stats.lag));
     }
-    let percentiles = cfg.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
+    let percentiles = page.report.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
     let value =
         |h: &Histogram<u64>, p: f64| time((!h.is_empty()).then(|| value_at_percentile(h, p)));
     let mut rows: Vec<Vec<String>> = percentiles
@@ -319,11 +319,11 @@ pub fn latency(page: &Page) -> String {
 
 /// One row per stage of `--stages`; nothing without stages.
 pub fn stages(page: &Page) -> String {
-    let Mode::Paced(spec) = &page.cfg.mode else { return String::new() };
+    let Mode::Paced(spec) = &page.run.mode else { return String::new() };
     if spec.stages.is_empty() {
         return String::new();
     }
-    let rows: Vec<Vec<String>> = stage_rows(page.cfg, spec, page.result)
+    let rows: Vec<Vec<String>> = stage_rows(page.run, spec, page.result)
         .iter()
         .map(|row| {
             vec![
@@ -403,7 +403,7 @@ pub fn threads(page: &Page) -> String {
 /// One row per merged input; nothing for a single run.
 pub fn inputs(page: &Page) -> String {
     let Origin::Merged(merged) = &page.origin else { return String::new() };
-    let paced = matches!(page.cfg.mode, Mode::Paced(_));
+    let paced = matches!(page.run.mode, Mode::Paced(_));
     let rows: Vec<Vec<String>> = merged
         .inputs
         .iter()

@@ -1,16 +1,35 @@
 use std::time::Duration;
 
 use super::*;
+use crate::config::BenchConfig;
 use crate::plan::PlanSpec;
 use crate::stats::{Interval, Stats};
 use crate::target::Target;
 
-fn config(paced: bool) -> BenchConfig {
-    BenchConfig {
+fn config(paced: bool) -> Description {
+    Description::of(&BenchConfig {
         duration: Some(Duration::from_secs(1)),
         mode: if paced { Mode::Paced(PlanSpec::constant(100.0)) } else { Mode::ClosedLoop },
         ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/a?b=<c>&d='e'").unwrap())
-    }
+    })
+}
+
+/// A page of `result` of the run `run` describes, with no objectives.
+fn page<'a>(
+    run: &'a Description,
+    result: &'a RunResult,
+    timeline: &'a [PeriodPoint],
+    origin: Origin<'a>,
+) -> Page<'a> {
+    static DEFAULT: ReportOptions = ReportOptions {
+        latency: false,
+        u_latency: false,
+        percentiles: None,
+        timeseries: None,
+        thread_timeseries: false,
+        histogram: false,
+    };
+    Page { run, report: &DEFAULT, result, verdicts: &[], timeline, origin }
 }
 
 fn stats(requests: u64) -> Stats {
@@ -51,8 +70,7 @@ fn a_paced_run_has_every_chart_and_only_escaped_text() {
         })
         .collect();
     let result = result(stats(100));
-    let html =
-        render(&Page { cfg: &cfg, result: &result, timeline: &timeline, origin: Origin::Live });
+    let html = render(&page(&cfg, &result, &timeline, Origin::Live));
     for chart in ["spectrum", "latency", "throughput", "statuses", "lag"] {
         assert!(html.contains(&format!("data-chart=\"{chart}\"")), "{chart} missing");
     }
@@ -68,12 +86,7 @@ fn a_paced_run_has_every_chart_and_only_escaped_text() {
 fn a_closed_loop_run_without_periods_says_so() {
     let cfg = config(false);
     let result = result(stats(50));
-    let html = render(&Page {
-        cfg: &cfg,
-        result: &result,
-        timeline: &[],
-        origin: Origin::Saved("x.json"),
-    });
+    let html = render(&page(&cfg, &result, &[], Origin::Saved("x.json")));
     assert!(html.contains("data-chart=\"spectrum\""));
     // Nothing to correct in a closed loop: no latency is called corrected.
     assert!(!html.contains("data-chart=\"lag\"") && !html.contains("corrected"));
@@ -100,8 +113,7 @@ fn a_merge_lists_its_inputs_and_notes() {
         }],
         notes: &notes,
     };
-    let html =
-        render(&Page { cfg: &cfg, result: &result, timeline: &[], origin: Origin::Merged(merged) });
+    let html = render(&page(&cfg, &result, &[], Origin::Merged(merged)));
     assert!(html.contains("a&lt;b&gt;.json") && html.contains("periods left out: &lt;why&gt;"));
     assert!(html.contains("<th>shard</th>") && html.contains("<td>1.50ms</td>"));
 }

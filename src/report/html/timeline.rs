@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use hdrhistogram::Histogram;
 
-use crate::config::{BenchConfig, Mode};
-use crate::report::spectrum::value_at_percentile;
+use crate::config::Mode;
+use crate::description::Description;
+use crate::stats::spectrum::value_at_percentile;
 use crate::stats::{Errors, Interval};
 
 /// One period of the run, summarised.
@@ -48,15 +49,15 @@ impl Percentiles {
 }
 
 impl PeriodPoint {
-    /// The figures of `interval`, a period of the run `cfg` describes.
-    pub fn of(cfg: &BenchConfig, interval: &Interval) -> PeriodPoint {
-        let target_rate = match &cfg.mode {
+    /// The figures of `interval`, a period of the run `run` describes.
+    pub fn of(run: &Description, interval: &Interval) -> PeriodPoint {
+        let target_rate = match &run.mode {
             Mode::ClosedLoop => None,
             // Periods count from the end of the warm-up.
             Mode::Paced(spec) => {
-                let from = cfg.warmup + interval.start;
-                let rate = spec.mean_rate(cfg.warmup, from, from + interval.length);
-                Some(rate / cfg.shard.count as f64)
+                let from = run.warmup + interval.start;
+                let rate = spec.mean_rate(run.warmup, from, from + interval.length);
+                Some(rate / run.shard.count as f64)
             }
         };
         PeriodPoint { target_rate, ..PeriodPoint::measured(interval) }
@@ -98,6 +99,7 @@ impl PeriodPoint {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::BenchConfig;
     use crate::plan::{PlanSpec, Stage};
     use crate::stats::Stats;
     use crate::target::Target;
@@ -115,7 +117,7 @@ mod tests {
             length: Duration::from_millis(500),
             stats,
         };
-        let cfg = BenchConfig {
+        let cfg = Description::of(&BenchConfig {
             mode: Mode::Paced(PlanSpec {
                 rate: 0.0,
                 stages: vec![Stage { duration: Duration::from_secs(2), rate: 400.0 }],
@@ -123,7 +125,7 @@ mod tests {
             }),
             duration: Some(Duration::from_secs(2)),
             ..BenchConfig::new(Target::parse("http://127.0.0.1:1/").unwrap())
-        };
+        });
         let point = PeriodPoint::of(&cfg, &interval);
         assert_eq!(point.corrected.p50, Some(500));
         assert_eq!(point.corrected.max, Some(1000));

@@ -13,8 +13,8 @@ use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
 
-use super::c_fixed;
 use crate::stats::MAX_LATENCY_US;
+use crate::units::c_fixed;
 
 /// One counts slot of a histogram as HdrHistogram_c's `hdr_iter` sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -145,7 +145,7 @@ pub fn spread(shares: &[usize], connections: usize) -> Vec<usize> {
 /// A configuration for tests: a targets file of `urls`, a GET each.
 #[cfg(test)]
 pub fn config_with_targets(urls: &[&str]) -> BenchConfig {
-    use crate::requests::targets::{TargetRequest, Targets};
+    use crate::config::targets::{TargetRequest, Targets};
     let list = (urls.iter().enumerate())
         .map(|(i, url)| TargetRequest {
             line: i + 1,

@@ -1,6 +1,16 @@
-//! The validated description of one benchmark run, produced by [`crate::cli`]
-//! and consumed by the engine and the reports. Nothing here parses options;
-//! it only holds what they mean.
+//! The validated configuration of one benchmark run, produced by
+//! [`crate::cli`] and consumed by the engine and the request sources: data
+//! at the bottom of the crate. It imports no feature module and holds no
+//! report type; the reports read a description of the run made from it
+//! ([`crate::report::description`]), and each output keeps its own options
+//! (`report::ReportOptions`, `output::OutputOptions`, ...).
+//!
+//! What a run sends: [`targets`] (the `--targets` file, the header and
+//! method grammar) and [`origins`] (the scheme, host and port each request
+//! goes to).
+
+pub mod origins;
+pub mod targets;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -8,14 +18,14 @@ use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
 use crate::plan::PlanSpec;
+use crate::protocol::Protocol;
 use crate::provenance::Provenance;
+use crate::proxy::Route;
 use crate::reach::Reach;
-use crate::report::reached::Reached;
-use crate::requests::{Targets, TargetsOrder};
-use crate::slo::Objective;
 use crate::target::Target;
 use crate::tls::TlsOptions;
 use crate::units::{format_for_people, format_rfc3339};
+use targets::{Targets, TargetsOrder};
 
 /// One instance's part of a plan several instances send together: it owns
 /// the requests k = index, index + count, ... of the global plan, and its
@@ -29,6 +39,14 @@ pub struct Shard {
 impl Shard {
     /// The whole plan: one instance.
     pub const WHOLE: Shard = Shard { index: 0, count: 1 };
+
+    /// Of `-n` requests in the closed loop, those thread `i` of this
+    /// instance's `threads` sends: `n` spread over every thread of every
+    /// shard.
+    pub fn requests_of_thread(self, n: u64, threads: usize, i: usize) -> u64 {
+        let global = i * self.count + self.index;
+        spread(n as usize, threads * self.count, global) as u64
+    }
 }
 
 /// `total` spread over `parts`: part `i`'s share, the remainder going one
@@ -36,13 +54,6 @@ impl Shard {
 fn spread(total: usize, parts: usize, i: usize) -> usize {
     total / parts + usize::from(i < total % parts)
 }
-
-/// Reporting period for `--hlog` when `-p` is not given.
-const DEFAULT_PERIOD: Duration = Duration::from_secs(1);
-
-/// Points the HTML report's charts over time get, about, when no `-p` or
-/// `--hlog` sets the periods.
-const HTML_POINTS: u32 = 100;
 
 /// How requests are released.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,6 +65,18 @@ pub enum Mode {
     /// a plan of intended send times, whatever the server does; latency
     /// counts from the intended time.
     Paced(PlanSpec),
+}
+
+impl Mode {
+    /// The rate the plan wants on average over the measured part of a run
+    /// (after `warmup`, for `measured`), of all shards together, requests
+    /// per second; None in the closed loop.
+    pub fn mean_rate(&self, warmup: Duration, measured: Duration) -> Option<f64> {
+        match self {
+            Mode::ClosedLoop => None,
+            Mode::Paced(spec) => Some(spec.mean_rate(warmup, warmup, warmup + measured)),
+        }
+    }
 }
 
 /// Everything one benchmark run needs, validated.
@@ -91,10 +114,6 @@ pub struct BenchConfig {
     pub targets_order: TargetsOrder,
     /// `-n/--requests`: stop after this many requests (of all shards).
     pub requests: Option<u64>,
-    /// `-L`: print the latency distribution.
-    pub latency: bool,
-    /// `-U`: also print the uncorrected latency distribution.
-    pub u_latency: bool,
     /// `-B`: with pipelining, record one latency per batch.
     pub batch_latency: bool,
     /// `-k`, `--cacert`, `--cert`/`--key`, `--tls-server-name`.
@@ -104,67 +123,20 @@ pub struct BenchConfig {
     pub script: Option<PathBuf>,
     /// Words after the URL (Lua `args[1..]`).
     pub script_args: Vec<String>,
-    /// Machine-readable outputs and periodic reports.
-    pub outputs: OutputOptions,
-    /// `--slo`: objectives judged on the final result (none: no verdict).
-    pub slo: Vec<Objective>,
-    /// `--http2`: the run speaks HTTP/2 (h2 by ALPN over TLS, h2c with prior
-    /// knowledge over TCP).
-    pub http2: bool,
+    /// The protocol over the connections (`--http2`).
+    pub protocol: Protocol,
     /// `--streams`: requests in flight on one HTTP/2 connection at once
-    /// (1 without `--http2`).
+    /// (1 over HTTP/1.1).
     pub streams: usize,
     /// `--proxy`: the proxy the run goes through, or why `--proxy env`
     /// found none (None: no `--proxy`, the run goes direct).
-    pub proxy: Option<crate::proxy::Route>,
+    pub proxy: Option<Route>,
     /// `--unix-socket`, `--connect-to`, `-4`/`-6`: where the connections
     /// go, when not to the URL's host and port.
     pub reach: Reach,
-    /// The report of a saved run (`pace report`, `pace merge`): how it
-    /// reached its servers, as recorded (it has no proxy, reach options or
-    /// targets to tell). None for a live run (see [`Reached::of`]).
-    pub reached: Option<Reached>,
     /// How the run was made (its command line, pace version and host),
     /// for the JSON and HTML reports; None when unknown (a merge, a test).
     pub provenance: Option<Provenance>,
-}
-
-/// What to write besides (or instead of) the final text report.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OutputOptions {
-    /// `-e/--json`: one JSON document on stdout instead of the text report.
-    pub json: bool,
-    /// `-p/--report_interval`: a report for every period of this length.
-    pub report_interval: Option<Duration>,
-    /// `--hlog FILE`: a standard HdrHistogram interval log.
-    pub hlog: Option<PathBuf>,
-    /// `-o/--output FILE`: the reports go to this file instead of stdout.
-    pub output: Option<PathBuf>,
-    /// `--timeseries[=T]`: requests per interval of length T (wrx: 250 ms).
-    pub timeseries: Option<Duration>,
-    /// `--thread-timeseries`: the same per thread.
-    pub thread_timeseries: bool,
-    /// `--histogram`: requests per 1 us latency bin.
-    pub histogram: bool,
-    /// `--percentiles`: the percentiles of the distributions (None = the
-    /// wrk/wrk2 defaults).
-    pub percentiles: Option<Vec<f64>>,
-    /// `--html FILE`: the self-contained HTML report.
-    pub html: Option<PathBuf>,
-    /// The live progress on stderr, when it is a terminal (off with
-    /// `--no-progress`).
-    pub progress: bool,
-    /// `--metrics ADDR` (with `--metrics-linger`): the figures for
-    /// Prometheus while the run goes on.
-    pub metrics: Option<crate::metrics::MetricsOptions>,
-}
-
-impl OutputOptions {
-    /// The length of the reporting periods, when an output needs periods:
-    /// `-p`'s, or one second for `--hlog` alone.
-    pub fn period(&self) -> Option<Duration> {
-        self.report_interval.or(self.hlog.is_some().then_some(DEFAULT_PERIOD))
-    }
 }
 
 impl BenchConfig {
@@ -189,70 +161,27 @@ impl BenchConfig {
             targets: None,
             targets_order: TargetsOrder::Sequential,
             requests: None,
-            latency: false,
-            u_latency: false,
             batch_latency: false,
             tls: TlsOptions::default(),
             digits: 3,
             script: None,
             script_args: Vec::new(),
-            outputs: OutputOptions::default(),
-            slo: Vec::new(),
-            http2: false,
+            protocol: Protocol::Http1,
             streams: 1,
             proxy: None,
             reach: Reach::default(),
-            reached: None,
             provenance: None,
         }
-    }
-
-    /// The protocol the run speaks, as the JSON names it: `http/1.1`, `h2`
-    /// (HTTP/2 over TLS) or `h2c` (HTTP/2 over TCP).
-    pub fn protocol(&self) -> &'static str {
-        match (self.http2, self.target.scheme) {
-            (false, _) => "http/1.1",
-            (true, crate::target::Scheme::Https) => "h2",
-            (true, crate::target::Scheme::Http) => "h2c",
-        }
-    }
-
-    /// Requests one connection can carry at once: `--streams` over HTTP/2
-    /// (or the fewer a server allowed, `allowed`), one over HTTP/1.1.
-    pub fn slots_per_connection(&self, allowed: Option<u32>) -> usize {
-        let allowed = allowed.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
-        self.streams.min(allowed).max(1)
     }
 
     /// The rate the plan wants of this instance on average over the
     /// measured part of the run (after the warm-up), requests per second;
     /// None in the closed loop.
     pub fn target_rate(&self) -> Option<f64> {
-        match &self.mode {
-            Mode::ClosedLoop => None,
-            Mode::Paced(spec) => {
-                // A plan always lasts a while (see `duration`).
-                let measured = self.duration.unwrap_or_default();
-                let mean = spec.mean_rate(self.warmup, self.warmup, self.warmup + measured);
-                Some(mean / self.shard.count as f64)
-            }
-        }
-    }
-
-    /// The length of the reporting periods, when an output needs them:
-    /// [`OutputOptions::period`], else for `--html` alone one that gives
-    /// its charts over time about [`HTML_POINTS`] points: from 100 ms (a
-    /// short run still gets a line) to 1 s (a long run's timeline stays
-    /// small); 1 s for a run of no set length.
-    pub fn period(&self) -> Option<Duration> {
-        self.outputs.period().or_else(|| {
-            self.outputs.html.as_ref().map(|_| {
-                let lengths = [100, 200, 250, 500].map(Duration::from_millis);
-                let fits =
-                    |length: &Duration| self.duration.is_some_and(|d| *length * HTML_POINTS >= d);
-                lengths.into_iter().find(fits).unwrap_or(DEFAULT_PERIOD)
-            })
-        })
+        // A plan always lasts a while (see `duration`).
+        let measured = self.duration.unwrap_or_default();
+        let mean = self.mode.mean_rate(self.warmup, measured)?;
+        Some(mean / self.shard.count as f64)
     }
 
     /// The connections this instance opens: its shard's share of `-c`.
@@ -278,9 +207,7 @@ impl BenchConfig {
     /// The requests thread `i` of this instance may send in the closed
     /// loop under `-n`: `-n` spread over every thread of every shard.
     pub fn requests_of_thread(&self, i: usize) -> Option<u64> {
-        let threads = self.threads * self.shard.count;
-        let global = i * self.shard.count + self.shard.index;
-        self.requests.map(|n| spread(n as usize, threads, global) as u64)
+        self.requests.map(|n| self.shard.requests_of_thread(n, self.threads, i))
     }
 
     /// Refuses a `--start-at` that has passed at `now`, in words and before
@@ -332,33 +259,6 @@ mod tests {
         cfg.connections = 10;
         let per: Vec<_> = (0..3).map(|i| cfg.connections_of_thread(i)).collect();
         assert_eq!(per, vec![4, 3, 3]);
-    }
-
-    #[test]
-    fn periods_only_when_an_output_needs_them() {
-        let mut outputs = OutputOptions::default();
-        assert_eq!(outputs.period(), None);
-        outputs.hlog = Some(PathBuf::from("run.hlog"));
-        assert_eq!(outputs.period(), Some(Duration::from_secs(1)));
-        outputs.report_interval = Some(Duration::from_millis(500));
-        assert_eq!(outputs.period(), Some(Duration::from_millis(500)));
-    }
-
-    #[test]
-    fn html_periods_give_about_a_hundred_points() {
-        let ms = Duration::from_millis;
-        let mut cfg = test_config();
-        assert_eq!(cfg.period(), None);
-        cfg.outputs.html = Some(PathBuf::from("run.html"));
-        for (duration, period) in [(1000, 100), (10_000, 100), (20_000, 200), (60_000, 1000)] {
-            cfg.duration = Some(ms(duration));
-            assert_eq!(cfg.period(), Some(ms(period)), "{duration}");
-        }
-        cfg.duration = None;
-        assert_eq!(cfg.period(), Some(ms(1000)));
-        // -p decides when it is given.
-        cfg.outputs.report_interval = Some(ms(300));
-        assert_eq!(cfg.period(), Some(ms(300)));
     }
 
     /// Every thread of every shard, each sending its requests of the plan

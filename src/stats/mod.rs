@@ -4,6 +4,8 @@
 //! coordinator adds them with [`Stats::merge`], which is exact because
 //! HdrHistograms with the same geometry add count by count.
 
+pub mod spectrum;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};

@@ -22,12 +22,14 @@
 //!
 //! Targets may name any mix of schemes, hosts and ports: each request goes
 //! to its own origin ([`super::origins`]).
+//!
+//! The header and method grammar of `-H`, `-m` and a targets file is
+//! here too ([`parse_header`], [`check_method`]).
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::parse_header;
 use crate::error::io_reason;
 use crate::error::Error;
 use crate::target::Target;
@@ -52,6 +54,27 @@ pub struct TargetRequest {
     pub headers: Vec<(String, String)>,
     /// The bytes of its `@file`.
     pub body: Option<Arc<[u8]>>,
+}
+
+/// `--targets-order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TargetsOrder {
+    /// Round-robin, in the order of the file.
+    #[default]
+    Sequential,
+    /// Each request drawn at random from the targets.
+    Random,
+}
+
+impl TargetsOrder {
+    /// The value of `--targets-order`.
+    pub fn parse(text: &str) -> Option<TargetsOrder> {
+        match text {
+            "sequential" => Some(TargetsOrder::Sequential),
+            "random" => Some(TargetsOrder::Random),
+            _ => None,
+        }
+    }
 }
 
 impl Targets {
@@ -184,6 +207,39 @@ fn request_line(line: &str, number: usize) -> Result<TargetRequest, String> {
         headers: Vec::new(),
         body: None,
     })
+}
+
+/// `-m`: an HTTP method is a token (RFC 9110: letters, digits and
+/// `!#$%&'*+-.^_`|~`), sent as typed (methods are case-sensitive).
+pub fn check_method(text: &str) -> Result<(), String> {
+    if text.is_empty() || !text.bytes().all(is_token_byte) {
+        return Err(format!("'{text}' is not an HTTP method (e.g. GET, POST, HEAD)"));
+    }
+    Ok(())
+}
+
+/// A header as `-H` and a targets file give it: `Name: value`, also
+/// without the space (`Name:value`, which wrk silently dropped:
+/// wg/wrk#404). Split at the first ':' so values may hold colons
+/// (`Host: x:8080`). The error says why, without the header.
+pub fn parse_header(text: &str) -> Result<(String, String), &'static str> {
+    let (name, value) = text.split_once(':').ok_or("expected 'Name: value'")?;
+    if name.is_empty() {
+        return Err("empty name");
+    }
+    if !name.bytes().all(is_token_byte) {
+        return Err("the name may not contain spaces or separators");
+    }
+    // A CR or LF would end the header early and corrupt the request.
+    if value.contains(['\r', '\n']) {
+        return Err("the value may not contain line breaks");
+    }
+    Ok((name.to_string(), value.trim_start_matches([' ', '\t']).to_string()))
+}
+
+/// RFC 9110 `tchar`: the bytes allowed in a header name or a method.
+fn is_token_byte(byte: u8) -> bool {
+    byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte)
 }
 
 #[cfg(test)]
@@ -389,5 +445,22 @@ mod tests {
         // A file that is read but wrong is a mistake of the user's.
         let file = write(dir.path(), "bad.txt", "GET http://h/\nnot a header\n");
         assert!(matches!(Targets::read(&file), Err(Error::Usage(_))));
+    }
+
+    #[test]
+    fn headers_and_methods() {
+        assert_eq!(parse_header("A: b"), Ok(("A".into(), "b".into())));
+        assert_eq!(parse_header("A:b:c"), Ok(("A".into(), "b:c".into())));
+        assert_eq!(parse_header("A:"), Ok(("A".into(), "".into())));
+        assert_eq!(parse_header("A"), Err("expected 'Name: value'"));
+        assert_eq!(parse_header(": b"), Err("empty name"));
+        assert_eq!(parse_header("A B: c"), Err("the name may not contain spaces or separators"));
+        assert_eq!(parse_header("A: b\rc"), Err("the value may not contain line breaks"));
+        for good in ["GET", "POST", "M-SEARCH", "purge"] {
+            assert!(check_method(good).is_ok(), "{good}");
+        }
+        for bad in ["", "GE T", "GET\r\n", "a/b"] {
+            assert!(check_method(bad).is_err(), "{bad:?}");
+        }
     }
 }

@@ -8,371 +8,49 @@
 //! `rx_bps`, `hist`), including `rx_bps` as the fork's formatted string
 //! (`"17.03KB"`), so programs written for the fork keep working; every
 //! figure is also there as a plain number with its unit in its name.
+//!
+//! [`format`] declares the reports' fields, for writing them here and for
+//! reading them back (`crate::merge::saved`).
 
-use std::collections::BTreeMap;
+pub mod format;
+
 use std::io::{self, Write};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
-use serde::ser::{SerializeMap, SerializeSeq, Serializer};
-use serde::Serialize;
 
 use super::hlog::encode_compressed;
-use super::reached::{OriginReach, Reached};
-use super::spectrum::{self, value_at_percentile};
-use super::text::{per_second, WRK2_PERCENTILES};
+use super::text::WRK2_PERCENTILES;
+use super::ReportOptions;
 use super::{diagnose, plan, series, targets};
-use crate::config::{BenchConfig, Mode};
+use crate::config::Mode;
+use crate::description::Description;
 use crate::plan::Arrival;
-use crate::provenance::{masked_url, Provenance};
+use crate::provenance::masked_url;
 use crate::reach::Family;
 use crate::slo;
-use crate::stats::{Errors, Interval, RunResult, Stats};
-use crate::units::format_binary;
-
-/// Version of the schema in `docs/json.md`.
-pub const SCHEMA_VERSION: u32 = 2;
-
-/// One report: a period of `-p`, or the whole run.
-#[derive(Debug, Serialize)]
-pub struct Report {
-    pub schema_version: u32,
-    /// `"period"` or `"final"`.
-    pub report: &'static str,
-    // The yicwang wrk2 fork's fields.
-    pub errors: ErrorCounts,
-    pub total_req: u64,
-    pub rps: f64,
-    /// The fork's formatted bytes per second (binary units), a string.
-    pub rx_bps: String,
-    /// The corrected latency histogram, compressed V2, base64.
-    pub hist: String,
-    // The run.
-    pub url: String,
-    /// `"closed_loop"` (wrk) or `"paced"` (wrk2 `-R`).
-    pub mode: &'static str,
-    pub threads: usize,
-    pub connections: usize,
-    /// `"http/1.1"`, `"h2"` or `"h2c"`.
-    pub protocol: &'static str,
-    /// `--streams` (1 over HTTP/1.1).
-    pub streams: usize,
-    /// `--proxy`: the proxy the run went through; absent without it.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub proxy: Option<crate::proxy::ProxyReport>,
-    /// Where the connections went when not to the origin's host and port
-    /// (`--unix-socket`, `--connect-to`): `unix:/path` or `host:port`; the
-    /// first origin's (each origin's is in `origins`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub connected_to: Option<String>,
-    /// Each origin: its connections, where they went, and whether through
-    /// the proxy's CONNECT tunnel.
-    pub origins: Vec<OriginReach>,
-    /// `-4`/`-6`: `"ipv4"` or `"ipv6"`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub ip_family: Option<&'static str>,
-    pub digits: u8,
-    pub target_requests_per_sec: Option<f64>,
-    /// None: open-ended, until `-n` requests are done.
-    pub duration_s: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub requests_limit: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub period: Option<Period>,
-    // What this report covers.
-    pub elapsed_s: f64,
-    pub requests: u64,
-    pub bytes: u64,
-    pub requests_per_sec: f64,
-    pub bytes_per_sec: f64,
-    pub status_codes: BTreeMap<u16, u64>,
-    pub error_causes: BTreeMap<String, u64>,
-    /// Times the script's `request()` returned nil (nothing was sent).
-    pub nil_requests: u64,
-    pub latency: Latency,
-    pub schedule_lag: Summary,
-    /// The uncorrected latency histogram, encoded as `hist`.
-    pub uncorrected_hist: String,
-    /// The schedule lag histogram, encoded as `hist`.
-    pub lag_hist: String,
-    /// How long the unsent requests had waited when they were given up.
-    pub unsent_wait: Summary,
-    /// Their histogram, encoded as `hist`.
-    pub unsent_wait_hist: String,
-    /// Each thread's requests per second over each 100 ms, the samples of
-    /// the `Req/Sec` row.
-    pub rate_samples: Vec<f64>,
-    /// The whole run only.
-    #[serde(flatten)]
-    pub run: Option<RunOnly>,
-}
-
-/// Where a period lies in the run.
-#[derive(Debug, Serialize)]
-pub struct Period {
-    /// 0 for the first period.
-    pub index: u64,
-    pub start_s: f64,
-    pub length_s: f64,
-}
-
-/// The fork's `errors` object, every key always present.
-#[derive(Debug, Serialize, PartialEq, Eq)]
-pub struct ErrorCounts {
-    pub connect: u64,
-    pub read: u64,
-    pub write: u64,
-    pub timeout: u64,
-    /// Responses with status > 399.
-    pub http_error: u64,
-    /// Requests of the plan due before the end that were never sent.
-    pub unsent: u64,
-    /// Requests in flight when the run was stopped at once.
-    pub stopped: u64,
-}
-
-impl From<&Errors> for ErrorCounts {
-    fn from(e: &Errors) -> Self {
-        ErrorCounts {
-            connect: e.connect,
-            read: e.read,
-            write: e.write,
-            timeout: e.timeout,
-            http_error: e.status,
-            unsent: e.unsent,
-            stopped: e.stopped,
-        }
-    }
-}
-
-/// Latency from the intended send time (corrected, the headline) and from
-/// the actual send time (uncorrected).
-#[derive(Debug, Serialize)]
-pub struct Latency {
-    pub corrected: Summary,
-    pub uncorrected: Summary,
-}
-
-/// A histogram's statistics, in microseconds; `null` figures when it is
-/// empty. Mean and stdev as wrk2 computes them (bucket medians,
-/// population stdev); percentiles as HdrHistogram's
-/// `value_at_percentile` (the highest value of the bucket).
-#[derive(Debug, Serialize)]
-pub struct Summary {
-    pub count: u64,
-    pub min_us: Option<u64>,
-    pub max_us: Option<u64>,
-    pub mean_us: Option<f64>,
-    pub stdev_us: Option<f64>,
-    pub percentiles_us: Percentiles,
-}
-
-/// `{"50": 1020, "99.9": 2047}`, in the order of the percentile list.
-#[derive(Debug)]
-pub struct Percentiles(pub Vec<(f64, Option<u64>)>);
-
-impl Serialize for Percentiles {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(self.0.len()))?;
-        for (percentile, value) in &self.0 {
-            // f64's Display is the shortest exact form: 50, 99.9, 99.999.
-            map.serialize_entry(&percentile.to_string(), value)?;
-        }
-        map.end()
-    }
-}
-
-/// Fields of the final report only.
-#[derive(Debug, Serialize)]
-pub struct RunOnly {
-    /// Paced mode: requests due before the end that were never sent.
-    pub unsent: u64,
-    /// Who wrote the report: `pace` and its version.
-    pub generated_by: String,
-    /// How the run was made, to make it again (null for a merge).
-    pub provenance: Option<Provenance>,
-    /// When the measured part of the run began (after any warm-up), by
-    /// the wall clock, in Unix seconds: `elapsed_s` counts from there.
-    pub measured_from_unix_s: f64,
-    /// `--timeout`.
-    pub timeout_s: f64,
-    /// `"SIGINT"` or `"SIGTERM"` when a signal ended the run early.
-    pub interrupted_by: Option<&'static str>,
-    /// The script stopped every thread (`thread:stop()`) before the end.
-    pub stopped_by_script: bool,
-    pub per_thread: Vec<ThreadCounts>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub timeseries: Option<TimeSeries<u64>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub thread_timeseries: Option<TimeSeries<Vec<u64>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency_histogram: Option<LatencyBins>,
-    /// This instance's part of a plan several send together.
-    pub shard: ShardInfo,
-    /// `--start-at`: when the plan started, RFC 3339 (null: at once).
-    pub start_at: Option<String>,
-    /// The same in Unix seconds.
-    pub start_at_unix_s: Option<f64>,
-    /// Paced mode: the plan.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub plan: Option<PlanInfo>,
-    /// What the warm-up sent, when there was one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub warmup: Option<WarmupInfo>,
-    /// Per stage of `--stages`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub stages: Vec<StageReport>,
-    /// Per target of a targets file of several.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub targets: Vec<TargetReport>,
-    /// With `--slo`: each objective, its measured value and whether it held.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub slo: Option<Vec<slo::Verdict>>,
-    /// Why paced sends were late, and how busy the threads were.
-    pub generator: GeneratorInfo,
-    /// HTTP/2: the lowest concurrent-stream limit a server set below
-    /// `--streams` (null: none did).
-    pub streams_allowed: Option<u32>,
-    /// HTTP/2: requests a GOAWAY left unprocessed, sent again.
-    pub retried_after_goaway: u64,
-    /// The report's `Warning:` lines ([`diagnose`]); empty in closed loop.
-    pub warnings: Vec<diagnose::Diagnostic>,
-}
+use crate::stats::spectrum::{self, value_at_percentile};
+use crate::stats::{Interval, RunResult, Stats};
+use crate::units::{format_binary, per_second};
+pub use format::{
+    ErrorCounts, GeneratorInfo, Latency, LatencyBins, Percentiles, Period, PlanInfo, Report,
+    RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries,
+    WarmupInfo, SCHEMA_VERSION,
+};
 
 /// When `result`'s run began sending: its measured part began after the
 /// warm-up.
-pub fn started_at(cfg: &BenchConfig, result: &RunResult) -> SystemTime {
-    result.measured_from.checked_sub(cfg.warmup).unwrap_or(result.measured_from)
-}
-
-/// [`crate::stats::Generator`], for a merge to add up.
-#[derive(Debug, Serialize)]
-pub struct GeneratorInfo {
-    pub waiting_for_connection_us: u64,
-    pub waiting_for_generator_us: u64,
-    pub busiest_thread_cpu_share: f64,
-    pub busiest_thread_work_share: f64,
-    pub thread_cpu_wait_share: f64,
-}
-
-/// The plan of a paced run: enough to repeat it.
-#[derive(Debug, Serialize)]
-pub struct PlanInfo {
-    /// `"constant"` (evenly spaced) or `"poisson"`.
-    pub arrival: &'static str,
-    /// The seed of Poisson arrivals.
-    pub seed: Option<u64>,
-    /// Requests per second at the start (`-R`; where stages start from).
-    pub start_rate: f64,
-    pub stages: Vec<StageSpec>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct ShardInfo {
-    pub index: usize,
-    pub count: usize,
-    /// The connections this instance opened (of `connections`).
-    pub connections: usize,
-}
-
-#[derive(Debug, Serialize)]
-pub struct StageSpec {
-    pub duration_s: f64,
-    pub rate: f64,
-}
-
-#[derive(Debug, Serialize)]
-pub struct WarmupInfo {
-    pub duration_s: f64,
-    pub requests: u64,
-    pub errors: u64,
-}
-
-/// One stage's line of the text report.
-#[derive(Debug, Serialize)]
-pub struct StageReport {
-    pub index: usize,
-    /// From the end of the warm-up.
-    pub start_s: f64,
-    pub duration_s: f64,
-    pub from_rate: f64,
-    pub to_rate: f64,
-    pub target_rate: f64,
-    pub achieved_rate: f64,
-    pub requests: u64,
-    pub corrected_p50_us: Option<u64>,
-    pub corrected_p99_us: Option<u64>,
-    /// The stage's corrected latency histogram, encoded as `hist`.
-    pub hist: String,
-}
-
-/// One target's line of the text report, with its whole label and its
-/// corrected histogram.
-#[derive(Debug, Serialize)]
-pub struct TargetReport {
-    pub index: usize,
-    /// `METHOD scheme://host:port/path`.
-    pub target: String,
-    pub requests: u64,
-    pub requests_per_sec: f64,
-    pub corrected_p50_us: Option<u64>,
-    pub corrected_p99_us: Option<u64>,
-    pub errors: u64,
-    /// Due in the run and never sent (paced runs; in random order, the
-    /// target's share of them).
-    pub unsent: u64,
-    pub status_codes: BTreeMap<u16, u64>,
-    /// The target's corrected latency histogram, encoded as `hist`.
-    pub hist: String,
-}
-
-/// One thread's totals.
-#[derive(Debug, Serialize)]
-pub struct ThreadCounts {
-    pub thread: usize,
-    pub requests: u64,
-    pub bytes: u64,
-    pub errors: ErrorCounts,
-}
-
-/// Completed requests per slot (`--timeseries`), or per thread and slot
-/// (`--thread-timeseries`).
-#[derive(Debug, Serialize)]
-pub struct TimeSeries<T> {
-    pub interval_ms: f64,
-    pub requests: Vec<T>,
-}
-
-/// `--histogram`: the corrected histogram's non-empty buckets as
-/// `[lowest value in us, count]` pairs.
-#[derive(Debug)]
-pub struct LatencyBins(pub Vec<(u64, u64)>);
-
-impl Serialize for LatencyBins {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut map = serializer.serialize_map(Some(2))?;
-        map.serialize_entry("bin_width_us", &1)?;
-        map.serialize_entry("bins", &Pairs(&self.0))?;
-        map.end()
-    }
-}
-
-/// `[[a, b], ...]`.
-struct Pairs<'a>(&'a [(u64, u64)]);
-
-impl Serialize for Pairs<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut seq = serializer.serialize_seq(Some(self.0.len()))?;
-        for (value, count) in self.0 {
-            seq.serialize_element(&[value, count])?;
-        }
-        seq.end()
-    }
+pub fn started_at(run: &Description, result: &RunResult) -> SystemTime {
+    result.measured_from.checked_sub(run.warmup).unwrap_or(result.measured_from)
 }
 
 /// The report of one `-p` period.
-pub fn period_report(cfg: &BenchConfig, interval: &Interval) -> io::Result<Report> {
-    let mut report = common_fields(cfg, "period", &interval.stats, interval.length)?;
+pub fn period_report(
+    run: &Description,
+    options: &ReportOptions,
+    interval: &Interval,
+) -> io::Result<Report> {
+    let mut report = common_fields(run, options, "period", &interval.stats, interval.length)?;
     report.period = Some(Period {
         index: interval.index,
         start_s: interval.start.as_secs_f64(),
@@ -382,19 +60,25 @@ pub fn period_report(cfg: &BenchConfig, interval: &Interval) -> io::Result<Repor
 }
 
 /// The report of the whole run.
-pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report> {
-    let mut report = common_fields(cfg, "final", &result.total, result.runtime)?;
-    let outputs = &cfg.outputs;
-    let slots = series::slot_count(result, cfg.duration);
+/// The report of the whole run, with the verdicts on its `--slo`
+/// objectives (none without).
+pub fn final_report(
+    run: &Description,
+    options: &ReportOptions,
+    result: &RunResult,
+    verdicts: &[slo::Verdict],
+) -> io::Result<Report> {
+    let mut report = common_fields(run, options, "final", &result.total, result.runtime)?;
+    let slots = series::slot_count(result, run.duration);
     let per_thread_series = series::per_thread(result, slots);
     let interval_ms = result.series_interval.as_micros() as f64 / 1000.0;
     report.run = Some(RunOnly {
         unsent: result.total.errors.unsent,
         generated_by: format!("pace {}", env!("CARGO_PKG_VERSION")),
-        provenance: cfg.provenance.as_ref().map(|p| p.with_start(started_at(cfg, result))),
+        provenance: run.provenance.as_ref().map(|p| p.with_start(started_at(run, result))),
         measured_from_unix_s: unix_seconds(result.measured_from),
-        timeout_s: cfg.timeout.as_secs_f64(),
-        interrupted_by: result.interrupted.map(|signal| signal.name()),
+        timeout_s: run.timeout.as_secs_f64(),
+        interrupted_by: result.interrupted.map(|signal| signal.name().to_string()),
         stopped_by_script: result.script_stopped,
         per_thread: result
             .threads
@@ -407,44 +91,52 @@ pub fn final_report(cfg: &BenchConfig, result: &RunResult) -> io::Result<Report>
                 errors: ErrorCounts::from(&stats.errors),
             })
             .collect(),
-        timeseries: outputs.timeseries.map(|_| TimeSeries {
+        timeseries: options.timeseries.map(|_| TimeSeries {
             interval_ms,
             requests: series::totals(&per_thread_series, slots),
         }),
-        thread_timeseries: outputs
+        thread_timeseries: options
             .thread_timeseries
             .then(|| TimeSeries { interval_ms, requests: per_thread_series.clone() }),
-        latency_histogram: outputs
+        latency_histogram: options
             .histogram
             .then(|| LatencyBins(series::bins(&result.total.corrected).collect())),
         shard: ShardInfo {
-            index: cfg.shard.index,
-            count: cfg.shard.count,
-            connections: cfg.connections_of_instance(),
+            index: run.shard.index,
+            count: run.shard.count,
+            connections: run.connections_of_instance(),
         },
-        start_at: cfg.start_at.map(crate::units::format_rfc3339),
-        start_at_unix_s: cfg.start_at.map(unix_seconds),
-        plan: plan_info(cfg),
-        warmup: (!cfg.warmup.is_zero()).then_some(WarmupInfo {
-            duration_s: cfg.warmup.as_secs_f64(),
+        start_at: run.start_at.map(crate::units::format_rfc3339),
+        start_at_unix_s: run.start_at.map(unix_seconds),
+        plan: plan_info(run),
+        warmup: (!run.warmup.is_zero()).then_some(WarmupInfo {
+            duration_s: run.warmup.as_secs_f64(),
             requests: result.total.warmup.requests,
             errors: result.total.warmup.errors,
         }),
-        stages: stage_reports(cfg, result)?,
+        stages: stage_reports(run, result)?,
         targets: target_reports(result)?,
-        slo: (!cfg.slo.is_empty()).then(|| slo::verdicts(cfg, result)),
+        slo: (!verdicts.is_empty()).then(|| verdicts.to_vec()),
         generator: GeneratorInfo {
             waiting_for_connection_us: result.total.generator.waiting_for_connection_us,
             waiting_for_generator_us: result.total.generator.waiting_for_generator_us,
             busiest_thread_cpu_share: result.total.generator.busiest_thread_cpu,
-            busiest_thread_work_share: result.total.generator.busiest_thread_work,
+            busiest_thread_work_share: Some(result.total.generator.busiest_thread_work),
             thread_cpu_wait_share: result.total.generator.thread_cpu_wait,
         },
         streams_allowed: result.total.http2.stream_limit,
         retried_after_goaway: result.total.http2.retried_after_goaway,
-        warnings: diagnose::diagnose(cfg, result),
+        warnings: diagnose::diagnose(run, result),
     });
     Ok(report)
+}
+
+/// `-4`/`-6` as the JSON names them.
+pub fn family_name(family: Family) -> &'static str {
+    match family {
+        Family::V4 => "ipv4",
+        Family::V6 => "ipv6",
+    }
 }
 
 /// Seconds since the Unix epoch (0 before it).
@@ -452,12 +144,12 @@ fn unix_seconds(at: SystemTime) -> f64 {
     at.duration_since(UNIX_EPOCH).map_or(0.0, |since| since.as_secs_f64())
 }
 
-fn plan_info(cfg: &BenchConfig) -> Option<PlanInfo> {
-    let Mode::Paced(spec) = &cfg.mode else { return None };
+fn plan_info(run: &Description) -> Option<PlanInfo> {
+    let Mode::Paced(spec) = &run.mode else { return None };
     let poisson = spec.arrival == Arrival::Poisson;
     Some(PlanInfo {
-        arrival: if poisson { "poisson" } else { "constant" },
-        seed: poisson.then_some(cfg.seed),
+        arrival: if poisson { "poisson" } else { "constant" }.to_string(),
+        seed: poisson.then_some(run.seed),
         start_rate: spec.rate,
         stages: spec
             .stages
@@ -490,15 +182,15 @@ fn target_reports(result: &RunResult) -> io::Result<Vec<TargetReport>> {
         .collect()
 }
 
-fn stage_reports(cfg: &BenchConfig, result: &RunResult) -> io::Result<Vec<StageReport>> {
-    let Mode::Paced(spec) = &cfg.mode else { return Ok(Vec::new()) };
+fn stage_reports(run: &Description, result: &RunResult) -> io::Result<Vec<StageReport>> {
+    let Mode::Paced(spec) = &run.mode else { return Ok(Vec::new()) };
     let stages = &result.total.stages;
-    plan::stage_rows(cfg, spec, result)
+    plan::stage_rows(run, spec, result)
         .into_iter()
         .map(|row| {
             let hist = match stages.get(row.index) {
                 Some(stage) => encode_compressed(&stage.corrected)?,
-                None => encode_compressed(&crate::stats::latency_histogram(cfg.digits))?,
+                None => encode_compressed(&crate::stats::latency_histogram(run.digits))?,
             };
             Ok(StageReport {
                 index: row.index,
@@ -526,7 +218,8 @@ pub fn write_line(out: &mut dyn Write, report: &Report) -> io::Result<()> {
 /// The fields periods and the whole run have in common: `stats` measured
 /// over `elapsed`.
 fn common_fields(
-    cfg: &BenchConfig,
+    run: &Description,
+    options: &ReportOptions,
     kind: &'static str,
     stats: &Stats,
     elapsed: Duration,
@@ -535,38 +228,35 @@ fn common_fields(
     let seconds = elapsed.as_micros() as f64 / 1_000_000.0;
     let requests_per_sec = per_second(stats.requests, seconds);
     let bytes_per_sec = per_second(stats.bytes, seconds);
-    let percentiles = cfg.outputs.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
-    let mode = match cfg.mode {
+    let percentiles = options.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
+    let mode = match run.mode {
         Mode::ClosedLoop => "closed_loop",
         Mode::Paced(_) => "paced",
     };
-    let target = cfg.target_rate();
-    let reached = Reached::of(cfg);
+    let target = run.target_rate();
+    let reached = &run.reached;
     Ok(Report {
         schema_version: SCHEMA_VERSION,
-        report: kind,
+        report: kind.to_string(),
         errors: ErrorCounts::from(&stats.errors),
         total_req: stats.requests,
         rps: requests_per_sec,
         rx_bps: format!("{}B", format_binary(bytes_per_sec)),
         hist: encode_compressed(&stats.corrected)?,
-        url: masked_url(&cfg.target.url),
-        mode,
-        threads: cfg.threads,
-        connections: cfg.connections,
-        protocol: cfg.protocol(),
-        streams: cfg.streams,
+        url: masked_url(&run.url),
+        mode: mode.to_string(),
+        threads: run.threads,
+        connections: run.connections,
+        protocol: run.protocol_name().to_string(),
+        streams: run.streams,
         proxy: reached.proxy.clone(),
         connected_to: reached.origins.first().and_then(|origin| origin.connected_to.clone()),
-        ip_family: reached.family.map(|family| match family {
-            Family::V4 => "ipv4",
-            Family::V6 => "ipv6",
-        }),
-        origins: reached.origins,
-        digits: cfg.digits,
+        ip_family: reached.family.map(|family| family_name(family).to_string()),
+        origins: reached.origins.clone(),
+        digits: run.digits,
         target_requests_per_sec: target,
-        duration_s: cfg.duration.map(|d| d.as_secs_f64()),
-        requests_limit: cfg.requests,
+        duration_s: run.duration.map(|d| d.as_secs_f64()),
+        requests_limit: run.requests,
         period: None,
         elapsed_s: seconds,
         requests: stats.requests,
@@ -584,7 +274,7 @@ fn common_fields(
         uncorrected_hist: encode_compressed(&stats.uncorrected)?,
         lag_hist: encode_compressed(&stats.lag)?,
         unsent_wait: summary(&stats.unsent_wait, percentiles),
-        unsent_wait_hist: encode_compressed(&stats.unsent_wait)?,
+        unsent_wait_hist: Some(encode_compressed(&stats.unsent_wait)?),
         rate_samples: stats.rate_samples.clone(),
         run: None,
     })
@@ -608,6 +298,7 @@ pub fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
     use crate::signals::Interruption;
     use crate::stats::{latency_histogram, ErrorKind, ThreadTotals};
@@ -617,12 +308,18 @@ mod tests {
     use hdrhistogram::serialization::Deserializer;
     use serde_json::{json, Value};
 
-    fn config(mode: Mode) -> BenchConfig {
-        BenchConfig {
+    fn config(mode: Mode) -> Description {
+        Description::of(&BenchConfig {
             duration: Some(Duration::from_secs(2)),
             mode,
             ..BenchConfig::new(Target::parse("http://127.0.0.1:8080/").unwrap())
-        }
+        })
+    }
+
+    /// The final report of `result`, as `run` describes it, shown as
+    /// `options` say.
+    fn final_of(run: &Description, options: &ReportOptions, result: &RunResult) -> Report {
+        final_report(run, options, result, &[]).unwrap()
     }
 
     /// Two threads: thread 0 answered 300 requests at 1..=300 us
@@ -681,7 +378,7 @@ mod tests {
     fn final_report_fields() {
         let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         assert_eq!(v["schema_version"], 2);
         assert_eq!(v["report"], "final");
         assert_eq!(
@@ -731,9 +428,10 @@ mod tests {
         let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let mut result = run();
         result.runtime = Duration::from_nanos(1_999_876_543);
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         let mut text = Vec::new();
-        super::super::text::write_report(&mut text, &cfg, &result).unwrap();
+        super::super::text::write_report(&mut text, &cfg, &ReportOptions::default(), &result)
+            .unwrap();
         let text = String::from_utf8(text).unwrap();
         let rps = v["rps"].as_f64().unwrap();
         let e = &v["errors"];
@@ -762,7 +460,7 @@ mod tests {
         result.total.generator.busiest_thread_cpu = 0.25;
         result.total.generator.busiest_thread_work = 0.125;
         result.total.generator.thread_cpu_wait = 0.0625;
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         assert_eq!(
             v["generator"],
             json!({"waiting_for_connection_us": 1200, "waiting_for_generator_us": 30,
@@ -778,12 +476,13 @@ mod tests {
             json!({"unsent": 3, "wait_p50_us": null, "wait_max_us": null})
         );
         let mut text = Vec::new();
-        super::super::text::write_report(&mut text, &cfg, &result).unwrap();
+        super::super::text::write_report(&mut text, &cfg, &ReportOptions::default(), &result)
+            .unwrap();
         let text = String::from_utf8(text).unwrap();
         let message = warnings[0]["message"].as_str().unwrap();
         assert!(text.contains(&format!("Warning: {message} [unsent]\n")), "{text}");
         // None in closed loop; the array is always there.
-        let v = to_value(&final_report(&config(Mode::ClosedLoop), &result).unwrap());
+        let v = to_value(&final_of(&config(Mode::ClosedLoop), &ReportOptions::default(), &result));
         assert_eq!(v["warnings"], json!([]));
         // Not in period reports.
         let interval = Interval {
@@ -792,7 +491,7 @@ mod tests {
             length: Duration::from_secs(1),
             stats: result.total.clone(),
         };
-        let v = to_value(&period_report(&cfg, &interval).unwrap());
+        let v = to_value(&period_report(&cfg, &ReportOptions::default(), &interval).unwrap());
         assert!(v.get("warnings").is_none() && v.get("generator").is_none());
     }
 
@@ -800,7 +499,7 @@ mod tests {
     fn latency_summaries_match_the_histograms() {
         let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let result = run();
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         let corrected = &v["latency"]["corrected"];
         assert_eq!(corrected["count"], 400);
         assert_eq!(corrected["min_us"], 1);
@@ -813,7 +512,8 @@ mod tests {
         );
         // wrk2's list by default, in order (serde_json's Value would sort
         // the keys), keys as typed.
-        let text = serde_json::to_string(&final_report(&cfg, &result).unwrap()).unwrap();
+        let text =
+            serde_json::to_string(&final_of(&cfg, &ReportOptions::default(), &result)).unwrap();
         assert!(text.contains(
             r#""percentiles_us":{"50":200,"75":300,"90":5003,"99":5003,"99.9":5003,"99.99":5003,"99.999":5003,"100":5003}"#
         ), "{text}");
@@ -830,9 +530,9 @@ mod tests {
 
     #[test]
     fn custom_percentiles() {
-        let mut cfg = config(Mode::ClosedLoop);
-        cfg.outputs.percentiles = Some(vec![50.0, 99.9]);
-        let v = to_value(&final_report(&cfg, &run()).unwrap());
+        let cfg = config(Mode::ClosedLoop);
+        let options = ReportOptions { percentiles: Some(vec![50.0, 99.9]), ..Default::default() };
+        let v = to_value(&final_of(&cfg, &options, &run()));
         assert_eq!(v["mode"], "closed_loop");
         assert_eq!(v["target_requests_per_sec"], Value::Null);
         let keys: Vec<&String> =
@@ -846,7 +546,7 @@ mod tests {
         let cfg = config(Mode::ClosedLoop);
         let mut result = run();
         result.total = Stats::new(3);
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         let lag = &v["schedule_lag"];
         assert_eq!(lag["count"], 0);
         for field in ["min_us", "max_us", "mean_us", "stdev_us"] {
@@ -859,13 +559,16 @@ mod tests {
 
     #[test]
     fn wrx_outputs_on_request() {
-        let mut cfg = config(Mode::ClosedLoop);
-        cfg.outputs.timeseries = Some(Duration::from_secs(1));
-        cfg.outputs.thread_timeseries = true;
-        cfg.outputs.histogram = true;
+        let cfg = config(Mode::ClosedLoop);
+        let options = ReportOptions {
+            timeseries: Some(Duration::from_secs(1)),
+            thread_timeseries: true,
+            histogram: true,
+            ..Default::default()
+        };
         let mut result = run();
         result.interrupted = Some(Interruption::Interrupt);
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &options, &result));
         assert_eq!(v["interrupted_by"], "SIGINT");
         assert_eq!(v["timeseries"], json!({"interval_ms": 1000.0, "requests": [210, 190]}));
         assert_eq!(
@@ -897,7 +600,7 @@ mod tests {
             length: Duration::from_millis(500),
             stats,
         };
-        let v = to_value(&period_report(&cfg, &interval).unwrap());
+        let v = to_value(&period_report(&cfg, &ReportOptions::default(), &interval).unwrap());
         assert_eq!(v["report"], "period");
         assert_eq!(v["period"], json!({"index": 3, "start_s": 1.5, "length_s": 0.5}));
         assert_eq!(v["elapsed_s"], 0.5);
@@ -918,8 +621,38 @@ mod tests {
         result.total = Stats::new(2);
         result.total.corrected = latency_histogram(2);
         result.total.corrected.record(12_345).unwrap();
-        let v = to_value(&final_report(&cfg, &result).unwrap());
+        let v = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
         assert_eq!(v["digits"], 2);
         assert_eq!(decode(&v["hist"]).sigfig(), 2);
+    }
+
+    /// The verdicts on latency percentiles give the figures the JSON and
+    /// the text report print.
+    #[test]
+    fn slo_verdicts_agree_with_the_reports() {
+        use crate::slo::{parse, Metric, Stat};
+        let cfg = config(Mode::Paced(PlanSpec::constant(500.0)));
+        let options = ReportOptions { latency: true, ..ReportOptions::default() };
+        let result = run();
+        let objectives = parse("p50<1s,p99<1s,p99.9<1s,p100<1s").unwrap();
+        let verdicts = slo::verdicts(&objectives, &cfg, &result);
+        let json = to_value(&final_report(&cfg, &options, &result, &verdicts).unwrap());
+        let mut text = Vec::new();
+        super::super::text::write_report(&mut text, &cfg, &options, &result).unwrap();
+        let text = String::from_utf8(text).unwrap();
+        for verdict in &verdicts {
+            let Metric::Latency(_, Stat::Percentile(p)) = verdict.objective.metric else {
+                unreachable!()
+            };
+            let value = verdict.value.unwrap();
+            assert_eq!(json["latency"]["corrected"]["percentiles_us"][p.to_string()], value);
+            let line = format!("{p:>7.3}%{:>10}", crate::units::format_time_us(value));
+            assert!(text.contains(&line), "{line:?} not in\n{text}");
+        }
+        // In the final report only with objectives, one object each.
+        assert_eq!(json["slo"].as_array().unwrap().len(), 4);
+        assert_eq!(json["slo"][1]["objective"], "p99<1s");
+        let without = to_value(&final_of(&cfg, &ReportOptions::default(), &result));
+        assert!(without.get("slo").is_none());
     }
 }

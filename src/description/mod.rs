@@ -1,0 +1,121 @@
+//! A description of a run: what the reports, the SLO verdicts, the live
+//! progress, the metrics, the outputs and `pace compare` say of it besides
+//! its measurements. A live run's is made from its configuration
+//! ([`Description::of`]); a saved run's is read back from its JSON
+//! (`crate::merge::saved`), and a merge makes one for the runs it adds up,
+//! so every report of a run reads the same way whatever it came from.
+
+pub mod reached;
+
+use std::time::{Duration, SystemTime};
+
+use crate::config::{BenchConfig, Mode, Shard};
+use crate::plan::PlanSpec;
+use crate::protocol::Protocol;
+use crate::provenance::Provenance;
+use crate::target::Scheme;
+use reached::Reached;
+
+/// How a run was run, as its reports say it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Description {
+    /// The URL as typed (a merge of runs against several: each, joined
+    /// with `, `).
+    pub url: String,
+    /// What the connections spoke, over `scheme`.
+    pub protocol: Protocol,
+    pub scheme: Scheme,
+    /// `--streams` (1 over HTTP/1.1).
+    pub streams: usize,
+    pub threads: usize,
+    /// `-c`: of all shards together.
+    pub connections: usize,
+    /// The connections this instance opened (of `connections`).
+    pub instance_connections: usize,
+    /// How long the plan lasted after the warm-up; None: a closed loop
+    /// that lasted until its `-n` requests were answered.
+    pub duration: Option<Duration>,
+    /// `-n`: of all shards together.
+    pub requests: Option<u64>,
+    pub timeout: Duration,
+    pub mode: Mode,
+    pub warmup: Duration,
+    pub seed: u64,
+    pub shard: Shard,
+    /// `--start-at`.
+    pub start_at: Option<SystemTime>,
+    /// HdrHistogram significant digits.
+    pub digits: u8,
+    /// How it reached its servers.
+    pub reached: Reached,
+    /// How it was made (None: unknown, or a merge).
+    pub provenance: Option<Provenance>,
+}
+
+impl Description {
+    /// The description of the run `cfg` configures.
+    pub fn of(cfg: &BenchConfig) -> Description {
+        Description {
+            url: cfg.target.url.clone(),
+            protocol: cfg.protocol,
+            scheme: cfg.target.scheme,
+            streams: cfg.streams,
+            threads: cfg.threads,
+            connections: cfg.connections,
+            instance_connections: cfg.connections_of_instance(),
+            duration: cfg.duration,
+            requests: cfg.requests,
+            timeout: cfg.timeout,
+            mode: cfg.mode.clone(),
+            warmup: cfg.warmup,
+            seed: cfg.seed,
+            shard: cfg.shard,
+            start_at: cfg.start_at,
+            digits: cfg.digits,
+            reached: Reached::of(cfg),
+            provenance: cfg.provenance.clone(),
+        }
+    }
+
+    /// The protocol's name as the JSON gives it: `http/1.1`, `h2`, `h2c`.
+    pub fn protocol_name(&self) -> &'static str {
+        self.protocol.name(self.scheme)
+    }
+
+    /// The connections this instance opened.
+    pub fn connections_of_instance(&self) -> usize {
+        self.instance_connections
+    }
+
+    /// The rate the plan wanted of this instance on average over the
+    /// measured part of the run, requests per second; None in the closed
+    /// loop.
+    pub fn target_rate(&self) -> Option<f64> {
+        let measured = self.duration.unwrap_or_default();
+        let mean = self.mode.mean_rate(self.warmup, measured)?;
+        Some(mean / self.shard.count as f64)
+    }
+
+    /// Requests one connection could carry at once: `--streams` over a
+    /// multiplexed protocol (or the fewer a server allowed, `allowed`),
+    /// one over HTTP/1.1.
+    pub fn slots_per_connection(&self, allowed: Option<u32>) -> usize {
+        let allowed = allowed.map_or(usize::MAX, |n| usize::try_from(n).unwrap_or(usize::MAX));
+        self.streams.min(allowed).max(1)
+    }
+
+    /// The requests of `-n` the closed loop's threads of this instance
+    /// send together (None without `-n`).
+    pub fn requests_of_instance(&self) -> Option<u64> {
+        let n = self.requests?;
+        Some((0..self.threads).map(|i| self.shard.requests_of_thread(n, self.threads, i)).sum())
+    }
+
+    /// The plan of a paced run; None in the closed loop.
+    pub fn plan(&self) -> Option<&PlanSpec> {
+        match &self.mode {
+            Mode::ClosedLoop => None,
+            Mode::Paced(spec) => Some(spec),
+        }
+    }
+}
