@@ -35,7 +35,7 @@ const SEPARATOR: &str = "-------------------------------------------------------
 /// really used. With `-n`: `Running 1000 requests @ ...` when that is all
 /// that bounds the run, or `Running 30s test, at most 1000 requests @ ...`.
 pub fn write_header(out: &mut dyn Write, cfg: &BenchConfig) -> io::Result<()> {
-    let url = &cfg.target.url;
+    let url = &crate::provenance::masked_url(&cfg.target.url);
     match (cfg.duration, cfg.requests) {
         (Some(duration), None) => {
             writeln!(out, "Running {} test @ {url}", format_test_duration(duration))?
