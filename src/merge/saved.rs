@@ -74,7 +74,8 @@ pub struct Settings {
 /// Reads the run saved in `path`.
 pub fn read(path: &Path) -> Result<SavedRun, String> {
     let source = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| format!("cannot read {source}: {e}"))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {source}: {}", crate::error::io_reason(&e)))?;
     parse(&source, &text)
 }
 
