@@ -162,7 +162,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
                 "Prints the completion script of bash, zsh or fish on stdout, made from",
                 "the option tables pace -h is made from. To install it for yourself:",
                 "  pace completions bash > ~/.local/share/bash-completion/completions/pace",
-                "  pace completions zsh > ~/.zfunc/_pace   (a directory in $fpath)",
+                "  pace completions zsh > ~/.zfunc/_pace   # a directory in $fpath",
                 "  pace completions fish > ~/.config/fish/completions/pace.fish",
             ],
             options: described(completions::SPECS),
