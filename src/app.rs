@@ -41,14 +41,12 @@ fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
             crate::run::bench(&bench)
         }
         Command::Serve(opts) => {
-            let (on, unix) = match &opts.unix_socket {
-                Some(path) => (format!("unix:{}", path.display()), true),
-                None => (opts.bind.to_string(), false),
+            let on = match &opts.unix_socket {
+                Some(path) => format!("unix:{}", path.display()),
+                None => opts.bind.to_string(),
             };
             crate::serve::run(opts).map(|()| 0).map_err(|err| {
-                // (TCP's message keeps its "(os error N)", as it always had.)
-                let why = if unix { crate::error::io_reason(&err) } else { err.to_string() };
-                Error::Setup(format!("cannot serve on {on}: {why}"))
+                Error::Setup(format!("cannot serve on {on}: {}", crate::error::io_reason(&err)))
             })
         }
         Command::Demo { http2 } => crate::demo::run(http2),
@@ -74,7 +72,7 @@ fn stdout_failed(err: io::Error) -> Result<i32, Error> {
     if err.kind() == io::ErrorKind::BrokenPipe {
         Ok(0)
     } else {
-        Err(Error::Setup(format!("cannot write to stdout: {err}")))
+        Err(Error::Setup(format!("cannot write to stdout: {}", crate::error::io_reason(&err))))
     }
 }
 

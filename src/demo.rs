@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 use crate::output::OutputOptions;
 use crate::plan::PlanSpec;
 use crate::protocol::Protocol;
@@ -35,7 +35,7 @@ pub fn run(http2: bool) -> Result<i32, Error> {
         stall: Some(Stall { at: STALL_AT, length: STALL_FOR }),
         ..ServeOptions::default()
     })
-    .map_err(|e| Error::Setup(format!("cannot start the built-in server: {e}")))?;
+    .map_err(|e| Error::Setup(format!("cannot start the built-in server: {}", io_reason(&e))))?;
     let addr = server.addr();
     let url = format!("http://{addr}/");
     let config = BenchConfig {

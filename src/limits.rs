@@ -5,7 +5,7 @@
 use std::thread;
 
 use crate::config::BenchConfig;
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 use crate::sys;
 
 /// Descriptors a run needs besides its connections: stdio, the resolver's
@@ -22,7 +22,7 @@ const THREADS_PER_CORE: usize = 4;
 pub fn check(cfg: &BenchConfig) -> Result<(), Error> {
     let needed = cfg.connections as u64 + cfg.threads as u64 + SPARE_FILES;
     let allowed = sys::raise_open_file_limit()
-        .map_err(|e| Error::Setup(format!("cannot read the open-file limit: {e}")))?;
+        .map_err(|e| Error::Setup(format!("cannot read the open-file limit: {}", io_reason(&e))))?;
     if needed > allowed {
         return Err(Error::Setup(format!(
             "-c {} needs about {needed} open files, but this process may open at most {allowed}: \

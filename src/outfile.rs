@@ -14,7 +14,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 use crate::signals::TemporaryFile;
 
 /// Symbolic links followed before giving up (as the kernel's ELOOP).
@@ -105,7 +105,7 @@ pub fn write_all_or_nothing(path: Option<&Path>, bytes: &[u8], what: &str) -> Re
     let mut stdout = io::stdout().lock();
     match stdout.write_all(bytes).and_then(|()| stdout.flush()) {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(Error::Setup(format!("cannot write the {what}: {e}")))
+            Err(Error::Setup(format!("cannot write the {what}: {}", io_reason(&e))))
         }
         _ => Ok(()),
     }
@@ -113,7 +113,7 @@ pub fn write_all_or_nothing(path: Option<&Path>, bytes: &[u8], what: &str) -> Re
 
 /// `path` could not be written: a setup error that names it.
 pub fn write_error(path: &Path, e: io::Error) -> Error {
-    Error::Setup(format!("cannot write {}: {e}", path.display()))
+    Error::Setup(format!("cannot write {}: {}", path.display(), io_reason(&e)))
 }
 
 impl Drop for OutputFile {

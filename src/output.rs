@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::description::Description;
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 use crate::outfile::OutputFile;
 use crate::report::html::{self, timeline::PeriodPoint};
 use crate::report::{diagnose, hlog, json, periodic, series, text, ReportOptions};
@@ -205,7 +205,7 @@ impl Destination {
         match self {
             Destination::Stream(out) => match write(out) {
                 Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Ok(()),
-                Err(e) => Err(Error::Setup(format!("cannot write the report: {e}"))),
+                Err(e) => Err(Error::Setup(format!("cannot write the report: {}", io_reason(&e)))),
                 Ok(()) => Ok(()),
             },
             Destination::File { file, failed } => {
@@ -348,7 +348,7 @@ impl HtmlFile {
 }
 
 fn file_error(path: &Path, e: io::Error) -> Error {
-    Error::Setup(format!("cannot write {}: {e}", path.display()))
+    Error::Setup(format!("cannot write {}: {}", path.display(), io_reason(&e)))
 }
 
 #[cfg(test)]

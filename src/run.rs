@@ -456,7 +456,7 @@ fn report_interruption(result: &RunResult) {
 fn print_ignoring_closed_stdout(result: io::Result<()>) -> Result<(), Error> {
     match result {
         Err(e) if e.kind() != io::ErrorKind::BrokenPipe => {
-            Err(Error::Setup(format!("cannot write the report: {e}")))
+            Err(Error::Setup(format!("cannot write the report: {}", crate::error::io_reason(&e))))
         }
         _ => Ok(()),
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use signal_hook::consts::{SIGINT, SIGTERM};
 
-use crate::error::Error;
+use crate::error::{io_reason, Error};
 
 /// The signal that ended a run early.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,8 +87,9 @@ impl Signals {
             };
             // SAFETY: the handler only touches atomics and calls unlink and
             // _exit, all async-signal-safe.
-            unsafe { signal_hook::low_level::register(signal, handler) }
-                .map_err(|e| Error::Setup(format!("cannot install signal handlers: {e}")))?;
+            unsafe { signal_hook::low_level::register(signal, handler) }.map_err(|e| {
+                Error::Setup(format!("cannot install signal handlers: {}", io_reason(&e)))
+            })?;
         }
         Ok(signals)
     }

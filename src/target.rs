@@ -12,7 +12,8 @@ pub enum Scheme {
 
 /// The target URL, split the way wrk splits it (`src/script.c:
 /// script_parse_url`): the path keeps the query and fragment, IPv6 hosts are
-/// stored without brackets.
+/// stored without brackets. Unlike wrk, the path is made a valid request
+/// target as curl makes it (see [`request_target`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Target {
     /// The URL exactly as typed (printed in the report header).
@@ -26,7 +27,8 @@ pub struct Target {
     pub port: u16,
     /// Whether the URL named the port (then it is part of the Host header).
     pub explicit_port: bool,
-    /// Path, query and fragment; `/` when the URL has no path.
+    /// Path, query and fragment; `/` when the URL has no path. Bytes a
+    /// request target may not hold are percent-encoded ([`request_target`]).
     pub path: String,
     /// `user:password` from the URL (`http://user:password@host/`),
     /// percent-decoded: sent as Basic authorization, as curl does.
@@ -67,9 +69,9 @@ impl Target {
         let (authority, path) = rest.split_at(path_start);
         let path = match path.chars().next() {
             None => "/".to_string(),
-            Some('/') => path.to_string(),
+            Some('/') => request_target(path),
             // wrk drops a query that has no path before it; we keep it.
-            Some(_) => format!("/{path}"),
+            Some(_) => request_target(&format!("/{path}")),
         };
         let (userinfo, authority) = match authority.rsplit_once('@') {
             Some((userinfo, hostport)) => {
@@ -146,6 +148,33 @@ impl Target {
     }
 }
 
+/// `path` (with its query and fragment) as a request target may carry it,
+/// encoded as curl encodes a URL it is given: a space is `%20` in the path
+/// and `+` in the query, and every other byte no request target may hold
+/// (RFC 3986: controls, bytes beyond ASCII, and `"` `<` `>` `\` `^` the
+/// backtick `{` `|` `}`) is `%XX`. Without it the space of
+/// `http://host/a b` ends the request line early and every response is
+/// 400. What is already valid (`%20`, `+`) is kept as typed.
+fn request_target(path: &str) -> String {
+    let mut target = String::with_capacity(path.len());
+    let mut in_query = false;
+    for byte in path.bytes() {
+        in_query |= byte == b'?';
+        match byte {
+            b' ' if in_query => target.push('+'),
+            _ if allowed_in_target(byte) => target.push(char::from(byte)),
+            _ => target.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    target
+}
+
+/// A byte a request target may hold as it is: visible ASCII, except the
+/// characters RFC 3986 leaves out of URLs.
+fn allowed_in_target(byte: u8) -> bool {
+    byte.is_ascii_graphic() && !b"\"<>\\^`{|}".contains(&byte)
+}
+
 /// `%XX` escapes decoded (RFC 3986); None for a malformed escape or bytes
 /// that are not UTF-8.
 fn percent_decode(text: &str) -> Option<String> {
@@ -216,6 +245,28 @@ mod tests {
         assert_eq!(Target::parse("http://h/").unwrap().basic_authorization(), None);
         assert!(Target::parse("http://a:%zz@h/").is_err());
         assert!(Target::parse("http://a:%4@h/").is_err());
+    }
+
+    /// As curl sends them: `curl 'http://h/a b?q=x y'` asks for
+    /// `/a%20b?q=x+y`.
+    #[test]
+    fn paths_are_encoded_as_curl_encodes_them() {
+        let path = |url: &str| Target::parse(url).unwrap().path;
+        assert_eq!(path("http://h/a b"), "/a%20b");
+        assert_eq!(path("http://h/a b?q=x y&r=1"), "/a%20b?q=x+y&r=1");
+        assert_eq!(path("http://h?q=a b"), "/?q=a+b");
+        assert_eq!(path("http://h/caf\u{e9}"), "/caf%C3%A9");
+        assert_eq!(path("http://h/\"x\"<{|}>\\^`"), "/%22x%22%3C%7B%7C%7D%3E%5C%5E%60");
+        assert_eq!(path("http://h/tab\there"), "/tab%09here");
+        // What is already valid is sent as typed, so encoding twice
+        // changes nothing.
+        for url in ["http://h/a%20b?q=x+y&z=%2F", "http://h/p;a=1/:@!$&'()*+,=~-._?/?#f"] {
+            let once = path(url);
+            assert_eq!(once, url.strip_prefix("http://h").unwrap());
+            assert_eq!(path(&format!("http://h{once}")), once);
+        }
+        // The URL as typed is what the report's header shows.
+        assert_eq!(Target::parse("http://h/a b").unwrap().url, "http://h/a b");
     }
 
     #[test]

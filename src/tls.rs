@@ -12,6 +12,11 @@
 //!
 //! The files are read and checked once, when the command line is
 //! ([`TlsOptions`]), so a wrong one is an error before any connection.
+//! rustls' errors reach the user in words ([`words`]), never as rustls
+//! prints them.
+
+mod cacert;
+mod words;
 
 use std::io;
 use std::path::Path;
@@ -27,12 +32,17 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
 use rustls::sign::{CertifiedKey, SingleCertAndKey};
 use rustls::{
     AlertDescription, ClientConfig, ClientConnection, DigitallySignedStruct, InconsistentKeys,
-    InvalidMessage, ProtocolVersion, RootCertStore, SignatureScheme,
+    ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::http::stream::Stream;
+use cacert::{is_ca_used_as_end_entity, Cacert, CacertVerifier};
+use words::{alert_name, tls_error};
+
+/// What certificate errors of the handshake are about.
+const SERVER_CERTIFICATE: &str = "the server's certificate";
 
 /// The TLS options of the command line, their files read and checked.
 #[derive(Clone, Debug, Default)]
@@ -40,7 +50,7 @@ pub struct TlsOptions {
     /// `-k`: accept any server certificate (`cacert` is then unused).
     pub insecure: bool,
     /// `--cacert`: the CAs to trust instead of the system's.
-    pub cacert: Option<RootCertStore>,
+    pub cacert: Option<Cacert>,
     /// `--cert`/`--key`: the client certificate, for servers that ask.
     pub client_certificate: Option<Arc<CertifiedKey>>,
     /// `--tls-server-name`: SNI and the name verified, instead of the URL
@@ -53,6 +63,8 @@ pub struct TlsOptions {
 pub struct TlsClient {
     config: Arc<ClientConfig>,
     server_name: ServerName<'static>,
+    /// `--cacert` was given (and `-k` was not): what to advise differs.
+    cacert: bool,
 }
 
 impl TlsClient {
@@ -68,7 +80,11 @@ impl TlsClient {
             (true, _) => builder
                 .dangerous()
                 .with_custom_certificate_verifier(Arc::new(AcceptAnyCertificate(provider))),
-            (false, Some(cacert)) => builder.with_root_certificates(cacert.clone()),
+            (false, Some(cacert)) => {
+                let verifier = CacertVerifier::new(cacert, provider)
+                    .map_err(|e| Error::Setup(tls_error(&e, "--cacert")))?;
+                builder.dangerous().with_custom_certificate_verifier(Arc::new(verifier))
+            }
             (false, None) => builder.with_root_certificates(system_roots()?),
         };
         let mut config = match &options.client_certificate {
@@ -86,7 +102,8 @@ impl TlsClient {
             None => ServerName::try_from(host.to_string())
                 .map_err(|e| Error::Setup(format!("invalid TLS server name '{host}': {e}")))?,
         };
-        Ok(TlsClient { config: Arc::new(config), server_name })
+        let cacert = options.cacert.is_some() && !options.insecure;
+        Ok(TlsClient { config: Arc::new(config), server_name, cacert })
     }
 
     /// Completes one blocking handshake with `endpoint`, so that a certificate
@@ -118,13 +135,13 @@ impl TlsClient {
         config.client_auth_cert_resolver = noted.clone();
         let failed = |why: String| Error::Setup(format!("TLS handshake with {addr} failed: {why}"));
         let mut session = ClientConnection::new(Arc::new(config), self.server_name.clone())
-            .map_err(|e| failed(e.to_string()))?;
+            .map_err(|e| failed(tls_error(&e, SERVER_CERTIFICATE)))?;
         let asked = || noted.asked.load(Ordering::Relaxed);
         let io_failed = |e: io::Error| {
             let why = describe_handshake_error(&e, Some(timeout));
             match asked() && !has_certificate && ended_by_server(&e) {
                 true => failed(no_certificate_given(&why)),
-                false => failed(format!("{why}{}", hint(&e))),
+                false => failed(format!("{why}{}", self.hint(&e))),
             }
         };
         let mut socket = socket.map_err(io_failed)?;
@@ -161,10 +178,52 @@ impl TlsClient {
     }
 
     /// A new client session (one per TCP connection; rustls resumes
-    /// sessions from its in-memory cache, as wrk's OpenSSL session cache).
-    pub fn session(&self) -> Result<ClientConnection, rustls::Error> {
+    /// sessions from its in-memory cache, as wrk's OpenSSL session cache),
+    /// or why not, in words.
+    pub fn session(&self) -> Result<ClientConnection, String> {
         ClientConnection::new(self.config.clone(), self.server_name.clone())
+            .map_err(|e| tls_error(&e, SERVER_CERTIFICATE))
     }
+
+    /// What to try when the server's certificate was not accepted.
+    fn hint(&self, error: &io::Error) -> &'static str {
+        use rustls::CertificateError as E;
+        let Some(rustls::Error::InvalidCertificate(why)) = rustls_error(error) else { return "" };
+        match why {
+            E::NotValidForName | E::NotValidForNameContext { .. } => {
+                " (--tls-server-name NAME verifies another name, or use -k/--insecure to skip \
+                 certificate verification)"
+            }
+            _ if is_ca_used_as_end_entity(rustls_error(error).unwrap()) => match self.cacert {
+                true => {
+                    " and not itself in --cacert (give --cacert exactly this certificate: pace \
+                     then trusts it as curl does; or use -k/--insecure to skip certificate \
+                     verification)"
+                }
+                false => {
+                    " (trust exactly this certificate with --cacert FILE, as curl does, or use \
+                     -k/--insecure to skip certificate verification)"
+                }
+            },
+            E::Other(other) if is_version_1(other) => {
+                " (-k/--insecure does not help: rustls needs to read the certificate to check \
+                 the handshake)"
+            }
+            E::UnknownIssuer if self.cacert => {
+                " (--cacert FILE must hold the CA that signed it, or the certificate itself; or \
+                 use -k/--insecure to skip certificate verification)"
+            }
+            _ => {
+                " (trust its CA with --cacert FILE, or use -k/--insecure to skip certificate \
+                 verification)"
+            }
+        }
+    }
+}
+
+/// webpki found an X.509 version 1 certificate.
+fn is_version_1(other: &rustls::OtherError) -> bool {
+    matches!(other.0.downcast_ref::<webpki::Error>(), Some(webpki::Error::UnsupportedCertVersion))
 }
 
 /// Under TLS 1.3 the client is done with the handshake once it has sent
@@ -199,28 +258,18 @@ pub fn describe_handshake_error(error: &io::Error, timeout: Option<Duration>) ->
             None => "timed out".to_string(),
         };
     }
-    match rustls_error(error) {
-        Some(rustls::Error::InvalidMessage(InvalidMessage::InvalidContentType)) => {
-            return "the server answered in plain HTTP, not TLS (an http:// URL?)".to_string()
-        }
-        Some(rustls::Error::AlertReceived(alert)) => {
-            if let Some(refusal) = describe_refusal(*alert) {
-                return refusal;
-            }
-        }
-        _ => {}
-    }
-    io_reason(error)
+    describe_read_error(error)
 }
 
 /// A failed read in words: under TLS 1.3 a server's refusal of the client
 /// certificate arrives after the handshake, as the first thing read.
 pub fn describe_read_error(error: &io::Error) -> String {
     match rustls_error(error) {
-        Some(rustls::Error::AlertReceived(alert)) => {
-            describe_refusal(*alert).unwrap_or_else(|| io_reason(error))
+        Some(tls @ rustls::Error::AlertReceived(alert)) => {
+            describe_refusal(*alert).unwrap_or_else(|| tls_error(tls, SERVER_CERTIFICATE))
         }
-        _ => io_reason(error),
+        Some(tls) => tls_error(tls, SERVER_CERTIFICATE),
+        None => io_reason(error),
     }
 }
 
@@ -238,7 +287,7 @@ fn describe_refusal(alert: AlertDescription) -> Option<String> {
         | AlertDescription::CertificateExpired
         | AlertDescription::CertificateUnknown
         | AlertDescription::UnknownCA => {
-            Some(format!("the server refused the client certificate (alert {alert:?})"))
+            Some(format!("the server refused the client certificate (alert {})", alert_name(alert)))
         }
         _ => None,
     }
@@ -267,39 +316,26 @@ fn ended_by_server(error: &io::Error) -> bool {
         )
 }
 
-/// What to try when the server's certificate was not accepted.
-fn hint(error: &io::Error) -> &'static str {
-    match rustls_error(error) {
-        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::NotValidForName))
-        | Some(rustls::Error::InvalidCertificate(
-            rustls::CertificateError::NotValidForNameContext { .. },
-        )) => {
-            " (--tls-server-name NAME verifies another name, or use -k/--insecure to skip \
-             certificate verification)"
-        }
-        Some(rustls::Error::InvalidCertificate(_)) => {
-            " (trust its CA with --cacert FILE, or use -k/--insecure to skip certificate \
-             verification)"
-        }
-        _ => "",
-    }
-}
-
 fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
     error.get_ref().and_then(|inner| inner.downcast_ref::<rustls::Error>())
 }
 
 /// `--cacert FILE`: the CA certificates (PEM) to trust instead of the
 /// system's.
-pub fn load_cacert(path: &Path) -> Result<RootCertStore, Error> {
+pub fn load_cacert(path: &Path) -> Result<Cacert, Error> {
     let certificates = certificates("--cacert", path, &read("--cacert", path)?)?;
     let mut roots = RootCertStore::empty();
-    for (n, certificate) in certificates.into_iter().enumerate() {
-        roots.add(certificate).map_err(|e| {
-            wrong("--cacert", path, format!("certificate {} cannot be a trust anchor: {e}", n + 1))
+    for (n, certificate) in certificates.iter().enumerate() {
+        roots.add(certificate.clone()).map_err(|e| {
+            let why = tls_error(&e, "it");
+            wrong(
+                "--cacert",
+                path,
+                format!("certificate {} cannot be a trust anchor: {why}", n + 1),
+            )
         })?;
     }
-    Ok(roots)
+    Ok(Cacert { roots: Arc::new(roots), certificates })
 }
 
 /// `--cert FILE` and `--key FILE`: the client certificate (PEM, its
@@ -326,14 +362,29 @@ pub fn load_client_certificate(
         },
     };
     let provider = crypto::ring::default_provider();
-    CertifiedKey::from_der(chain, key, &provider).map(Arc::new).map_err(|e| match e {
-        rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch) => wrong(
+    let signing_key = provider.key_provider.load_private_key(key).map_err(|e| {
+        wrong(key_option, key_path, format!("the key cannot be used: {}", tls_error(&e, "it")))
+    })?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    match certified.keys_match() {
+        Ok(()) | Err(rustls::Error::InconsistentKeys(InconsistentKeys::Unknown)) => {
+            Ok(Arc::new(certified))
+        }
+        Err(rustls::Error::InconsistentKeys(InconsistentKeys::KeyMismatch)) => Err(wrong(
             key_option,
             key_path,
             format!("the key is not the certificate's ({})", cert.display()),
-        ),
-        other => wrong(key_option, key_path, format!("the key cannot be used: {other}")),
-    })
+        )),
+        // rustls reads no version 1 certificate, so it cannot compare its
+        // key; curl sends one, and so does pace: a server that reads it
+        // refuses a wrong key in the handshake.
+        Err(rustls::Error::InvalidCertificate(rustls::CertificateError::Other(other)))
+            if is_version_1(&other) =>
+        {
+            Ok(Arc::new(certified))
+        }
+        Err(other) => Err(wrong("--cert", cert, tls_error(&other, "the certificate"))),
+    }
 }
 
 /// `--tls-server-name NAME`: a DNS name or an IP address.
@@ -533,7 +584,8 @@ mod tests {
     fn cacert_trusts_every_certificate_of_the_file() {
         let bundle = certificate_for(EC_PKCS8) + &certificate_for(RSA_PKCS8);
         let files = Files::new(&[("ca.pem", &bundle)]);
-        assert_eq!(load_cacert(&files.path("ca.pem")).unwrap().len(), 2);
+        let cacert = load_cacert(&files.path("ca.pem")).unwrap();
+        assert_eq!((cacert.roots.len(), cacert.certificates.len()), (2, 2));
     }
 
     #[test]
@@ -665,17 +717,17 @@ mod tests {
         );
         assert_eq!(
             alert(AlertDescription::UnknownCA),
-            "the server refused the client certificate (alert UnknownCA)"
+            "the server refused the client certificate (alert unknown_ca)"
         );
-        assert_eq!(
-            alert(AlertDescription::HandshakeFailure),
-            "received fatal alert: HandshakeFailure"
-        );
+        let failure = "the server ended the connection with the TLS alert handshake_failure";
+        assert_eq!(alert(AlertDescription::HandshakeFailure), failure);
         // When the server asked and none was given, that is said first.
         assert_eq!(
-            no_certificate_given("received fatal alert: HandshakeFailure"),
-            "the server asked for a client certificate and none was given (use --cert and --key): \
-             received fatal alert: HandshakeFailure"
+            no_certificate_given(failure),
+            format!(
+                "the server asked for a client certificate and none was given (use --cert and \
+                 --key): {failure}"
+            )
         );
         let said = alert(AlertDescription::CertificateRequired);
         assert_eq!(no_certificate_given(&said), said);

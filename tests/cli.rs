@@ -242,3 +242,42 @@ fn subcommand_errors() {
     assert_fails(&["demo", "extra"], 1, "unexpected argument 'extra'");
     assert_fails(&["help", "bogus"], 1, "unknown command 'bogus'");
 }
+
+/// Every file, socket and stream error is said in the C library's words,
+/// without Rust's `(os error N)`: files that are directories for each
+/// option that reads one, a full stdout, an address not on this machine.
+#[test]
+fn system_errors_are_said_without_os_error_numbers() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    let url = closed_url();
+    let https = url.replace("http://", "https://");
+    let cases: [&[&str]; 11] = [
+        &["-s", dir, &url],
+        &["--body-file", dir, &url],
+        &["--targets", dir],
+        &["--cacert", dir, &https],
+        &["--cert", dir, &https],
+        &["-o", dir, &url],
+        &["merge", dir],
+        &["merge", &format!("{dir}/missing.hlog")],
+        &["report", dir],
+        &["compare", dir, dir],
+        &["serve", "--bind", "192.0.2.1", "--port", "0"],
+    ];
+    for args in cases {
+        let out = pace(args);
+        let stderr = text(&out.stderr);
+        assert!(matches!(out.status.code(), Some(1 | 2)), "{args:?}: {stderr:?}");
+        assert!(stderr.starts_with("pace: "), "{args:?}: {stderr:?}");
+        assert!(!stderr.contains("os error"), "{args:?}: {stderr:?}");
+    }
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_pace")).arg("-h").stdout(full).output().unwrap();
+    assert_eq!(
+        text(&out.stderr),
+        "pace: cannot write to stdout: No space left on device\n",
+        "{:?}",
+        out.status
+    );
+}

@@ -1,14 +1,19 @@
 //! `pace man`: the manual page, in roff (man macros), made from the
-//! commands' option tables and texts as `-h` is ([`super::commands`]).
-//! `docs/pace.1` is a copy of its output, checked by a test.
+//! commands' option tables and texts as `-h` is ([`super::commands`]),
+//! and the reference sections and examples of [`sections`]: the whole
+//! manual, for a pace installed without its README. `docs/pace.1` is a
+//! copy of its output, checked by a test.
+
+mod sections;
 
 use std::ffi::OsString;
 
 use super::commands::{self, CommandDoc};
 use super::options::{unexpected_word, Described, Item, Options, Spec};
-use super::usage::{self, EXIT_STATUS};
+use super::usage;
 use super::Command;
 use crate::error::Error;
+use sections::{Part, Section, EXAMPLES, EXIT_STATUS, SECTIONS};
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum Flag {
@@ -76,17 +81,44 @@ pub(super) fn page() -> String {
         page += &options(command);
         page += &notes(command);
     }
+    for section in SECTIONS {
+        page += &reference(section);
+    }
     page += ".SH \"EXIT STATUS\"\n";
-    for (status, lines) in EXIT_STATUS {
-        page += &format!(".TP\n.B {status}\n{}\n", text(&lines.join(" ")));
+    for (status, meaning) in EXIT_STATUS {
+        page += &format!(".TP\n.B {status}\n{}\n", text(meaning));
+    }
+    page += ".SH EXAMPLES\n";
+    for (what, lines) in EXAMPLES {
+        page += &format!(".PP\n{}\n{}", text(what), command_lines(lines));
     }
     page += ".SH \"SEE ALSO\"\n";
     page += &text(
         "wrk (https://github.com/wg/wrk), wrk2 (https://github.com/giltene/wrk2). \
-         pace's README.md shows every option at work; docs/json.md describes the JSON \
-         of -e.",
+         The JSON of -e is described in docs/json.md of pace's sources.",
     );
     page + "\n"
+}
+
+/// A reference section: its paragraphs, terms and command lines.
+fn reference(section: &Section) -> String {
+    let mut roff = format!(".SH \"{}\"\n", section.title);
+    for part in section.parts {
+        roff += &match part {
+            Part::Text(paragraph) => format!(".PP\n{}\n", text(paragraph)),
+            Part::Item(term, meaning) => {
+                format!(".TP\n\\fB{}\\fR\n{}\n", text(term), text(meaning))
+            }
+            Part::Lines(lines) => format!(".PP\n{}", command_lines(lines)),
+        };
+    }
+    roff
+}
+
+/// Lines shown as typed, indented.
+fn command_lines(lines: &[&str]) -> String {
+    let lines: Vec<String> = lines.iter().map(|line| text(line)).collect();
+    format!(".RS\n.nf\n{}\n.fi\n.RE\n", lines.join("\n"))
 }
 
 /// `pace serve`.
@@ -118,8 +150,7 @@ fn about(command: &CommandDoc) -> String {
 
 fn block(lines: &[&str], example: bool) -> String {
     if example {
-        let lines: Vec<String> = lines.iter().map(|line| text(line)).collect();
-        format!(".RS\n.nf\n{}\n.fi\n.RE\n", lines.join("\n"))
+        command_lines(lines)
     } else {
         format!("{}\n", text(&lines.join(" ")))
     }
@@ -201,6 +232,40 @@ mod tests {
         assert_eq!(text("self-contained, sub-second"), "self-contained, sub-second");
         assert_eq!(text("'p99<10ms' a\\b"), "\\&'p99<10ms' a\\eb");
         assert_eq!(text("man -l -"), "man \\-l \\-");
+    }
+
+    /// What an installed pace has no README for is in the manual, and no
+    /// help text sends the reader to the README.
+    #[test]
+    fn the_manual_is_self_sufficient() {
+        let page = page();
+        for heading in [
+            ".SH \"LUA SCRIPTS\"",
+            ".SH \"TARGETS FILE\"",
+            ".SH \"SLO OBJECTIVES\"",
+            ".SH \"REGRESSION LIMITS\"",
+            ".SH \"WARNINGS\"",
+            ".SH \"EXIT STATUS\"",
+            ".SH EXAMPLES",
+        ] {
+            assert!(page.contains(&format!("{heading}\n")), "no {heading}");
+        }
+        use crate::report::diagnose::Code;
+        let codes = [
+            Code::ServerFailed,
+            Code::ServerStalled,
+            Code::TooFewConnections,
+            Code::GeneratorCpu,
+            Code::Unsent,
+        ];
+        for code in codes {
+            let item = format!(".TP\n\\fB{}\\fR\n", text(code.name()));
+            assert!(page.contains(&item), "no {item}");
+        }
+        assert!(!page.contains("README"));
+        for command in commands::all() {
+            assert!(!usage::command(&command).contains("README"), "pace {} -h", command.name);
+        }
     }
 
     #[test]

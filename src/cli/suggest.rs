@@ -5,7 +5,9 @@
 //! swapped: Damerau's operations), fewer for short names, with one winner.
 //! A typo in an abbreviation (`--conect`) is close to a prefix of the
 //! name, so long enough typed names are also compared with the name's
-//! prefixes of about their length.
+//! prefixes of about their length. A name the typed one is close to as a
+//! whole is nearer than one it is as close to only by a prefix: `--targts`
+//! is `--targets`, not `--targets-order`.
 
 /// The name in `names` nearest to `typed`, if it is close and nearer than
 /// any other (a tie suggests nothing rather than a guess).
@@ -13,15 +15,15 @@ pub(super) fn nearest<'a>(
     typed: &str,
     names: impl IntoIterator<Item = &'a str>,
 ) -> Option<&'a str> {
-    let mut best: Option<(usize, &str)> = None;
+    let mut best: Option<(Closeness, &str)> = None;
     let mut tied = false;
     for name in names {
-        let Some(distance) = closeness(typed, name) else { continue };
+        let Some(closeness) = closeness(typed, name) else { continue };
         match best {
-            Some((nearest, other)) if distance == nearest && other != name => tied = true,
-            Some((nearest, _)) if distance >= nearest => {}
+            Some((nearest, other)) if closeness == nearest && other != name => tied = true,
+            Some((nearest, _)) if closeness >= nearest => {}
             _ => {
-                best = Some((distance, name));
+                best = Some((closeness, name));
                 tied = false;
             }
         }
@@ -29,8 +31,16 @@ pub(super) fn nearest<'a>(
     best.filter(|_| !tied).map(|(_, name)| name)
 }
 
+/// How close a typed name is to an option's: the fewer edits the closer,
+/// and at equal edits the whole name before a prefix of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Closeness {
+    edits: usize,
+    by_prefix: bool,
+}
+
 /// How far `typed` is from `name` when it is close enough to suggest it.
-fn closeness(typed: &str, name: &str) -> Option<usize> {
+fn closeness(typed: &str, name: &str) -> Option<Closeness> {
     let typed: Vec<char> = typed.chars().collect();
     let name: Vec<char> = name.chars().collect();
     // One edit in a 3 to 5 letter name, two from 6 letters on: `--ur`
@@ -51,7 +61,10 @@ fn closeness(typed: &str, name: &str) -> Option<usize> {
         })
         .flatten()
         .filter(|&edits| edits <= 1);
-    [Some(whole).filter(|&edits| edits <= allowed), prefix].into_iter().flatten().min()
+    let whole = Some(whole).filter(|&edits| edits <= allowed);
+    let whole = whole.map(|edits| Closeness { edits, by_prefix: false });
+    let prefix = prefix.map(|edits| Closeness { edits, by_prefix: true });
+    whole.into_iter().chain(prefix).min()
 }
 
 /// The optimal string alignment distance: insertions, deletions,
@@ -95,6 +108,11 @@ mod tests {
         "stall-for",
         "port",
         "tls",
+        "targets",
+        "targets-order",
+        "metrics",
+        "metrics-linger",
+        "metrics-push",
     ];
 
     fn suggested(typed: &str) -> Option<&'static str> {
@@ -112,6 +130,27 @@ mod tests {
         assert_eq!(suggested("prot"), Some("port"));
         assert_eq!(suggested("conect"), Some("connections"), "a mistyped abbreviation");
         assert_eq!(suggested("threds"), Some("threads"));
+    }
+
+    /// A typo of a name that also starts a longer one: as near the longer
+    /// one's prefix as the whole name, which wins.
+    #[test]
+    fn the_whole_name_beats_a_longer_name_with_it_as_prefix() {
+        assert_eq!(suggested("targts"), Some("targets"));
+        assert_eq!(suggested("tragets"), Some("targets"));
+        assert_eq!(suggested("metircs"), Some("metrics"));
+        assert_eq!(suggested("metics"), Some("metrics"));
+        assert_eq!(suggested("targets-ordr"), Some("targets-order"));
+        assert_eq!(suggested("metrics-pus"), Some("metrics-push"));
+    }
+
+    /// The same on the benchmark's own table.
+    #[test]
+    fn typos_of_the_benchmarks_options() {
+        let names = || super::super::bench::SPECS.iter().map(|spec| spec.long);
+        assert_eq!(nearest("targts", names()), Some("targets"));
+        assert_eq!(nearest("metircs", names()), Some("metrics"));
+        assert_eq!(nearest("duraton", names()), Some("duration"));
     }
 
     #[test]

@@ -6,8 +6,9 @@
 use super::commands::{self, CommandDoc};
 use super::options::Described;
 
-/// What each exit status means, for `pace -h` and the man page.
-pub(super) const EXIT_STATUS: &[(&str, &[&str])] = &[
+/// What each exit status means, in short, for `pace -h` (the man page
+/// says it in full).
+const EXIT_STATUS: &[(&str, &[&str])] = &[
     ("0", &["The run completed"]),
     ("1", &["Bad command line"]),
     (

@@ -211,7 +211,12 @@ impl<'a> Engine<'a> {
                 capture: source.wants_responses(),
                 timeout_ns: duration_ns(cfg.timeout),
             })
-            .map_err(|e| Error::Setup(format!("unable to create thread {thread}: {e}")))?;
+            .map_err(|e| {
+                Error::Setup(format!(
+                    "unable to create thread {thread}: {}",
+                    crate::error::io_reason(&e)
+                ))
+            })?;
             let (first_k, stride) = cfg.requests_of_plan(thread);
             let run = RunSetup {
                 first_k,
@@ -243,7 +248,10 @@ impl<'a> Engine<'a> {
                 Ok(handle) => handles.push(handle),
                 Err(e) => {
                     start_line.abort();
-                    return Err(Error::Setup(format!("unable to create thread {index}: {e}")));
+                    return Err(Error::Setup(format!(
+                        "unable to create thread {index}: {}",
+                        crate::error::io_reason(&e)
+                    )));
                 }
             }
         }

@@ -46,8 +46,8 @@ pub fn merge(files: &[impl AsRef<Path>]) -> Result<MergedLogs, String> {
     for path in files {
         let path = path.as_ref();
         let source = path.display().to_string();
-        let text =
-            std::fs::read_to_string(path).map_err(|e| format!("cannot read {source}: {e}"))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {source}: {}", crate::error::io_reason(&e)))?;
         let log = read(&source, &text)?;
         ends.push(log.from + log.span);
         match &mut merged {

@@ -8,7 +8,7 @@
 
 use std::fmt::Write;
 
-use super::figures::{Buckets, Figures, LATENCY_BOUNDS_US};
+use super::figures::{Buckets, Figures, LATENCY_BOUNDS_NS};
 
 /// How the figures are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,10 +196,10 @@ fn counted(name: &str, kind: Kind) -> String {
 
 /// A histogram in seconds: cumulative buckets, `+Inf`, sum, count.
 fn histogram(name: &'static str, help: &'static str, buckets: &Buckets) -> Family {
-    let mut samples = Vec::with_capacity(LATENCY_BOUNDS_US.len() + 3);
+    let mut samples = Vec::with_capacity(LATENCY_BOUNDS_NS.len() + 3);
     let mut cumulative = 0;
     let bucket = format!("{name}_bucket");
-    for (bound, n) in LATENCY_BOUNDS_US.iter().zip(&buckets.counts) {
+    for (bound, n) in LATENCY_BOUNDS_NS.iter().zip(&buckets.counts) {
         cumulative += n;
         let labels = vec![("le", seconds_text(*bound))];
         samples.push(Sample { name: bucket.clone(), labels, value: cumulative as f64 });
@@ -207,8 +207,10 @@ fn histogram(name: &'static str, help: &'static str, buckets: &Buckets) -> Famil
     let count = buckets.count() as f64;
     let labels = vec![("le", "+Inf".to_string())];
     samples.push(Sample { name: bucket, labels, value: count });
-    let sum =
-        Sample { name: format!("{name}_sum"), labels: Vec::new(), value: buckets.sum_seconds };
+    // One division of a whole number: the nearest float to the exact sum,
+    // written as its shortest decimal (0.0313, not 0.031299999999999995).
+    let sum_seconds = buckets.sum_us as f64 / 1e6;
+    let sum = Sample { name: format!("{name}_sum"), labels: Vec::new(), value: sum_seconds };
     samples.push(sum);
     samples.push(Sample { name: format!("{name}_count"), labels: Vec::new(), value: count });
     Family { name, kind: Kind::Histogram, unit: Some("seconds"), help, samples }
@@ -247,13 +249,14 @@ pub fn render(figures: &Figures, format: Format) -> String {
     text
 }
 
-/// Microseconds as exact decimal seconds: 1250 -> `0.00125`, 2000000 -> `2`.
-fn seconds_text(us: u64) -> String {
-    let (whole, fraction) = (us / 1_000_000, us % 1_000_000);
+/// Nanoseconds as exact decimal seconds: 12500 -> `0.0000125`,
+/// 2000000000 -> `2`.
+fn seconds_text(ns: u64) -> String {
+    let (whole, fraction) = (ns / 1_000_000_000, ns % 1_000_000_000);
     if fraction == 0 {
         return whole.to_string();
     }
-    let digits = format!("{fraction:06}");
+    let digits = format!("{fraction:09}");
     format!("{whole}.{}", digits.trim_end_matches('0'))
 }
 
@@ -333,16 +336,16 @@ mod tests {
             "pace_latency_corrected_seconds_count{shard=\"0/2\"} 3",
             "pace_latency_uncorrected_seconds_bucket{shard=\"0/2\",le=\"0.0004\"} 1",
             "pace_schedule_lag_seconds_bucket{shard=\"0/2\",le=\"0.00001\"} 3",
+            // The rule's 12.5 us, not 12.
+            "pace_schedule_lag_seconds_bucket{shard=\"0/2\",le=\"0.0000125\"} 3",
+            // Exact sums: 800 + 1500 + 29000 us, and half of each.
+            "pace_latency_corrected_seconds_sum{shard=\"0/2\"} 0.0313",
+            "pace_latency_uncorrected_seconds_sum{shard=\"0/2\"} 0.01565",
             "pace_run_finished{shard=\"0/2\"} 0",
             "pace_measured_seconds{shard=\"0/2\"} 0.2",
         ] {
             assert!(lines.contains(&expected), "no line {expected:?} in:\n{text}");
         }
-        let sum = lines
-            .iter()
-            .find_map(|l| l.strip_prefix("pace_latency_corrected_seconds_sum{shard=\"0/2\"} "))
-            .unwrap();
-        assert!((sum.parse::<f64>().unwrap() - 0.0313).abs() < 1e-4, "{sum}");
         // Every family is declared once, before its samples, and every
         // sample belongs to the family declared last.
         let mut family = "";
@@ -361,8 +364,24 @@ mod tests {
             .filter(|l| l.starts_with("pace_latency_corrected_seconds_bucket"))
             .map(|l| l.rsplit(' ').next().unwrap().parse().unwrap())
             .collect();
-        assert_eq!(buckets.len(), LATENCY_BOUNDS_US.len() + 1);
+        assert_eq!(buckets.len(), LATENCY_BOUNDS_NS.len() + 1);
         assert!(buckets.windows(2).all(|pair| pair[0] <= pair[1]));
+    }
+
+    /// 0.1 s + 0.2 s is 0.3 s, not the 0.30000000000000004 that adding
+    /// the seconds as floats gives.
+    #[test]
+    fn sums_have_no_float_noise() {
+        let mut figures = Figures::new("0/1".into(), None);
+        let mut stats = Stats::new(3);
+        for us in [100_000, 200_000] {
+            stats.response(200);
+            stats.corrected.record(us).unwrap();
+        }
+        figures.add(&Interval { index: 0, start: Duration::ZERO, length: Duration::ZERO, stats });
+        let text = render(&figures, Format::Text);
+        let sum = "pace_latency_corrected_seconds_sum{shard=\"0/1\"} 0.3";
+        assert!(lines(&text).contains(&sum), "no line {sum:?} in:\n{text}");
     }
 
     #[test]
@@ -405,10 +424,11 @@ mod tests {
 
     #[test]
     fn numbers_and_labels_are_written_as_the_formats_want() {
-        assert_eq!(seconds_text(10), "0.00001");
-        assert_eq!(seconds_text(1250), "0.00125");
-        assert_eq!(seconds_text(2_000_000), "2");
-        assert_eq!(seconds_text(1_500_000), "1.5");
+        assert_eq!(seconds_text(10_000), "0.00001");
+        assert_eq!(seconds_text(12_500), "0.0000125");
+        assert_eq!(seconds_text(1_250_000), "0.00125");
+        assert_eq!(seconds_text(2_000_000_000), "2");
+        assert_eq!(seconds_text(1_500_000_000), "1.5");
         assert_eq!(float(f64::NAN), "NaN");
         assert_eq!(float(f64::INFINITY), "+Inf");
         assert_eq!(float(0.25), "0.25");

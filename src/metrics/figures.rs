@@ -13,18 +13,19 @@ use hdrhistogram::Histogram;
 use crate::plan::PlanSpec;
 use crate::stats::{Errors, Interval};
 
-/// Upper bounds of the latency buckets, microseconds: ten per decade
+/// Upper bounds of the latency buckets, nanoseconds: ten per decade
 /// (1, 1.25, 1.5, 2, 2.5, 3, 4, 5, 6, 8) from 10 us to 80 s, then 100 s.
 /// A quantile read from them (PromQL's `histogram_quantile`) is within
 /// one bucket of the true value: at most a third above or below it.
-pub const LATENCY_BOUNDS_US: [u64; 71] = latency_bounds();
+/// (Nanoseconds, so that the first decade's 12.5 us is what it says.)
+pub const LATENCY_BOUNDS_NS: [u64; 71] = latency_bounds();
 
 const fn latency_bounds() -> [u64; 71] {
     // Hundredths of the decade's first bound.
     const STEPS: [u64; 10] = [100, 125, 150, 200, 250, 300, 400, 500, 600, 800];
     let mut bounds = [0; 71];
     let mut decade = 0;
-    let mut scale = 10; // us
+    let mut scale = 10_000; // ns
     while decade < 7 {
         let mut step = 0;
         while step < STEPS.len() {
@@ -34,23 +35,25 @@ const fn latency_bounds() -> [u64; 71] {
         scale *= 10;
         decade += 1;
     }
-    bounds[70] = 100_000_000;
+    bounds[70] = 100_000_000_000;
     bounds
 }
 
-/// A cumulative histogram over [`LATENCY_BOUNDS_US`].
+/// A cumulative histogram over [`LATENCY_BOUNDS_NS`].
 #[derive(Clone, Debug, PartialEq)]
 pub struct Buckets {
     /// Values in each bucket (not cumulative), the last for those above
     /// every bound (`+Inf`).
     pub counts: Vec<u64>,
-    /// The sum of the values, seconds.
-    pub sum_seconds: f64,
+    /// The sum of the values, microseconds (a whole number, so that the
+    /// sum in seconds is one division, without the noise of adding up
+    /// fractions).
+    pub sum_us: u64,
 }
 
 impl Default for Buckets {
     fn default() -> Self {
-        Buckets { counts: vec![0; LATENCY_BOUNDS_US.len() + 1], sum_seconds: 0.0 }
+        Buckets { counts: vec![0; LATENCY_BOUNDS_NS.len() + 1], sum_us: 0 }
     }
 }
 
@@ -61,9 +64,9 @@ impl Buckets {
     pub fn add(&mut self, histogram: &Histogram<u64>) {
         for value in histogram.iter_recorded() {
             let (us, n) = (value.value_iterated_to(), value.count_at_value());
-            let bucket = LATENCY_BOUNDS_US.partition_point(|&bound| bound < us);
+            let bucket = LATENCY_BOUNDS_NS.partition_point(|&bound| bound < us * 1000);
             self.counts[bucket] += n;
-            self.sum_seconds += histogram.median_equivalent(us) as f64 * n as f64 / 1e6;
+            self.sum_us += histogram.median_equivalent(us) * n;
         }
     }
 
@@ -185,35 +188,36 @@ mod tests {
 
     #[test]
     fn bounds_are_ten_a_decade_and_increasing() {
-        assert_eq!(LATENCY_BOUNDS_US[..4], [10, 12, 15, 20]);
-        assert_eq!(LATENCY_BOUNDS_US[10..13], [100, 125, 150]);
-        assert_eq!(LATENCY_BOUNDS_US[69..], [80_000_000, 100_000_000]);
-        assert!(LATENCY_BOUNDS_US.windows(2).all(|pair| pair[0] < pair[1]));
+        assert_eq!(LATENCY_BOUNDS_NS[..4], [10_000, 12_500, 15_000, 20_000]);
+        assert_eq!(LATENCY_BOUNDS_NS[10..13], [100_000, 125_000, 150_000]);
+        assert_eq!(LATENCY_BOUNDS_NS[69..], [80_000_000_000, 100_000_000_000]);
+        assert!(LATENCY_BOUNDS_NS.windows(2).all(|pair| pair[0] < pair[1]));
         // No bucket reaches more than a third above its lower bound.
-        assert!(LATENCY_BOUNDS_US.windows(2).all(|pair| pair[1] * 3 <= pair[0] * 4));
+        assert!(LATENCY_BOUNDS_NS.windows(2).all(|pair| pair[1] * 3 <= pair[0] * 4));
     }
 
     #[test]
     fn values_fall_in_the_first_bucket_that_holds_them() {
         let mut histogram = latency_histogram(3);
-        for us in [5, 10, 11, 1000, 1001, 200_000_000] {
+        for us in [5, 10, 11, 12, 13, 1000, 1001, 200_000_000] {
             histogram.record(us).unwrap();
         }
         let mut buckets = Buckets::default();
         buckets.add(&histogram);
-        let at = |us: u64| LATENCY_BOUNDS_US.iter().position(|&b| b == us).unwrap();
-        // le is "less than or equal".
-        assert_eq!(buckets.counts[at(10)], 2);
-        assert_eq!(buckets.counts[at(12)], 1);
-        assert_eq!(buckets.counts[at(1000)], 1);
-        assert_eq!(buckets.counts[at(1250)], 1);
-        assert_eq!(buckets.counts[LATENCY_BOUNDS_US.len()], 1, "+Inf");
-        assert_eq!(buckets.count(), 6);
+        let at = |ns: u64| LATENCY_BOUNDS_NS.iter().position(|&b| b == ns).unwrap();
+        // le is "less than or equal": 12 us is at most 12.5 us, 13 is not.
+        assert_eq!(buckets.counts[at(10_000)], 2);
+        assert_eq!(buckets.counts[at(12_500)], 2);
+        assert_eq!(buckets.counts[at(15_000)], 1);
+        assert_eq!(buckets.counts[at(1_000_000)], 1);
+        assert_eq!(buckets.counts[at(1_250_000)], 1);
+        assert_eq!(buckets.counts[LATENCY_BOUNDS_NS.len()], 1, "+Inf");
+        assert_eq!(buckets.count(), 8);
         // Adding again accumulates.
         buckets.add(&histogram);
-        assert_eq!(buckets.count(), 12);
-        let expected = 2.0 * (5 + 10 + 11 + 1000 + 1001) as f64 / 1e6 + 2.0 * 200.0;
-        assert!((buckets.sum_seconds - expected).abs() < 0.5, "{}", buckets.sum_seconds);
+        assert_eq!(buckets.count(), 16);
+        let expected = 2 * (5 + 10 + 11 + 12 + 13 + 1000 + 1001 + 200_000_000);
+        assert!(buckets.sum_us.abs_diff(expected) < 500_000, "{}", buckets.sum_us);
     }
 
     fn period(index: u64, requests: u64, length_ms: u64) -> Interval {

@@ -129,8 +129,9 @@ impl Metrics {
             if asked.port == 0 {
                 eprintln!("pace: metrics at http://{addr}/metrics");
             }
-            server::spawn(listener, figures.clone())
-                .map_err(|e| Error::Setup(format!("unable to create the --metrics thread: {e}")))?;
+            server::spawn(listener, figures.clone()).map_err(|e| {
+                Error::Setup(format!("unable to create the --metrics thread: {}", io_reason(&e)))
+            })?;
         }
         let linger = if options.listen.is_some() { options.linger } else { Duration::ZERO };
         Ok(Some(Metrics { figures, linger, push: options.push.clone() }))

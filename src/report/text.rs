@@ -37,7 +37,7 @@ const SEPARATOR: &str = "-------------------------------------------------------
 /// really used. With `-n`: `Running 1000 requests @ ...` when that is all
 /// that bounds the run, or `Running 30s test, at most 1000 requests @ ...`.
 pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
-    let url = &run.url;
+    let url = &crate::provenance::masked_url(&run.url);
     match (run.duration, run.requests) {
         (Some(duration), None) => {
             writeln!(out, "Running {} test @ {url}", format_test_duration(duration))?

@@ -12,7 +12,6 @@
 //! addr whose `tostring` is `unix:/path`; it works with `wrk.connect` and
 //! `thread.addr` like any other.
 
-use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::Duration;
 
@@ -21,6 +20,7 @@ use mlua::{Lua, MetaMethod, Table, UserData, UserDataMethods, Value};
 use super::errors::located_error;
 use super::value::lua_type_name;
 use crate::endpoint::Endpoint;
+use crate::error::io_reason;
 
 /// How long `wrk.connect` waits for a test connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(1);
@@ -95,18 +95,11 @@ fn resolve(host: &str, service: &str) -> Result<Vec<SocketAddr>, String> {
         _ => service.parse::<u16>().map_err(|_| "unknown service".to_string())?,
     };
     let addrs: Vec<SocketAddr> =
-        (host, port).to_socket_addrs().map_err(|err| describe(&err))?.collect();
+        (host, port).to_socket_addrs().map_err(|err| io_reason(&err))?.collect();
     if addrs.is_empty() {
         return Err("no addresses found".to_string());
     }
     Ok(addrs)
-}
-
-/// The resolver's reason without std's decorations.
-fn describe(err: &io::Error) -> String {
-    let text = err.to_string();
-    let text = text.strip_prefix("failed to lookup address information: ").unwrap_or(&text);
-    text.to_string()
 }
 
 #[cfg(test)]
