@@ -62,7 +62,7 @@ pub fn run(http2: bool) -> Result<i32, Error> {
     let protocol = if http2 { "--http2 " } else { "" };
     eprintln!("Same as: pace {protocol}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
     let endpoint = Endpoint::Tcp(addr);
-    let workload = run::fixed_workload(&bench.config, &endpoint)?;
+    let workload = run::fixed_workload(&bench.config, &endpoint);
     let finished = run::measure(&bench, &endpoint, workload);
     server.stop();
     let result = finished?.result;

@@ -37,6 +37,7 @@ mod provenance;
 mod proxy;
 mod reach;
 mod report;
+mod request;
 mod requests;
 mod resolve;
 mod run;
@@ -49,5 +50,6 @@ mod sys;
 mod target;
 mod tls;
 mod units;
+mod workload;
 
 pub use app::main;

@@ -360,6 +360,7 @@ mod tests {
     use crate::config::{BenchConfig, Mode};
     use crate::plan::PlanSpec;
     use crate::signals::Interruption;
+    use crate::stats::Outcome;
     use crate::stats::{Stats, ThreadTotals};
     use crate::target::Target;
 
@@ -418,7 +419,7 @@ mod tests {
     fn period(index: u64, requests: u64) -> Interval {
         let mut stats = Stats::new(3);
         for _ in 0..requests {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(1500).unwrap();
             stats.uncorrected.record(700).unwrap();
         }

@@ -13,16 +13,13 @@ use crate::config::origins::Origins;
 use crate::config::{BenchConfig, Mode};
 use crate::description::Description;
 use crate::endpoint::Endpoint;
-use crate::engine::{
-    Before, Engine, Finished, Http2Form, Observer, Overrun, Recording, RequestSource, Workload,
-};
+use crate::engine::{Before, Engine, Finished, Observer, Overrun, Recording};
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
 use crate::metrics::{self, Metrics, MetricsOptions};
 use crate::output::{OutputOptions, Outputs, Reporting};
 use crate::progress::{self, Progress};
-use crate::protocol::Protocol;
 use crate::report::{self, ReportOptions};
 use crate::requests;
 use crate::resolve::resolve_target;
@@ -32,6 +29,7 @@ use crate::slo::{self, Objective};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
+use crate::workload::{NoScript, Requests, Scripted, Workload};
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
@@ -96,22 +94,29 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
             .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within))
             .collect::<Result<Vec<_>, _>>()?,
     };
-    let endpoints = &resolved[0];
-    let workload = match script.as_mut() {
-        Some(script) => {
-            requests::note_script_overrides(cfg);
-            scripted_workload(cfg, endpoints, script)?
-        }
-        None => fixed_workload(cfg, &endpoints[0])?,
-    };
+    let endpoints = &resolved[0].clone();
     let places = (origins.list.iter().zip(resolved))
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
     let signals = Signals::install()?;
     let watch = Watch { progress: bench.progress, metrics: metrics.as_ref() };
-    let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
-    let (finished, interval_error) = measured?;
-    let outcome = conclude(bench, outputs, script, finished, interval_error, &signals);
+    let outcome = match script.take() {
+        Some(mut script) => {
+            requests::note_script_overrides(cfg);
+            let workload = scripted_workload(cfg, endpoints, &mut script)?;
+            let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
+            let (mut finished, interval_error) = measured?;
+            let threads = std::mem::take(&mut finished.scripts);
+            let done = Some((script, threads));
+            conclude(bench, outputs, done, finished, interval_error, &signals)
+        }
+        None => {
+            let workload = requests::workload(cfg, &endpoints[0]);
+            let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
+            let (finished, interval_error) = measured?;
+            conclude(bench, outputs, None, finished, interval_error, &signals)
+        }
+    };
     let Some(metrics) = metrics else { return outcome };
     // The final figures, after the report, the files and done(): pushed,
     // then served for the last scrapes. A push that failed is a setup
@@ -129,13 +134,13 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     }
 }
 
-/// After the run: the report and the files, the script's `done()`, and
-/// the exit code.
-fn conclude(
+/// After the run: the report and the files, the script's `done()` (with
+/// the main script and the threads' states, `done`), and the exit code.
+fn conclude<S>(
     bench: &Bench,
     outputs: Outputs,
-    mut script: Option<Script>,
-    finished: Finished,
+    done: Option<(Script, Vec<ThreadScript>)>,
+    finished: Finished<S>,
     interval_error: Option<Error>,
     signals: &Signals,
 ) -> Result<i32, Error> {
@@ -144,7 +149,7 @@ fn conclude(
     let written = outputs.finish(&finished.result);
     report_interruption(&finished.result);
     if let Some(route) = &bench.config.proxy {
-        route.note_refusals(&finished.result.total.statuses);
+        route.note_refusals(finished.result.total.outcomes.http_status(407));
     }
     if !finished.overran.is_empty() {
         return overran(&finished);
@@ -152,8 +157,8 @@ fn conclude(
     if let Some(error) = finished.script_error {
         return Err(Error::Script(format!("the script failed, the run was stopped: {error}")));
     }
-    if let Some(script) = script.as_mut() {
-        if let Some(signal) = done_watched(script, &finished.result, finished.scripts, signals)? {
+    if let Some((mut script, threads)) = done {
+        if let Some(signal) = done_watched(&mut script, &finished.result, threads, signals)? {
             return Ok(signal.exit_code());
         }
     }
@@ -170,7 +175,11 @@ fn conclude(
 
 /// Prints the header, runs the benchmark against `endpoint` and returns
 /// what it measured.
-pub fn measure(bench: &Bench, endpoint: &Endpoint, workload: Workload) -> Result<Finished, Error> {
+pub fn measure<S: Scripted>(
+    bench: &Bench,
+    endpoint: &Endpoint,
+    workload: Workload<S>,
+) -> Result<Finished<S>, Error> {
     let cfg = &bench.config;
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(bench.reporting())?;
@@ -190,14 +199,14 @@ struct Watch<'a> {
 /// writing the header and every reporting period (as soon as it is
 /// complete) to `outputs`, and every short period to `metrics`. Also
 /// returns the first error of those writes: the run goes on regardless.
-fn measure_with(
+fn measure_with<S: Scripted>(
     cfg: &BenchConfig,
     places: Vec<(Target, Endpoint)>,
-    workload: Workload,
+    workload: Workload<S>,
     signals: &Signals,
     outputs: &mut Outputs,
     watch: Watch,
-) -> Result<(Finished, Option<Error>), Error> {
+) -> Result<(Finished<S>, Option<Error>), Error> {
     let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
     // Rust's: each report first pushes out what the scripts printed before
@@ -286,13 +295,13 @@ impl Observer for Watcher<'_> {
 /// Script calls that did not return when the run was over: said on
 /// stderr, with the exit code of the signal that stopped the run, or 3.
 /// `done()` is not called (a thread's state may still be busy).
-fn overran(finished: &Finished) -> Result<i32, Error> {
+fn overran<S>(finished: &Finished<S>) -> Result<i32, Error> {
     let when = match finished.result.interrupted {
         Some(signal) => format!("after {}", signal.name()),
         None => "after the end of the run".to_string(),
     };
     for Overrun { thread, call, given_up } in &finished.overran {
-        let call = call.map_or("Lua code".to_string(), |call| format!("script's {}", call.name()));
+        let call = call.map_or("Lua code".to_string(), |call| format!("script's {call}"));
         if *given_up {
             eprintln!(
                 "pace: thread {thread}'s {call} did not return {when}, and could not be \
@@ -381,7 +390,7 @@ pub fn exit_code(result: &RunResult) -> i32 {
 /// Every thread sends the requests of the command line to `endpoint` (see
 /// [`crate::requests`]): `-m` of the URL's path with `Host`, the `-H`
 /// headers and the body, or the `--targets`, thread i starting at request i.
-pub fn fixed_workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
+pub fn fixed_workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
     requests::workload(cfg, endpoint)
 }
 
@@ -392,11 +401,11 @@ fn scripted_workload(
     cfg: &BenchConfig,
     endpoints: &[Endpoint],
     script: &mut Script,
-) -> Result<Workload, Error> {
+) -> Result<Workload<ThreadScript>, Error> {
     script.set_addrs(endpoints)?;
     let paced = matches!(cfg.mode, Mode::Paced(_));
     let mut heads: Option<Arc<[bool]>> = None;
-    let mut sources = Vec::with_capacity(cfg.threads);
+    let mut threads = Vec::with_capacity(cfg.threads);
     for _ in 0..cfg.threads {
         let mut thread = script.thread(endpoints[0].clone())?;
         let heads = match &heads {
@@ -423,13 +432,9 @@ fn scripted_workload(
         if paced {
             thread.ignore_delay();
         }
-        let http2 = (cfg.protocol == Protocol::Http2)
-            .then(|| Http2Form::new(&cfg.target.scheme_name, &cfg.target.host_header()));
-        let absolute =
-            cfg.proxy.as_ref().and_then(|route| route.absolute_form(cfg.protocol, &cfg.target));
-        sources.push(RequestSource::Script { script: Box::new(thread), heads, http2, absolute });
+        threads.push(Requests::Scripted { script: thread, heads });
     }
-    Ok(Workload { sources })
+    Ok(Workload { threads })
 }
 
 /// Prints the report for a finished run.

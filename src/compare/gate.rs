@@ -260,6 +260,7 @@ mod tests {
 
     use super::*;
     use crate::slo::Stat;
+    use crate::stats::Outcome;
     use crate::stats::Stats;
 
     fn one(text: &str) -> Limit {
@@ -332,7 +333,7 @@ mod tests {
     fn run(latency_us: u64, requests: u64, failed: u64) -> RunResult {
         let mut total = Stats::new(3);
         for _ in 0..requests {
-            total.response(200);
+            total.response(Outcome::Http(200));
             total.corrected.record(latency_us).unwrap();
         }
         total.errors.timeout = failed;

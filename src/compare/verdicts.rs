@@ -211,6 +211,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::stats::Outcome;
     use crate::stats::Stats;
 
     /// A run of `count` responses around `latency_us` (spread ±20%) over
@@ -218,7 +219,7 @@ mod tests {
     fn run(count: u64, latency_us: u64, errors: u64) -> RunResult {
         let mut total = Stats::new(3);
         for i in 0..count {
-            total.response(200);
+            total.response(Outcome::Http(200));
             let v = latency_us * 8 / 10 + latency_us * 4 / 10 * i / count;
             total.corrected.record(v).unwrap();
             total.uncorrected.record(v).unwrap();

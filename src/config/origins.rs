@@ -48,11 +48,6 @@ impl Origins {
         Origins { list, of_target }
     }
 
-    /// Several origins: requests are routed to their own.
-    pub fn several(&self) -> bool {
-        self.list.len() > 1
-    }
-
     /// `connections` (a thread's) spread over the origins.
     pub fn spread(&self, connections: usize) -> Vec<usize> {
         let shares: Vec<usize> = self.list.iter().map(|(_, share)| *share).collect();
@@ -207,7 +202,7 @@ mod tests {
             ]
         );
         assert_eq!(origins.of_target, [0, 1, 0, 2, 3, 1]);
-        assert!(origins.several());
+        assert_eq!(origins.list.len(), 4);
         assert_eq!(origins.connection_totals(|_| 5, 2), [4, 2, 2, 2]);
         assert_eq!(origins.check(4, 2), Ok(()));
         assert_eq!(
@@ -222,10 +217,10 @@ mod tests {
         let plain = BenchConfig::new(Target::parse("http://h/").unwrap());
         assert_eq!(Origins::of(&plain).list.len(), 1);
         let mut scripted = config_with_targets(&["http://a/", "http://b/"]);
-        assert!(Origins::of(&scripted).several());
+        assert_eq!(Origins::of(&scripted).list.len(), 2);
         scripted.script = Some("s.lua".into());
         let origins = Origins::of(&scripted);
-        assert!(!origins.several() && origins.of_target.is_empty());
+        assert!(origins.list.len() == 1 && origins.of_target.is_empty());
     }
 
     #[test]

@@ -1,15 +1,16 @@
-//! An engine thread's connections: connecting (TCP, then TLS), writing,
-//! reading with the kernel's receive stamps, timeouts, and reopening closed
-//! connections with back-off. What is exchanged on a connection is its
-//! protocol's business ([`Http1`], [`Http2`]): it turns request batches
-//! into bytes and bytes into completed responses, stamped with the arrival
-//! of the read that completed them.
+//! An engine thread's connections: setting up their links (connect, a
+//! proxy's tunnel, TLS), writing, reading with the kernel's receive stamps,
+//! timeouts, and reopening closed connections with back-off. What is
+//! exchanged on a connection is its protocol's business ([`Protocol`]): it
+//! turns request batches into bytes and bytes into completed responses,
+//! stamped with the arrival of the read that completed them. Nothing here
+//! asks which protocol it is.
 //!
 //! What happens on the wire is recorded into the thread's [`Recorder`];
 //! what the rest of the thread must act on is left for it to take after
 //! each [`Connections::poll`]: the slots that became ready for a request
 //! batch ([`Connections::take_ready`]), requests a server left unprocessed
-//! to send again ([`Connections::take_retry`]) and, when the script wants
+//! to send again ([`Connections::take_retries`]) and, when the script wants
 //! them, the complete responses ([`Connections::take_responses`]). Nothing
 //! here decides when to send.
 //!
@@ -25,21 +26,17 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::conn::{backoff_ns, Conn, Phase};
+use super::link::{Link, Refused};
+use super::origin::Origin;
+use super::protocol::{CapturedResponse, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::recorder::Recorder;
 use crate::config::origins::origin_name;
 use crate::endpoint::Endpoint;
-use crate::engine::conn::{backoff_ns, Conn, Phase, Protocol, Ticket};
-use crate::engine::delivery::{CapturedResponse, Delivery, Retry, Verdict};
-use crate::engine::http1::Http1;
-use crate::engine::http2::Http2;
-use crate::engine::origin::Origin;
-use crate::engine::recorder::Recorder;
-use crate::engine::source::Batch;
-use crate::engine::transport::start_connect;
 use crate::error::io_reason;
-use crate::http::transport::Transport;
 use crate::stats::ErrorKind;
 use crate::sys::{self, Interest, Poller, WallClock};
-use crate::tls::{describe_handshake_error, describe_read_error};
+use crate::tls::describe_read_error;
 
 /// A thread's read buffer starts at this size: enough for typical
 /// responses, cheap for thousands of threads.
@@ -50,34 +47,22 @@ const LARGE_READ_BUFFER: usize = 64 * 1024;
 /// How soon a connect the server's backlog had no room for is tried again.
 const BACKLOG_FULL_RETRY_NS: u64 = 1_000_000;
 
-/// What the connections speak.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Wire {
-    Http1,
-    /// HTTP/2 with `streams` streams per connection, for batches of
-    /// `depth` requests.
-    Http2 {
-        streams: usize,
-        depth: usize,
-    },
-}
-
 /// What every connection of a thread has in common.
-pub struct ConnectionSetup {
+pub struct ConnectionSetup<P: Protocol> {
     /// Where the connections go: the run's origins, and how many of the
     /// thread's connections go to each (at least one each).
     pub origins: Arc<[Origin]>,
     pub per_origin: Vec<usize>,
-    pub wire: Wire,
-    /// Capture headers and bodies (for the script's `response()`).
-    pub capture: bool,
+    /// The protocol's side of every connection.
+    pub protocol: P::Setup,
     pub timeout_ns: u64,
 }
 
-pub struct Connections {
-    setup: ConnectionSetup,
+pub struct Connections<P: Protocol> {
+    origins: Arc<[Origin]>,
+    timeout_ns: u64,
     poller: Poller,
-    conns: Vec<Conn>,
+    conns: Vec<Conn<P>>,
     /// Connections to reopen: (when, connection), earliest first.
     reopen: BinaryHeap<Reverse<(u64, usize)>>,
     /// Slots that became ready for a batch since the last
@@ -85,7 +70,7 @@ pub struct Connections {
     ready: Vec<Ticket>,
     responses: Vec<CapturedResponse>,
     /// Requests to send again, oldest first.
-    retries: VecDeque<Retry>,
+    retries: VecDeque<Retry<P::Wire>>,
     buf: Vec<u8>,
     /// Converts the kernel's receive stamps to the monotonic clock.
     wall_clock: WallClock,
@@ -95,31 +80,24 @@ pub struct Connections {
     polled_at: u64,
     /// Connections in the middle of a large response.
     receiving_large: usize,
+    /// The protocols' own timers (only when they have any): (when,
+    /// connection), earliest first; an entry is checked when it is due.
+    timers: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
-impl Connections {
-    pub fn new(setup: ConnectionSetup) -> io::Result<Connections> {
+impl<P: Protocol> Connections<P> {
+    pub fn new(setup: ConnectionSetup<P>) -> io::Result<Connections<P>> {
         let origin_of_conn: Vec<usize> = (setup.per_origin.iter().enumerate())
             .flat_map(|(origin, &n)| std::iter::repeat_n(origin, n))
             .collect();
         let poller = Poller::new(origin_of_conn.len() + 8)?;
-        let conns = origin_of_conn
-            .into_iter()
-            .map(|origin| {
-                Conn::new(
-                    origin,
-                    match setup.wire {
-                        Wire::Http1 => Protocol::Http1(Http1::new(setup.capture)),
-                        Wire::Http2 { streams, depth } => {
-                            Protocol::Http2(Box::new(Http2::new(setup.capture, streams, depth)))
-                        }
-                    },
-                )
-            })
-            .collect();
+        let conns =
+            origin_of_conn.into_iter().map(|origin| Conn::new(origin, P::new(&setup.protocol)));
         Ok(Connections {
+            origins: setup.origins,
+            timeout_ns: setup.timeout_ns,
             poller,
-            conns,
+            conns: conns.collect(),
             reopen: BinaryHeap::new(),
             ready: Vec::new(),
             responses: Vec::new(),
@@ -128,7 +106,7 @@ impl Connections {
             wall_clock: WallClock::calibrate(),
             polled_at: 0,
             receiving_large: 0,
-            setup,
+            timers: BinaryHeap::new(),
         })
     }
 
@@ -142,40 +120,34 @@ impl Connections {
         }
     }
 
-    /// Some connection is still connecting, in its TLS handshake, or
-    /// waiting for the server's HTTP/2 SETTINGS.
+    /// Some connection is still setting up its link, or its protocol's
+    /// opening (HTTP/2's SETTINGS).
     pub fn any_opening(&self) -> bool {
         self.conns.iter().any(Conn::opening)
     }
 
-    /// Some request batch is waiting for its responses.
+    /// Some request is waiting for its response.
     pub fn any_in_flight(&self) -> bool {
-        self.conns.iter().any(Conn::in_flight)
+        self.conns.iter().any(|c| c.protocol.in_flight() > 0)
     }
 
     /// Requests sent (at least in part) and still unanswered.
     pub fn requests_in_flight(&self) -> u64 {
-        self.conns.iter().map(Conn::requests_in_flight).sum()
+        self.conns.iter().map(|c| c.protocol.in_flight()).sum()
     }
 
     /// At most `limit` requests are in flight (counted only that far).
     pub fn in_flight_at_most(&self, limit: u64) -> bool {
         let mut counted = 0;
         self.conns.iter().all(|c| {
-            counted += c.requests_in_flight();
+            counted += c.protocol.in_flight();
             counted <= limit
         })
     }
 
     /// The intended time of the oldest request in flight, if any.
     pub fn oldest_in_flight(&self) -> Option<u64> {
-        self.conns
-            .iter()
-            .filter_map(|c| match &c.protocol {
-                Protocol::Http1(http1) => http1.oldest_in_flight(),
-                Protocol::Http2(http2) => http2.oldest_in_flight(),
-            })
-            .min()
+        self.conns.iter().filter_map(|c| c.protocol.oldest_in_flight()).min()
     }
 
     /// The origin connection `i` goes to.
@@ -219,7 +191,7 @@ impl Connections {
     }
 
     /// The requests still waiting to be sent again (at the end of the run).
-    pub fn take_retries(&mut self) -> std::collections::vec_deque::Drain<'_, Retry> {
+    pub fn take_retries(&mut self) -> std::collections::vec_deque::Drain<'_, Retry<P::Wire>> {
         self.retries.drain(..)
     }
 
@@ -230,46 +202,28 @@ impl Connections {
     pub fn send(
         &mut self,
         i: usize,
-        batch: Batch,
+        batch: Outgoing<P::Wire>,
         intended: &[u64],
         recorder: &mut Recorder,
     ) -> u64 {
         let sent = sys::now_ns();
-        match &mut self.conns[i].protocol {
-            Protocol::Http1(http1) => http1.start(batch, intended, sent),
-            Protocol::Http2(http2) => {
-                let mut out = Delivery::new(
-                    recorder,
-                    &mut self.responses,
-                    &mut self.ready,
-                    &mut self.retries,
-                    i,
-                );
-                let verdict = http2.start(batch, intended, sent, &mut out);
-                if !self.act(i, verdict, recorder) {
-                    return sent;
-                }
-            }
+        let verdict = self.with_protocol(i, recorder, |p, out| p.start(batch, intended, sent, out));
+        if self.act(i, verdict, recorder) {
+            self.write_more(i, recorder);
         }
-        self.write_more(i, recorder);
         sent
     }
 
     /// Sends the oldest request waiting to go again to connection `i`'s
-    /// origin on it (an HTTP/2 connection with a free slot).
+    /// origin on it.
     pub fn send_retry(&mut self, i: usize, recorder: &mut Recorder) {
         let origin = self.conns[i].origin as u32;
         let Some(at) = self.retries.iter().position(|retry| retry.batch.origin == origin) else {
             return;
         };
         let Some(retry) = self.retries.remove(at) else { return };
-        let Protocol::Http2(http2) = &mut self.conns[i].protocol else {
-            self.retries.push_front(retry);
-            return;
-        };
-        let mut out =
-            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
-        let verdict = http2.retry(retry, sys::now_ns(), &mut out);
+        let now = sys::now_ns();
+        let verdict = self.with_protocol(i, recorder, |p, out| p.retry(retry, now, out));
         if self.act(i, verdict, recorder) {
             self.write_more(i, recorder);
         }
@@ -306,64 +260,67 @@ impl Connections {
         waited
     }
 
-    /// When the next connection is due to be reopened, if one is.
-    pub fn next_reopen_at(&self) -> Option<u64> {
-        self.reopen.peek().map(|Reverse((at, _))| *at)
+    /// When the next connection is due to be reopened, or the next
+    /// protocol timer fires, if any.
+    pub fn next_due_at(&self) -> Option<u64> {
+        let reopen = self.reopen.peek().map(|Reverse((at, _))| *at);
+        let timer = self.timers.peek().map(|Reverse((at, _))| *at);
+        reopen.into_iter().chain(timer).min()
     }
 
     /// Reopens the connections whose back-off is over (`first`: where the
-    /// first origin's go).
-    pub fn reopen_due(&mut self, now: u64, first: &Endpoint, recorder: &mut Recorder) {
+    /// first origin's go) and fires the protocol timers that are due.
+    pub fn run_due(&mut self, now: u64, first: &Endpoint, recorder: &mut Recorder) {
         while let Some(&Reverse((at, i))) = self.reopen.peek() {
             if at > now {
-                return;
+                break;
             }
             self.reopen.pop();
             if self.conns[i].phase == Phase::Closed {
                 self.connect(i, first, now, recorder);
             }
         }
+        while let Some(&Reverse((at, i))) = self.timers.peek() {
+            if at > now {
+                break;
+            }
+            self.timers.pop();
+            let due = self.conns[i].protocol.next_timer().is_some_and(|next| next <= now);
+            if self.conns[i].phase == Phase::Open && due {
+                let verdict = self.with_protocol(i, recorder, |p, out| p.on_timer(now, out));
+                if self.act(i, verdict, recorder) {
+                    self.write_more(i, recorder);
+                }
+            }
+        }
     }
 
-    /// A request with no complete response within the timeout is counted:
-    /// an HTTP/1.1 connection is replaced (wrk never counted hung requests;
-    /// wrk2 counted them every 2 s without closing), an HTTP/2 stream is
-    /// reset. Connects that hang count as connect errors. Also refreshes
-    /// the clock conversion of the receive stamps, which drifts only with
-    /// NTP's slew.
+    /// Requests with no complete response within the timeout are counted
+    /// as the protocol does (HTTP/1.1 replaces its connection, HTTP/2
+    /// resets the streams). Set-ups that hang count as connect errors.
+    /// Also refreshes the clock conversion of the receive stamps, which
+    /// drifts only with NTP's slew.
     pub fn expire_timeouts(&mut self, now: u64, recorder: &mut Recorder) {
-        let timeout = self.setup.timeout_ns;
+        let timeout = self.timeout_ns;
         for i in 0..self.conns.len() {
-            let conn = &mut self.conns[i];
+            let conn = &self.conns[i];
             if conn.opening() {
                 if now.saturating_sub(conn.connect_started_ns) > timeout {
-                    let tunnel = &self.setup.origins[conn.origin].tunnel;
-                    let cause = match (conn.phase, tunnel) {
-                        (Phase::Tunneling, Some(tunnel)) => tunnel.timed_out(),
+                    let origin = &self.origins[conn.origin];
+                    let cause = match &conn.link {
+                        Some(link) if conn.phase == Phase::Linking => link.timed_out(origin),
                         _ => "connect timed out".to_string(),
                     };
                     self.fail(i, ErrorKind::Connect, &cause, recorder);
                 }
                 continue;
             }
-            match &mut conn.protocol {
-                Protocol::Http1(http1) if http1.expired(now, timeout) => {
-                    self.fail(i, ErrorKind::Timeout, "no response within the timeout", recorder);
-                }
-                Protocol::Http1(_) => {}
-                Protocol::Http2(http2) => {
-                    let mut out = Delivery::new(
-                        recorder,
-                        &mut self.responses,
-                        &mut self.ready,
-                        &mut self.retries,
-                        i,
-                    );
-                    let verdict = http2.expire(now, timeout, &mut out);
-                    if self.act(i, verdict, recorder) {
-                        self.write_more(i, recorder);
-                    }
-                }
+            if conn.phase != Phase::Open {
+                continue;
+            }
+            let verdict = self.with_protocol(i, recorder, |p, out| p.expire(now, timeout, out));
+            if self.act(i, verdict, recorder) {
+                self.write_more(i, recorder);
             }
         }
         self.wall_clock = WallClock::calibrate();
@@ -377,47 +334,32 @@ impl Connections {
     fn address(&self, i: usize, first: &Endpoint) -> Endpoint {
         match self.conns[i].origin {
             0 => first.clone(),
-            origin => self.setup.origins[origin].endpoint.clone(),
+            origin => self.origins[origin].endpoint.clone(),
         }
     }
 
     fn connect(&mut self, i: usize, first: &Endpoint, now: u64, recorder: &mut Recorder) {
         self.conns[i].connect_started_ns = now;
         let endpoint = self.address(i, first);
-        let stream = match start_connect(&endpoint) {
-            Ok(socket) => socket,
-            // A Unix socket's backlog is full: try again shortly, as TCP
-            // retries a SYN the backlog dropped, without an error.
-            Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock
-                    && matches!(endpoint, Endpoint::Unix(_)) =>
-            {
-                return self.close(i, BACKLOG_FULL_RETRY_NS)
-            }
-            Err(e) => {
-                return self.fail(i, ErrorKind::Connect, &endpoint.connect_failure(&e), recorder)
+        let origin = &self.origins[self.conns[i].origin];
+        let link = match P::Link::connect(&endpoint, origin) {
+            Ok(link) => link,
+            Err(Refused::Busy) => return self.close(i, BACKLOG_FULL_RETRY_NS),
+            Err(Refused::Failed(cause)) => {
+                return self.fail(i, ErrorKind::Connect, &cause, recorder)
             }
         };
-        let stream = match &self.setup.origins[self.conns[i].origin].tls {
-            None => Transport::plain(stream),
-            Some(tls) => match tls.session() {
-                Ok(session) => Transport::tls(stream, session),
-                Err(e) => return self.fail(i, ErrorKind::Connect, &format!("TLS: {e}"), recorder),
-            },
-        };
-        if let Err(e) = self.poller.add(stream.socket(), i as u64, Interest::ReadWrite) {
+        if let Err(e) = self.poller.add(link.fd(), i as u64, Interest::ReadWrite) {
             return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
         }
         let conn = &mut self.conns[i];
-        conn.stream = Some(stream);
-        conn.phase = Phase::Connecting;
+        conn.link = Some(link);
+        conn.phase = Phase::Linking;
     }
 
     fn on_writable(&mut self, i: usize, recorder: &mut Recorder) {
         match self.conns[i].phase {
-            Phase::Connecting => self.finish_connect(i, recorder),
-            Phase::Tunneling => self.continue_tunnel(i, recorder),
-            Phase::Handshaking => self.continue_handshake(i, recorder),
+            Phase::Linking => self.advance_link(i, true, recorder),
             Phase::Open => self.write_more(i, recorder),
             Phase::Closed => {}
         }
@@ -427,96 +369,59 @@ impl Connections {
     /// an end of stream that only a read returning 0 reveals.
     fn on_readable(&mut self, i: usize, closing: bool, recorder: &mut Recorder) {
         match self.conns[i].phase {
-            Phase::Tunneling => self.continue_tunnel(i, recorder),
-            Phase::Handshaking => self.continue_handshake(i, recorder),
+            Phase::Linking => self.advance_link(i, false, recorder),
             Phase::Open => self.read(i, closing, recorder),
-            Phase::Connecting | Phase::Closed => {}
+            Phase::Closed => {}
         }
     }
 
-    fn finish_connect(&mut self, i: usize, recorder: &mut Recorder) {
+    /// Goes on with the link's set-up; once it is up, the protocol starts.
+    /// A set-up that failed is a connect error, in the link's words.
+    fn advance_link(&mut self, i: usize, writable: bool, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
-        let Some(stream) = conn.stream.as_ref() else { return };
-        match stream.socket().take_error() {
-            Ok(None) => {}
-            Ok(Some(e)) | Err(e) => {
-                return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder)
-            }
+        let Some(link) = conn.link.as_mut() else { return };
+        match link.advance(&self.origins[conn.origin], writable) {
+            Ok(true) => self.opened(i, recorder),
+            Ok(false) => {}
+            Err(cause) => self.fail(i, ErrorKind::Connect, &cause, recorder),
         }
-        // A refused connect can also show up as "not connected" here.
-        if let Err(e) = stream.socket().check_connected() {
-            return self.fail(i, ErrorKind::Connect, &io_reason(&e), recorder);
-        }
-        if self.setup.origins[conn.origin].tunnel.is_some() {
-            conn.phase = Phase::Tunneling;
-            conn.tunnel = Some(Box::default());
-            return self.continue_tunnel(i, recorder);
-        }
-        conn.phase = Phase::Handshaking;
-        self.continue_handshake(i, recorder);
     }
 
-    /// Goes on with the CONNECT exchange through the proxy; once the
-    /// tunnel is open, the connection goes on as if connected to the
-    /// target. A refusal is a connect error, in the proxy's words.
-    fn continue_tunnel(&mut self, i: usize, recorder: &mut Recorder) {
-        let conn = &mut self.conns[i];
-        let tunnel = self.setup.origins[conn.origin].tunnel.as_ref();
-        let (Some(stream), Some(handshake), Some(tunnel)) =
-            (conn.stream.as_ref(), conn.tunnel.as_mut(), tunnel)
-        else {
-            return;
-        };
-        match handshake.advance(stream.socket(), tunnel) {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(cause) => return self.fail(i, ErrorKind::Connect, &cause, recorder),
-        }
-        conn.tunnel = None;
-        conn.phase = Phase::Handshaking;
-        self.continue_handshake(i, recorder);
-    }
-
-    fn continue_handshake(&mut self, i: usize, recorder: &mut Recorder) {
-        let Some(stream) = self.conns[i].stream.as_mut() else { return };
-        match stream.handshake() {
-            Ok(true) => {}
-            Ok(false) => return,
-            Err(e) => {
-                let cause = format!("TLS handshake: {}", describe_handshake_error(&e, None));
-                return self.fail(i, ErrorKind::Connect, &cause, recorder);
-            }
-        }
-        let chosen = stream.alpn_protocol();
-        if let Protocol::Http2(_) = self.conns[i].protocol {
-            // HTTP/2 over TLS only when the server chose it by ALPN.
-            let tls = self.setup.origins[self.conns[i].origin].tls.is_some();
-            if tls && chosen.as_deref() != Some(b"h2".as_slice()) {
-                let chose = chosen.map_or("no protocol".to_string(), |p| {
-                    String::from_utf8_lossy(&p).into_owned()
-                });
-                let cause = format!("the server chose {chose} by ALPN, not h2");
-                return self.fail(i, ErrorKind::Connect, &cause, recorder);
-            }
-        }
-        self.opened(i, recorder);
-    }
-
-    /// The socket (and TLS) is up: the protocol starts on it.
+    /// The link is up: the protocol starts on it.
     fn opened(&mut self, i: usize, recorder: &mut Recorder) {
         let now = sys::now_ns();
         self.conns[i].phase = Phase::Open;
+        let (tls, alpn) = self.conns[i].tls();
+        let verdict =
+            self.with_protocol(i, recorder, |p, out| p.connected(now, tls, alpn.as_deref(), out));
+        if self.act(i, verdict, recorder) {
+            self.write_more(i, recorder);
+        }
+    }
+
+    /// Runs `operation` on connection `i`'s protocol with what it delivers
+    /// to; a batch that completed ends the connection's run of failures,
+    /// and a protocol with timers has its next one noted.
+    #[inline]
+    fn with_protocol(
+        &mut self,
+        i: usize,
+        recorder: &mut Recorder,
+        operation: impl FnOnce(&mut P, &mut Delivery<P::Wire>) -> Verdict,
+    ) -> Verdict {
         let mut out =
             Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
-        match &mut self.conns[i].protocol {
-            Protocol::Http1(http1) => http1.connected(now, &mut out),
-            Protocol::Http2(http2) => {
-                let verdict = http2.connected(&mut out);
-                if self.act(i, verdict, recorder) {
-                    self.write_more(i, recorder);
-                }
+        let conn = &mut self.conns[i];
+        let verdict = operation(&mut conn.protocol, &mut out);
+        if out.succeeded {
+            conn.failures = 0;
+        }
+        if P::TIMERS {
+            if let Some(at) = conn.protocol.next_timer() {
+                self.timers.push(Reverse((at, i)));
             }
         }
+        verdict
     }
 
     /// Carries out a protocol's verdict on connection `i`; true when the
@@ -535,50 +440,35 @@ impl Connections {
         }
     }
 
-    /// Closes connection `i`'s socket and forgets what was in flight on
-    /// it; it is reopened `after` ns from now.
+    /// Closes connection `i`'s link and forgets what was in flight on it;
+    /// it is reopened `after` ns from now.
     fn close(&mut self, i: usize, after: u64) {
         let conn = &mut self.conns[i];
-        if let Some(stream) = conn.stream.take() {
-            self.poller.delete(stream.socket());
+        if let Some(link) = conn.link.take() {
+            self.poller.delete(link.fd());
         }
-        match &mut conn.protocol {
-            Protocol::Http1(http1) => http1.forget(),
-            Protocol::Http2(http2) => http2.forget(),
-        }
+        conn.protocol.forget();
         conn.phase = Phase::Closed;
-        conn.tunnel = None;
         self.set_receiving_large(i, false);
         self.reopen.push(Reverse((sys::now_ns().saturating_add(after), i)));
     }
 
     /// Counts an error on connection `i`, closes it, and reopens it after
-    /// the back-off for its run of failures. Every HTTP/2 stream in flight
-    /// on it is lost with it, each an error of its own.
+    /// the back-off for its run of failures. What was in flight on it is
+    /// lost with it, as its protocol counts it (at least one error).
     /// With several origins, a failed connect names its origin (it is
     /// no target's error: the report's error causes say where).
     fn fail(&mut self, i: usize, kind: ErrorKind, cause: &str, recorder: &mut Recorder) {
         let named;
         let cause = match kind {
-            ErrorKind::Connect if self.setup.origins.len() > 1 => {
-                let origin = &self.setup.origins[self.conns[i].origin];
+            ErrorKind::Connect if self.origins.len() > 1 => {
+                let origin = &self.origins[self.conns[i].origin];
                 named = format!("{}: {cause}", origin_name(&origin.target));
                 &named
             }
             _ => cause,
         };
-        let lost = match &self.conns[i].protocol {
-            Protocol::Http2(http2) => {
-                http2.targets_in_flight().for_each(|target| recorder.lost(target));
-                http2.requests_in_flight().max(1)
-            }
-            Protocol::Http1(http1) => {
-                if let Some(target) = http1.target_in_flight() {
-                    recorder.lost(target);
-                }
-                1
-            }
-        };
+        let lost = self.conns[i].protocol.lose_in_flight(recorder).max(1);
         for _ in 0..lost {
             recorder.error(kind, cause);
         }
@@ -589,35 +479,25 @@ impl Connections {
 
     // ----- requests ----------------------------------------------------------
 
-    /// Writes as much of what the protocol has to send as the socket takes.
+    /// Writes as much of what the protocol has to send as the link takes.
     fn write_more(&mut self, i: usize, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
-        let Some(stream) = conn.stream.as_mut() else { return };
+        let Some(link) = conn.link.as_mut() else { return };
         loop {
-            let data = match &conn.protocol {
-                Protocol::Http1(http1) => http1.unwritten(),
-                Protocol::Http2(http2) => http2.unwritten(),
-            };
+            let data = conn.protocol.unwritten();
             if data.is_empty() {
                 break;
             }
-            match stream.write(data) {
+            match link.write(data) {
                 Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed", recorder),
-                Ok(n) => match &mut conn.protocol {
-                    Protocol::Http1(http1) => http1.wrote(n),
-                    Protocol::Http2(http2) => http2.wrote(n),
-                },
+                Ok(n) => conn.protocol.wrote(n),
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
             }
         }
-        match stream.flush() {
-            Ok(true) => {
-                if let Protocol::Http1(http1) = &mut conn.protocol {
-                    http1.flushed();
-                }
-            }
+        match link.flush() {
+            Ok(true) => conn.protocol.flushed(),
             Ok(false) => {}
             Err(e) => self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
         }
@@ -625,14 +505,14 @@ impl Connections {
 
     // ----- responses ---------------------------------------------------------
 
-    /// Reads everything the socket has and hands it to the protocol. A
+    /// Reads everything the link has and hands it to the protocol. A
     /// short read ends the loop unless the peer is closing (edge-triggered
     /// epoll would not report the end of stream again).
     fn read(&mut self, i: usize, until_end: bool, recorder: &mut Recorder) {
         let mut buf = std::mem::take(&mut self.buf);
-        while let Some(stream) = self.conns[i].stream.as_mut() {
-            let drains = stream.short_read_drains();
-            match stream.read(&mut buf) {
+        while let Some(link) = self.conns[i].link.as_mut() {
+            let drains = link.short_read_drains();
+            match link.read(&mut buf) {
                 Ok((0, _)) => {
                     self.peer_closed(i, recorder);
                     break;
@@ -662,32 +542,18 @@ impl Connections {
         }
         self.buf = buf;
         let conn = &self.conns[i];
-        let large = conn.stream.is_some()
-            && match &conn.protocol {
-                Protocol::Http1(http1) => http1.receiving_large(),
-                Protocol::Http2(http2) => http2.receiving_large(),
-            };
+        let large = conn.link.is_some() && conn.protocol.receiving_large();
         self.set_receiving_large(i, large);
     }
 
     /// Hands the bytes of one read, which arrived at `arrived`, to
-    /// connection `i`'s protocol. Returns false when the connection was
-    /// closed meanwhile.
+    /// connection `i`'s protocol, and writes what it answers
+    /// (acknowledgements, window updates). Returns false when the
+    /// connection was closed meanwhile.
     fn receive(&mut self, i: usize, data: &[u8], arrived: u64, recorder: &mut Recorder) -> bool {
-        let mut out =
-            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
-        let conn = &mut self.conns[i];
-        let verdict = match &mut conn.protocol {
-            Protocol::Http1(http1) => http1.receive(data, arrived, &mut out),
-            Protocol::Http2(http2) => http2.receive(data, arrived, &mut out),
-        };
-        if out.succeeded {
-            conn.failures = 0;
-        }
-        let http2 = matches!(conn.protocol, Protocol::Http2(_));
+        let verdict = self.with_protocol(i, recorder, |p, out| p.receive(data, arrived, out));
         let open = self.act(i, verdict, recorder);
-        // HTTP/2 answers what it read (acknowledgements, window updates).
-        if open && http2 {
+        if open && !self.conns[i].protocol.unwritten().is_empty() {
             self.write_more(i, recorder);
         }
         open
@@ -696,16 +562,7 @@ impl Connections {
     /// The peer closed the connection (a zero-byte read).
     fn peer_closed(&mut self, i: usize, recorder: &mut Recorder) {
         let now = sys::now_ns();
-        let mut out =
-            Delivery::new(recorder, &mut self.responses, &mut self.ready, &mut self.retries, i);
-        let conn = &mut self.conns[i];
-        let verdict = match &mut conn.protocol {
-            Protocol::Http1(http1) => http1.closed_by_peer(now, &mut out),
-            Protocol::Http2(http2) => http2.closed_by_peer(),
-        };
-        if out.succeeded {
-            conn.failures = 0;
-        }
+        let verdict = self.with_protocol(i, recorder, |p, out| p.closed_by_peer(now, out));
         // A connection the peer closed is reopened, however it ended.
         if self.act(i, verdict, recorder) {
             self.close(i, 0);
@@ -723,5 +580,267 @@ impl Connections {
                 self.receiving_large -= 1;
             }
         }
+    }
+}
+
+/// The connection life cycle over loopback: a real socket to a real peer
+/// (a thread of the test, pace's own server, a proxy that answers
+/// CONNECT), driven as a worker drives it.
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::{SocketAddr, TcpListener, TcpStream};
+    use std::thread;
+    use std::time::Instant;
+
+    use super::*;
+    use crate::engine::http1::{Http1, Http1Setup, Http1Wire};
+    use crate::engine::http2::{Http2, Http2Setup};
+    use crate::engine::protocol::Context;
+    use crate::engine::testing::Delivered;
+    use crate::protocol::Protocol as Choice;
+    use crate::proxy::tunnel::Tunnel;
+    use crate::request::Request;
+    use crate::target::Target;
+    use crate::tls::{TlsClient, TlsOptions};
+
+    const SECOND: u64 = 1_000_000_000;
+    const OK: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+    fn origin(url: &str, at: SocketAddr, tunnel: Option<Tunnel>, choice: Choice) -> Origin {
+        let target = Target::parse(url).unwrap();
+        let tls = (target.scheme == crate::target::Scheme::Https).then(|| {
+            let options = TlsOptions { insecure: true, ..TlsOptions::default() };
+            TlsClient::new(&target.host, &options, choice.alpn()).unwrap()
+        });
+        Origin { target, endpoint: Endpoint::Tcp(at), tls, tunnel: tunnel.map(Arc::new) }
+    }
+
+    fn connections<P: Protocol>(origin: Origin, setup: P::Setup) -> Connections<P> {
+        Connections::new(ConnectionSetup {
+            origins: Arc::from([origin]),
+            per_origin: vec![1],
+            protocol: setup,
+            timeout_ns: 2 * SECOND,
+        })
+        .unwrap()
+    }
+
+    /// Polls until `done` (or fails the test after 10 s).
+    fn drive<P: Protocol>(
+        conns: &mut Connections<P>,
+        delivered: &mut Delivered<P::Wire>,
+        done: impl Fn(&mut Connections<P>, &mut Delivered<P::Wire>) -> bool,
+    ) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !done(conns, delivered) {
+            assert!(Instant::now() < deadline, "not done within 10 s");
+            conns.poll(Duration::from_millis(10), None, &mut delivered.recorder);
+            delivered.tickets.extend(conns.take_ready());
+        }
+    }
+
+    fn get() -> Outgoing<Http1Wire> {
+        let request = Request {
+            method: "GET".into(),
+            target: "/".into(),
+            fields: vec![("Host".into(), b"h".to_vec())],
+            body: None,
+        };
+        let context = Context { scheme: "http".into(), authority: "h".into() };
+        Outgoing { wire: Http1::encode(&[request], &context).unwrap(), target: 0, origin: 0 }
+    }
+
+    /// A server of one connection: reads one request head, answers `OK`,
+    /// then reads until the client closes.
+    fn answer_once(listener: TcpListener) -> thread::JoinHandle<Vec<u8>> {
+        thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut request = Vec::new();
+            let mut buf = [0; 1024];
+            while !request.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).unwrap();
+                assert!(n > 0, "closed before the request");
+                request.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(OK).unwrap();
+            let _ = socket.read(&mut buf);
+            request
+        })
+    }
+
+    #[test]
+    fn connect_open_send_and_answer() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let server = answer_once(listener);
+        let origin = origin(&format!("http://{at}/"), at, None, Choice::Http1);
+        let mut conns = connections::<Http1>(origin, Http1Setup { capture: false });
+        let mut delivered = Delivered::new();
+        conns.open_all(&Endpoint::Tcp(at), &mut delivered.recorder);
+        assert!(conns.any_opening());
+        drive(&mut conns, &mut delivered, |_, d| !d.tickets.is_empty());
+        assert!(!conns.any_opening());
+        let ticket = delivered.tickets.pop().unwrap();
+        assert!(conns.is_ready(ticket));
+        conns.send(ticket.conn, get(), &[], &mut delivered.recorder);
+        assert_eq!(conns.requests_in_flight(), 1);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().requests == 1);
+        assert_eq!(conns.requests_in_flight(), 0);
+        assert_eq!(delivered.stats().outcomes.http_status(200), 1);
+        drop(conns);
+        assert_eq!(server.join().unwrap(), b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
+
+    #[test]
+    fn a_refused_connect_is_an_error_and_reopens_after_a_back_off() {
+        // A port nothing listens on.
+        let at = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+        let origin = origin(&format!("http://{at}/"), at, None, Choice::Http1);
+        let mut conns = connections::<Http1>(origin, Http1Setup { capture: false });
+        let mut delivered = Delivered::new();
+        let endpoint = Endpoint::Tcp(at);
+        conns.open_all(&endpoint, &mut delivered.recorder);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().errors.connect >= 1);
+        assert!(delivered.stats().error_causes.keys().any(|c| c.starts_with("connect: ")));
+        // The first failure reopens at once; the second after 10 ms.
+        let now = sys::now_ns();
+        conns.run_due(now, &endpoint, &mut delivered.recorder);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().errors.connect >= 2);
+        let next = conns.next_due_at().unwrap();
+        assert!(next >= sys::now_ns() + 5_000_000, "reopened without a back-off");
+    }
+
+    #[test]
+    fn through_a_proxys_tunnel() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = listener.local_addr().unwrap();
+        // The proxy answers the CONNECT, then is the server behind it.
+        let server = thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut seen = Vec::new();
+            let mut buf = [0; 1024];
+            while !seen.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).unwrap();
+                seen.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(b"HTTP/1.1 200 Connection established\r\n\r\n").unwrap();
+            let mut request = Vec::new();
+            while !request.ends_with(b"\r\n\r\n") {
+                let n = socket.read(&mut buf).unwrap();
+                request.extend_from_slice(&buf[..n]);
+            }
+            socket.write_all(OK).unwrap();
+            let _ = socket.read(&mut buf);
+            (seen, request)
+        });
+        let tunnel = Tunnel::new("target.test:80", None);
+        let origin = origin("http://target.test/", proxy, Some(tunnel), Choice::Http1);
+        let mut conns = connections::<Http1>(origin, Http1Setup { capture: false });
+        let mut delivered = Delivered::new();
+        conns.open_all(&Endpoint::Tcp(proxy), &mut delivered.recorder);
+        drive(&mut conns, &mut delivered, |_, d| !d.tickets.is_empty());
+        let ticket = delivered.tickets.pop().unwrap();
+        conns.send(ticket.conn, get(), &[], &mut delivered.recorder);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().requests == 1);
+        drop(conns);
+        let (connect, request) = server.join().unwrap();
+        assert!(connect.starts_with(b"CONNECT target.test:80 HTTP/1.1\r\n"));
+        assert_eq!(request, b"GET / HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
+
+    #[test]
+    fn a_tls_handshake_then_http2_by_alpn() {
+        let server = crate::serve::start(crate::serve::ServeOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            tls: true,
+            ..crate::serve::ServeOptions::default()
+        })
+        .unwrap();
+        let at = server.addr();
+        let origin = origin(&format!("https://localhost:{}/", at.port()), at, None, Choice::Http2);
+        let setup = Http2Setup { capture: false, streams: 4, depth: 1 };
+        let mut conns = connections::<Http2>(origin, setup);
+        let mut delivered = Delivered::new();
+        conns.open_all(&Endpoint::Tcp(at), &mut delivered.recorder);
+        // Open once the server's SETTINGS came: a ticket per stream.
+        drive(&mut conns, &mut delivered, |_, d| d.tickets.len() == 4);
+        assert!(!conns.any_opening());
+        let context = Context { scheme: "https".into(), authority: "localhost".into() };
+        let request =
+            Request { method: "GET".into(), target: "/".into(), fields: Vec::new(), body: None };
+        let wire = Http2::encode(&[request], &context).unwrap();
+        for ticket in std::mem::take(&mut delivered.tickets) {
+            let batch = Outgoing { wire: wire.clone(), target: 0, origin: 0 };
+            conns.send(ticket.conn, batch, &[], &mut delivered.recorder);
+        }
+        assert_eq!(conns.requests_in_flight(), 4);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().requests == 4);
+        assert_eq!(delivered.stats().errors.socket_total(), 0);
+        server.stop();
+    }
+
+    #[test]
+    fn http2_over_tls_refuses_a_server_that_did_not_choose_h2() {
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
+        let certificate = include_bytes!("../serve/cert/localhost.der");
+        let key = include_bytes!("../serve/cert/localhost-key.der");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(
+                vec![CertificateDer::from(&certificate[..])],
+                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(&key[..])),
+            )
+            .unwrap();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let at = listener.local_addr().unwrap();
+        let server = thread::spawn(move || {
+            let (socket, _) = listener.accept().unwrap();
+            let session = rustls::ServerConnection::new(Arc::new(config)).unwrap();
+            let mut tls = rustls::StreamOwned::new(session, socket);
+            let mut buf = [0; 64];
+            // Completes the handshake, then waits for the client to close.
+            let _ = tls.read(&mut buf);
+        });
+        let origin = origin(&format!("https://localhost:{}/", at.port()), at, None, Choice::Http2);
+        let setup = Http2Setup { capture: false, streams: 1, depth: 1 };
+        let mut conns = connections::<Http2>(origin, setup);
+        let mut delivered = Delivered::new();
+        conns.open_all(&Endpoint::Tcp(at), &mut delivered.recorder);
+        drive(&mut conns, &mut delivered, |_, d| d.stats().errors.connect == 1);
+        let causes: Vec<&String> = delivered.stats().error_causes.keys().collect();
+        assert_eq!(causes, ["connect: the server chose http/1.1 by ALPN, not h2"]);
+        drop(conns);
+        server.join().unwrap();
+    }
+
+    #[test]
+    fn a_connect_that_hangs_times_out() {
+        // A proxy that accepts and never answers the CONNECT (a filtered
+        // address would be another host, which the tests never reach).
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = listener.local_addr().unwrap();
+        let server = thread::spawn(move || listener.accept().map(|(socket, _)| socket));
+        let tunnel = Tunnel::new("target.test:80", None);
+        let origin = origin("http://target.test/", proxy, Some(tunnel), Choice::Http1);
+        let mut conns = connections::<Http1>(origin, Http1Setup { capture: false });
+        let mut delivered = Delivered::<Http1Wire>::new();
+        conns.open_all(&Endpoint::Tcp(proxy), &mut delivered.recorder);
+        let _socket: TcpStream = server.join().unwrap().unwrap();
+        // The connect completes and the CONNECT goes out; no answer comes.
+        let until = Instant::now() + Duration::from_millis(200);
+        while Instant::now() < until {
+            conns.poll(Duration::from_millis(10), None, &mut delivered.recorder);
+        }
+        assert!(conns.any_opening());
+        conns.expire_timeouts(sys::now_ns() + 3 * SECOND, &mut delivered.recorder);
+        assert_eq!(delivered.stats().errors.connect, 1);
+        let cause = delivered.stats().error_causes.keys().next().unwrap().clone();
+        assert!(cause.contains("CONNECT") || cause.contains("proxy"), "{cause}");
     }
 }

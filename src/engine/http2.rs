@@ -18,13 +18,19 @@
 //! again on another connection ([`Retry`]), their latency still counting
 //! from their intended time.
 
-use crate::engine::conn::{Exchange, Ticket};
-use crate::engine::delivery::{Delivery, Retry, Verdict};
-use crate::engine::source::Batch;
+use std::sync::Arc;
+
+use super::link::StreamLink;
+use super::protocol::{Context, Delivery, Exchange, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::recorder::Recorder;
+use crate::http::request::parse_requests;
 use crate::http::response::Captured;
 use crate::http2::canonical_name;
+use crate::http2::request::{of, Request2};
 use crate::http2::session::{self, Body, Event, Message, Role, Session};
-use crate::stats::ErrorKind;
+use crate::protocol::{Protocol as Choice, ALPN_H2};
+use crate::request::Request;
+use crate::stats::{ErrorKind, Outcome};
 
 /// A stream that received at least this much of a response, not all of
 /// it, makes the thread read promptly (as HTTP/1.1's large responses do).
@@ -51,9 +57,24 @@ struct Entry {
     state: State,
 }
 
+/// A batch as HTTP/2 sends it: each request's header block and body, one
+/// stream each.
+pub type Http2Wire = Arc<[Request2]>;
+
+/// What the connections of a thread have in common.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http2Setup {
+    /// Keep headers and bodies (for the script's `response()`).
+    pub capture: bool,
+    /// `--streams`: streams wanted per connection.
+    pub streams: usize,
+    /// Requests per batch (one stream each).
+    pub depth: usize,
+}
+
 /// A batch in flight on a slot.
 struct Slot {
-    batch: Batch,
+    batch: Outgoing<Http2Wire>,
     batch_intended: u64,
     sent_ns: u64,
     entries: Vec<Entry>,
@@ -86,16 +107,22 @@ pub struct Http2 {
     events: Vec<Event>,
 }
 
-impl Http2 {
+impl Protocol for Http2 {
+    type Wire = Http2Wire;
+    type Setup = Http2Setup;
+    type Link = StreamLink;
+
+    const CHOICE: Choice = Choice::Http2;
+
     /// The exchanges of a connection with `streams` streams for batches of
     /// `depth` requests; `capture` keeps headers and bodies (for the
     /// script's `response()`).
-    pub fn new(capture: bool, streams: usize, depth: usize) -> Http2 {
+    fn new(setup: &Http2Setup) -> Http2 {
         Http2 {
             session: None,
-            capture,
-            depth: depth.max(1),
-            streams: streams.max(1),
+            capture: setup.capture,
+            depth: setup.depth.max(1),
+            streams: setup.streams.max(1),
             slots: 0,
             greeted: false,
             generation: 0,
@@ -109,20 +136,60 @@ impl Http2 {
         }
     }
 
-    /// A new socket: a new session, its preface and SETTINGS to write. The
-    /// connection carries requests once the server's SETTINGS come.
-    pub fn connected(&mut self, out: &mut Delivery) -> Verdict {
+    fn encode(requests: &[Request], context: &Context) -> Result<Http2Wire, String> {
+        let scheme = &context.scheme;
+        Ok(requests.iter().map(|request| of(request, scheme, &context.authority)).collect())
+    }
+
+    /// A script's text is parsed into requests, then sent as HTTP/2 sends
+    /// them.
+    fn encode_text(
+        text: &Arc<[u8]>,
+        _: &Arc<[bool]>,
+        context: &Context,
+    ) -> Result<Http2Wire, String> {
+        let requests = parse_requests(text).map_err(|e| {
+            format!("the script's request is not valid HTTP, so not sent over HTTP/2: {e}")
+        })?;
+        Http2::encode(&requests, context)
+    }
+
+    #[inline]
+    fn depth(wire: &Http2Wire) -> usize {
+        wire.len()
+    }
+
+    /// A new link: a new session, its preface and SETTINGS to write. The
+    /// connection carries requests once the server's SETTINGS come. Over
+    /// TLS, only when the server chose `h2` by ALPN.
+    fn connected(
+        &mut self,
+        now: u64,
+        tls: bool,
+        alpn: Option<&[u8]>,
+        out: &mut Delivery<Http2Wire>,
+    ) -> Verdict {
         self.forget();
+        if tls && alpn != Some(ALPN_H2) {
+            let chose = alpn.map_or("no protocol".into(), String::from_utf8_lossy);
+            let cause = format!("the server chose {chose} by ALPN, not h2");
+            return Verdict::fail(ErrorKind::Connect, cause);
+        }
         match Session::new(Role::Client, self.capture) {
             Ok(session) => self.session = Some(session),
             Err(e) => return Verdict::fail(ErrorKind::Connect, e),
         }
-        self.pump(0, out)
+        self.pump(now, out)
     }
 
-    /// The socket is gone: what was in flight is forgotten (the caller
-    /// counted it, [`Http2::requests_in_flight`]).
-    pub fn forget(&mut self) {
+    /// The server's SETTINGS have not come yet.
+    fn opening(&self) -> bool {
+        self.session.is_some() && !self.greeted
+    }
+
+    /// What was in flight is forgotten (counted by
+    /// [`Protocol::lose_in_flight`] first when the link failed).
+    fn forget(&mut self) {
         self.session = None;
         self.greeted = false;
         self.slots = 0;
@@ -137,50 +204,130 @@ impl Http2 {
         self.goaway = None;
     }
 
-    /// The server's SETTINGS came.
-    pub fn greeted(&self) -> bool {
-        self.greeted
+    /// Each stream in flight is an error of its target.
+    fn lose_in_flight(&mut self, recorder: &mut Recorder) -> u64 {
+        let mut lost = 0;
+        for (slot, _) in self.open_entries() {
+            recorder.lost(self.batches[slot].batch.target);
+            lost += 1;
+        }
+        lost
     }
 
     /// The ticket's readiness still holds: same socket, a slot free, and
     /// the server still takes new streams.
     #[inline]
-    pub fn accepts(&self, ticket: Ticket) -> bool {
+    fn accepts(&self, ticket: Ticket) -> bool {
         ticket.serial == self.generation && self.accepting()
     }
 
+    /// Sends `batch` on a free slot, meant for `intended` (empty in the
+    /// closed loop), at `sent`.
+    fn start(
+        &mut self,
+        batch: Outgoing<Http2Wire>,
+        intended: &[u64],
+        sent: u64,
+        out: &mut Delivery<Http2Wire>,
+    ) -> Verdict {
+        let depth = batch.wire.len();
+        let intended_of = |i: usize| intended.get(i).copied().unwrap_or(sent);
+        let requests = (0..depth).map(|i| (i, intended_of(i)));
+        let batch_intended = intended_of(0);
+        self.submit(batch, batch_intended, requests, sent, out)
+    }
+
+    /// Sends again a request a GOAWAY left unprocessed, on a free slot.
+    fn retry(
+        &mut self,
+        retry: Retry<Http2Wire>,
+        sent: u64,
+        out: &mut Delivery<Http2Wire>,
+    ) -> Verdict {
+        let requests = std::iter::once((retry.index, retry.intended));
+        self.submit(retry.batch, retry.batch_intended, requests, sent, out)
+    }
+
+    fn receive(&mut self, data: &[u8], arrived: u64, out: &mut Delivery<Http2Wire>) -> Verdict {
+        let Some(session) = self.session.as_mut() else {
+            return Verdict::fail(ErrorKind::Read, "data received before the HTTP/2 session");
+        };
+        if let Err(e) = session.receive(data) {
+            return Verdict::fail(ErrorKind::Read, e);
+        }
+        self.pump(arrived, out)
+    }
+
+    #[inline]
+    fn unwritten(&self) -> &[u8] {
+        &self.out[self.written..]
+    }
+
+    fn wrote(&mut self, n: usize) {
+        self.written += n;
+        if self.written >= self.out.len() {
+            self.out.clear();
+            self.written = 0;
+        }
+    }
+
+    fn flushed(&mut self) {}
+
+    fn closed_by_peer(&mut self, _now: u64, _out: &mut Delivery<Http2Wire>) -> Verdict {
+        match self.in_flight() {
+            0 => Verdict::Close,
+            _ => Verdict::fail(ErrorKind::Read, "connection closed before the response"),
+        }
+    }
+
+    /// Resets the streams that have waited longer than `timeout` at `now`
+    /// (`CANCEL`), counting each as a timeout.
+    fn expire(&mut self, now: u64, timeout: u64, out: &mut Delivery<Http2Wire>) -> Verdict {
+        let Some(session) = self.session.as_mut() else { return Verdict::Keep };
+        let mut cancelled = false;
+        for slot in self.batches.iter_mut().filter(|slot| slot.open > 0) {
+            if now.saturating_sub(slot.sent_ns) <= timeout {
+                continue;
+            }
+            for entry in slot.entries.iter_mut().filter(|e| e.state == State::Open) {
+                entry.state = State::Cancelled;
+                session.reset(entry.stream_id, session::CANCEL);
+                out.error(ErrorKind::Timeout, "no response within the timeout");
+                out.recorder.lost(slot.batch.target);
+                cancelled = true;
+            }
+        }
+        if cancelled {
+            self.pump(now, out)
+        } else {
+            Verdict::Keep
+        }
+    }
+
+    /// Requests sent and not answered (nor given up).
+    fn in_flight(&self) -> u64 {
+        self.open_entries().count() as u64
+    }
+
+    fn oldest_in_flight(&self) -> Option<u64> {
+        self.open_entries().map(|(_, entry)| entry.intended).min()
+    }
+
+    /// A stream has received a large part of its response, not all.
+    fn receiving_large(&self) -> bool {
+        let Some(session) = &self.session else { return false };
+        self.open_entries().any(|(_, entry)| {
+            session.message(entry.stream_slot).is_some_and(|m| m.body_len >= LARGE_RESPONSE)
+        })
+    }
+}
+
+impl Http2 {
     fn accepting(&self) -> bool {
         self.greeted
             && self.busy < self.slots
             && self.goaway.is_none()
             && self.session.as_ref().is_some_and(Session::request_allowed)
-    }
-
-    pub fn in_flight(&self) -> bool {
-        self.busy > 0
-    }
-
-    /// Requests sent and not answered (nor given up).
-    pub fn requests_in_flight(&self) -> u64 {
-        self.open_entries().count() as u64
-    }
-
-    /// The targets of the requests in flight, one per request.
-    pub fn targets_in_flight(&self) -> impl Iterator<Item = u32> + '_ {
-        self.open_entries().map(|(slot, _)| self.batches[slot].batch.target)
-    }
-
-    /// The intended time of the oldest request in flight.
-    pub fn oldest_in_flight(&self) -> Option<u64> {
-        self.open_entries().map(|(_, entry)| entry.intended).min()
-    }
-
-    /// A stream has received a large part of its response, not all.
-    pub fn receiving_large(&self) -> bool {
-        let Some(session) = &self.session else { return false };
-        self.open_entries().any(|(_, entry)| {
-            session.message(entry.stream_slot).is_some_and(|m| m.body_len >= LARGE_RESPONSE)
-        })
     }
 
     /// The open requests, with their slot.
@@ -190,39 +337,15 @@ impl Http2 {
         })
     }
 
-    /// Sends `batch` on a free slot, meant for `intended` (empty in the
-    /// closed loop), at `sent`.
-    pub fn start(
-        &mut self,
-        batch: Batch,
-        intended: &[u64],
-        sent: u64,
-        out: &mut Delivery,
-    ) -> Verdict {
-        let depth = batch.depth();
-        let intended_of = |i: usize| intended.get(i).copied().unwrap_or(sent);
-        let requests = (0..depth).map(|i| (i, intended_of(i)));
-        let batch_intended = intended_of(0);
-        self.submit(batch, batch_intended, requests, sent, out)
-    }
-
-    /// Sends again a request a GOAWAY left unprocessed, on a free slot.
-    pub fn retry(&mut self, retry: Retry, sent: u64, out: &mut Delivery) -> Verdict {
-        let requests = std::iter::once((retry.index, retry.intended));
-        self.submit(retry.batch, retry.batch_intended, requests, sent, out)
-    }
-
     fn submit(
         &mut self,
-        batch: Batch,
+        batch: Outgoing<Http2Wire>,
         batch_intended: u64,
         requests: impl Iterator<Item = (usize, u64)>,
         sent: u64,
-        out: &mut Delivery,
+        out: &mut Delivery<Http2Wire>,
     ) -> Verdict {
-        let Some(forms) = batch.http2.clone() else {
-            return Verdict::fail(ErrorKind::Write, "no HTTP/2 form of the request");
-        };
+        let forms = batch.wire.clone();
         let slot = match self.free.pop() {
             Some(slot) => slot,
             None => {
@@ -285,65 +408,8 @@ impl Http2 {
         self.pump(sent, out)
     }
 
-    /// Resets the streams that have waited longer than `timeout` at `now`
-    /// (`CANCEL`), counting each as a timeout.
-    pub fn expire(&mut self, now: u64, timeout: u64, out: &mut Delivery) -> Verdict {
-        let Some(session) = self.session.as_mut() else { return Verdict::Keep };
-        let mut cancelled = false;
-        for slot in self.batches.iter_mut().filter(|slot| slot.open > 0) {
-            if now.saturating_sub(slot.sent_ns) <= timeout {
-                continue;
-            }
-            for entry in slot.entries.iter_mut().filter(|e| e.state == State::Open) {
-                entry.state = State::Cancelled;
-                session.reset(entry.stream_id, session::CANCEL);
-                out.error(ErrorKind::Timeout, "no response within the timeout");
-                out.recorder.lost(slot.batch.target);
-                cancelled = true;
-            }
-        }
-        if cancelled {
-            self.pump(now, out)
-        } else {
-            Verdict::Keep
-        }
-    }
-
-    /// The bytes still to write.
-    #[inline]
-    pub fn unwritten(&self) -> &[u8] {
-        &self.out[self.written..]
-    }
-
-    pub fn wrote(&mut self, n: usize) {
-        self.written += n;
-        if self.written >= self.out.len() {
-            self.out.clear();
-            self.written = 0;
-        }
-    }
-
-    /// Bytes read from the socket, which arrived at `arrived`.
-    pub fn receive(&mut self, data: &[u8], arrived: u64, out: &mut Delivery) -> Verdict {
-        let Some(session) = self.session.as_mut() else {
-            return Verdict::fail(ErrorKind::Read, "data received before the HTTP/2 session");
-        };
-        if let Err(e) = session.receive(data) {
-            return Verdict::fail(ErrorKind::Read, e);
-        }
-        self.pump(arrived, out)
-    }
-
-    /// The peer closed the connection at `now`.
-    pub fn closed_by_peer(&mut self) -> Verdict {
-        match self.requests_in_flight() {
-            0 => Verdict::Close,
-            _ => Verdict::fail(ErrorKind::Read, "connection closed before the response"),
-        }
-    }
-
     /// Acts on what the session reports, and queues what it has to send.
-    fn pump(&mut self, now: u64, out: &mut Delivery) -> Verdict {
+    fn pump(&mut self, now: u64, out: &mut Delivery<Http2Wire>) -> Verdict {
         self.handle_events(now, out);
         let Some(session) = self.session.as_mut() else { return Verdict::Keep };
         if let Err(e) = session.send(&mut self.out) {
@@ -362,7 +428,7 @@ impl Http2 {
         Verdict::Keep
     }
 
-    fn handle_events(&mut self, now: u64, out: &mut Delivery) {
+    fn handle_events(&mut self, now: u64, out: &mut Delivery<Http2Wire>) {
         let Some(session) = self.session.as_mut() else { return };
         let mut events = std::mem::take(&mut self.events);
         events.extend(session.events());
@@ -390,7 +456,7 @@ impl Http2 {
 
     /// The server's SETTINGS: the slots this connection offers follow its
     /// stream limit; new ones are tickets.
-    fn settings(&mut self, now: u64, out: &mut Delivery) {
+    fn settings(&mut self, now: u64, out: &mut Delivery<Http2Wire>) {
         let Some(session) = &self.session else { return };
         let limit = session.peer_max_concurrent_streams();
         let allowed = self.streams.min(usize::try_from(limit).unwrap_or(usize::MAX));
@@ -412,7 +478,7 @@ impl Http2 {
         stream_id: i32,
         code: u32,
         now: u64,
-        out: &mut Delivery,
+        out: &mut Delivery<Http2Wire>,
     ) {
         let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
         let Some(state) = self.batches.get_mut(slot) else { return };
@@ -448,7 +514,7 @@ impl Http2 {
         match was {
             State::Cancelled | State::Done => {}
             State::Open if complete => {
-                out.response(exchange, now, status, last_of_batch, captured);
+                out.response(exchange, now, Outcome::Http(status), last_of_batch, captured);
                 out.succeeded();
             }
             State::Open if code == session::NO_ERROR && ended => {

@@ -1,27 +1,35 @@
 //! The load engine: one OS thread per `-t`, each running its own event loop
 //! over its own connections ([`worker`]), started together on a common
 //! start line, their measurements collected period by period and merged.
+//!
+//! The run's protocol is chosen here, once: the workers and connections
+//! are generic over it ([`protocol::Protocol`]: HTTP/1.1 in [`http1`],
+//! HTTP/2 in [`http2`]), so nothing on the hot path asks which it is.
+//! Adding a protocol is one file here implementing the trait (with its
+//! link, [`link`]), and one line in [`Engine::run`].
 
 mod conn;
 mod connections;
-mod delivery;
 mod http1;
 mod http2;
 mod intervals;
+mod link;
 mod origin;
 mod parked;
 mod periods;
+pub(crate) mod protocol;
 mod recorder;
 mod routed;
 mod schedule;
 mod source;
 mod start_line;
-mod transport;
+#[cfg(test)]
+mod testing;
 mod wake;
 mod watchdog;
 mod worker;
 
-use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime};
@@ -29,24 +37,25 @@ use std::time::{Duration, SystemTime};
 use crate::config::origins::{target_labels, Origins};
 use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
-use crate::error::Error;
-use crate::protocol::Protocol;
-use crate::script::{Call, Interrupter, ThreadScript};
+use crate::error::{io_reason, Error};
+use crate::protocol::Protocol as Choice;
 use crate::signals::Signals;
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
-use connections::{ConnectionSetup, Connections, Wire};
+use crate::workload::{Interrupt, Requests, Scripted, Workload};
+use connections::{ConnectionSetup, Connections};
+use http1::{Http1, Http1Setup};
+use http2::{Http2, Http2Setup};
 use intervals::IntervalCollector;
 use origin::Origin;
 use periods::Periods;
-use recorder::{PeriodChannel, Recorder, RecorderSetup};
+use protocol::{Context, Protocol};
+use recorder::{PeriodChannel, Recorder, RecorderSetup, ThreadInterval};
+use source::{encode_all, ScriptText, Source};
 use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
-
-pub use routed::Routed;
-pub use source::{Batch, Http2Form, Order, RequestSource};
 
 /// How often the collecting thread looks at the threads that should be
 /// done (see [`watchdog`]).
@@ -61,17 +70,12 @@ pub struct Recording {
     pub series: Option<Duration>,
 }
 
-/// What the threads send: each thread's request source.
-pub struct Workload {
-    pub sources: Vec<RequestSource>,
-}
-
 /// A finished run: the measurements, the thread scripts handed back (for
 /// `done()`), the script error that stopped the run, if any, and the script
 /// calls that did not return when the run was over.
-pub struct Finished {
+pub struct Finished<S> {
     pub result: RunResult,
-    pub scripts: Vec<ThreadScript>,
+    pub scripts: Vec<S>,
     pub script_error: Option<String>,
     pub overran: Vec<Overrun>,
 }
@@ -81,8 +85,8 @@ pub struct Finished {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overrun {
     pub thread: usize,
-    /// The call that was running, when one was.
-    pub call: Option<Call>,
+    /// The script function that was running, when one was.
+    pub call: Option<&'static str>,
     /// The thread never finished: its last measurements are lost.
     pub given_up: bool,
 }
@@ -144,10 +148,20 @@ pub struct Engine<'a> {
     origins: Arc<[Origin]>,
 }
 
+/// The threads of a run, started, and what the collecting thread keeps of
+/// them.
+struct Running<S> {
+    handles: Vec<JoinHandle<WorkerResult<S>>>,
+    interrupters: Vec<Option<Box<dyn Interrupt>>>,
+    start_line: Arc<StartLine>,
+    shares: Receiver<ThreadInterval>,
+    recycle: Vec<Sender<Stats>>,
+}
+
 impl<'a> Engine<'a> {
     /// Checks every origin (`places`: its target and resolved endpoint,
-    /// in the order of [`crate::requests::Origins`]) before the run (see
-    /// [`Origin::prepare`]).
+    /// in the order of [`crate::config::origins::Origins`]) before the run
+    /// (see [`Origin::prepare`]).
     pub fn prepare(
         cfg: &'a BenchConfig,
         places: Vec<(Target, Endpoint)>,
@@ -163,80 +177,140 @@ impl<'a> Engine<'a> {
     /// Runs the benchmark, until the duration is over or `stop` is set.
     /// Every reporting period, and with progress every shorter period, is
     /// passed to `observer` as soon as all threads finished it.
-    pub fn run(
+    pub fn run<S: Scripted>(
         self,
-        workload: Workload,
+        workload: Workload<S>,
         recording: Recording,
         signals: &Signals,
         observer: &mut dyn Observer,
-    ) -> Result<Finished, Error> {
+    ) -> Result<Finished<S>, Error> {
+        // The one place that asks which protocol the run speaks.
+        match self.cfg.protocol {
+            Choice::Http1 => self.run_with::<Http1, S>(workload, recording, signals, observer),
+            Choice::Http2 => self.run_with::<Http2, S>(workload, recording, signals, observer),
+        }
+    }
+
+    fn run_with<P: Protocol + Speaks, S: Scripted>(
+        self,
+        workload: Workload<S>,
+        recording: Recording,
+        signals: &Signals,
+        observer: &mut dyn Observer,
+    ) -> Result<Finished<S>, Error> {
         let cfg = self.cfg;
         let (mut periods, period) =
             Periods::new(cfg.digits, recording.period, observer.progress_every());
-        let series = recording.series;
         let (to_collector, shares) = mpsc::channel();
-        let interrupters: Vec<Option<Interrupter>> =
-            workload.sources.iter().map(RequestSource::interrupter).collect();
-        let target_labels = target_labels(cfg);
-        let origins = Origins::of(cfg);
-        let spread = |connections| match self.origins.len() {
-            1 => vec![connections],
-            _ => origins.spread(connections),
-        };
         let mut recycle = Vec::with_capacity(cfg.threads);
         let mut workers = Vec::with_capacity(cfg.threads);
-        for (thread, source) in workload.sources.into_iter().enumerate() {
+        for (thread, requests) in workload.threads.into_iter().enumerate() {
             let (recycle_to_thread, recycled) = mpsc::channel();
             recycle.push(recycle_to_thread);
-            let recorder = Recorder::new(RecorderSetup {
-                thread,
-                digits: cfg.digits,
-                paced: matches!(cfg.mode, Mode::Paced(_)),
-                batch_latency: cfg.batch_latency,
-                period_ns: period.map(duration_ns),
-                periods: PeriodChannel { to_collector: to_collector.clone(), recycled },
-                series_ns: series.map(duration_ns),
-                warmup_ns: duration_ns(cfg.warmup),
-                stage_starts_ns: stage_starts(&cfg.mode),
-                target_labels: target_labels.clone(),
-            });
-            let wire = match cfg.protocol {
-                Protocol::Http2 => Wire::Http2 { streams: cfg.streams, depth: source.depth() },
-                Protocol::Http1 => Wire::Http1,
-            };
-            let connections = Connections::new(ConnectionSetup {
-                origins: self.origins.clone(),
-                per_origin: spread(cfg.connections_of_thread(thread)),
-                wire,
-                capture: source.wants_responses(),
-                timeout_ns: duration_ns(cfg.timeout),
-            })
-            .map_err(|e| {
-                Error::Setup(format!(
-                    "unable to create thread {thread}: {}",
-                    crate::error::io_reason(&e)
-                ))
-            })?;
-            let (first_k, stride) = cfg.requests_of_plan(thread);
-            let run = RunSetup {
-                first_k,
-                stride,
-                plan: match &cfg.mode {
-                    Mode::ClosedLoop => None,
-                    Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
-                },
-                duration_ns: cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d)),
-                // A plan ends itself after the -n requests (its duration).
-                budget: match cfg.mode {
-                    Mode::ClosedLoop => cfg.requests_of_thread(thread),
-                    Mode::Paced(_) => None,
-                },
-                timeout_ns: duration_ns(cfg.timeout),
-            };
-            let (stop, hurry) = (signals.stop.clone(), signals.hurry.clone());
-            workers.push(Worker::new(run, connections, source, recorder, stop, hurry));
+            let periods = PeriodChannel { to_collector: to_collector.clone(), recycled };
+            let recording = Recording { period, ..recording };
+            workers.push(self.worker::<P, S>(thread, requests, recording, periods, signals)?);
         }
-        let not_before = start_time(cfg)?;
+        // The channel closes when the last thread is done with it.
+        drop(to_collector);
+        let running = self.start(workers, shares, recycle)?;
+        let collected = self.collect(running, period, signals, &mut periods, observer)?;
+        periods.finish(observer);
+        Ok(self.finish(collected, recording.series))
+    }
+
+    /// Thread `thread`'s worker: its connections, its source of requests
+    /// in `P`'s wire form, its recorder.
+    fn worker<P: Protocol + Speaks, S: Scripted>(
+        &self,
+        thread: usize,
+        requests: Requests<S>,
+        recording: Recording,
+        periods: PeriodChannel,
+        signals: &Signals,
+    ) -> Result<Worker<P, S>, Error> {
+        let cfg = self.cfg;
+        let source = self.source::<P, S>(requests)?;
+        let recorder = Recorder::new(RecorderSetup {
+            thread,
+            digits: cfg.digits,
+            paced: matches!(cfg.mode, Mode::Paced(_)),
+            batch_latency: cfg.batch_latency,
+            period_ns: recording.period.map(duration_ns),
+            periods,
+            series_ns: recording.series.map(duration_ns),
+            warmup_ns: duration_ns(cfg.warmup),
+            stage_starts_ns: stage_starts(&cfg.mode),
+            target_labels: target_labels(cfg),
+        });
+        let origins = Origins::of(cfg);
+        let per_origin = match self.origins.len() {
+            1 => vec![cfg.connections_of_thread(thread)],
+            _ => origins.spread(cfg.connections_of_thread(thread)),
+        };
+        let setup = P::setup(cfg, source.wants_responses(), source.depth());
+        let connections = Connections::new(ConnectionSetup {
+            origins: self.origins.clone(),
+            per_origin,
+            protocol: setup,
+            timeout_ns: duration_ns(cfg.timeout),
+        })
+        .map_err(|e| {
+            Error::Setup(format!("unable to create thread {thread}: {}", io_reason(&e)))
+        })?;
+        let (first_k, stride) = cfg.requests_of_plan(thread);
+        let run = RunSetup {
+            first_k,
+            stride,
+            plan: match &cfg.mode {
+                Mode::ClosedLoop => None,
+                Mode::Paced(spec) => Some(spec.plan(cfg.warmup, cfg.seed)),
+            },
+            duration_ns: cfg.duration.map_or(u64::MAX, |d| duration_ns(cfg.warmup + d)),
+            // A plan ends itself after the -n requests (its duration).
+            budget: match cfg.mode {
+                Mode::ClosedLoop => cfg.requests_of_thread(thread),
+                Mode::Paced(_) => None,
+            },
+            timeout_ns: duration_ns(cfg.timeout),
+        };
+        let (stop, hurry) = (signals.stop.clone(), signals.hurry.clone());
+        Ok(Worker::new(run, connections, source, recorder, stop, hurry))
+    }
+
+    /// What a thread sends, in `P`'s wire form: requests made before the
+    /// run are encoded once for all threads (the workload shares one list).
+    fn source<P: Protocol, S: Scripted>(
+        &self,
+        requests: Requests<S>,
+    ) -> Result<Source<P, S>, Error> {
+        let target = &self.cfg.target;
+        let context =
+            Context { scheme: target.scheme_name.clone(), authority: target.host_header() };
+        match requests {
+            Requests::Fixed { batches, origins, first, order, endpoint } => {
+                let encoded = encode_all::<P>(&batches, &context).map_err(|e| {
+                    Error::Usage(format!("the request cannot be sent over {}: {e}", P::CHOICE))
+                })?;
+                Ok(Source::fixed(encoded, origins, first, endpoint, order))
+            }
+            Requests::Scripted { script, heads } => {
+                let absolute = (self.cfg.proxy.as_ref())
+                    .and_then(|route| route.absolute_form(self.cfg.protocol, target));
+                Ok(Source::Scripted { script, text: ScriptText::new(heads, context), absolute })
+            }
+        }
+    }
+
+    /// Starts the workers' threads on a common start line.
+    fn start<P: Protocol, S: Scripted>(
+        &self,
+        workers: Vec<Worker<P, S>>,
+        shares: Receiver<ThreadInterval>,
+        recycle: Vec<Sender<Stats>>,
+    ) -> Result<Running<S>, Error> {
+        let interrupters = workers.iter().map(Worker::interrupter).collect();
+        let not_before = start_time(self.cfg)?;
         let start_line = Arc::new(StartLine::new(workers.len(), not_before));
         let mut handles = Vec::with_capacity(workers.len());
         for (index, worker) in workers.into_iter().enumerate() {
@@ -250,13 +324,27 @@ impl<'a> Engine<'a> {
                     start_line.abort();
                     return Err(Error::Setup(format!(
                         "unable to create thread {index}: {}",
-                        crate::error::io_reason(&e)
+                        io_reason(&e)
                     )));
                 }
             }
         }
-        // The channel closes when the last thread is done with it.
-        drop(to_collector);
+        Ok(Running { handles, interrupters, start_line, shares, recycle })
+    }
+
+    /// Collects the threads' periods as they come, until every thread is
+    /// done or given up on; says what the run is doing before its
+    /// measured part, and when a signal stops it.
+    fn collect<S>(
+        &self,
+        running: Running<S>,
+        period: Option<Duration>,
+        signals: &Signals,
+        periods: &mut Periods,
+        observer: &mut dyn Observer,
+    ) -> Result<Collected<S>, Error> {
+        let cfg = self.cfg;
+        let Running { handles, interrupters, start_line, shares, recycle } = running;
         let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
         let mut on_interval = |interval: &Interval, total: &Stats, observer: &mut dyn Observer| {
             periods.add(interval, total, observer)
@@ -291,8 +379,8 @@ impl<'a> Engine<'a> {
                         Verdict::Wait => {}
                         Verdict::Interrupt => {
                             for &thread in &running {
-                                let interrupter = interrupters[thread].as_ref();
-                                let call = interrupter.and_then(Interrupter::running);
+                                let interrupter = interrupters[thread].as_deref();
+                                let call = interrupter.and_then(Interrupt::running);
                                 if let Some(interrupter) = interrupter {
                                     interrupter.interrupt();
                                 }
@@ -323,13 +411,17 @@ impl<'a> Engine<'a> {
                 interrupter.withdraw();
             }
         }
-        let mut results: Vec<WorkerResult> = results;
+        let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
+        Ok(Collected { results, total, threads, overran })
+    }
+
+    /// The run's result, from what the threads handed back.
+    fn finish<S>(&self, collected: Collected<S>, series: Option<Duration>) -> Finished<S> {
+        let Collected { mut results, total, threads, overran } = collected;
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
         let window_end = results.iter().map(|r| r.window_end_ns).max().unwrap_or(start);
-        let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
-        periods.finish(observer);
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,
@@ -339,22 +431,49 @@ impl<'a> Engine<'a> {
             script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
             series_interval: series.unwrap_or_default(),
-            measured_from: match cfg.start_at {
+            measured_from: match self.cfg.start_at {
                 // Exactly, so that the shards of one plan line up.
-                Some(at) => at + cfg.warmup,
+                Some(at) => at + self.cfg.warmup,
                 None => sys::wall_clock_of(start),
             },
         };
-        Ok(Finished { result, scripts, script_error, overran })
+        Finished { result, scripts, script_error, overran }
+    }
+}
+
+/// What the collecting thread gathered of a run.
+struct Collected<S> {
+    results: Vec<WorkerResult<S>>,
+    total: Stats,
+    threads: Vec<crate::stats::ThreadTotals>,
+    overran: Vec<Overrun>,
+}
+
+/// How a protocol's connections are set up for a run.
+trait Speaks: Protocol {
+    /// The setup of every connection of a thread of `cfg`'s run, which
+    /// captures responses (`capture`) and sends batches of `depth`.
+    fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Self::Setup;
+}
+
+impl Speaks for Http1 {
+    fn setup(_: &BenchConfig, capture: bool, _: usize) -> Http1Setup {
+        Http1Setup { capture }
+    }
+}
+
+impl Speaks for Http2 {
+    fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Http2Setup {
+        Http2Setup { capture, streams: cfg.streams, depth }
     }
 }
 
 /// The results of the threads, but those given up on: they are left to
 /// end with the process.
-fn join_all_but(
-    handles: Vec<JoinHandle<WorkerResult>>,
+fn join_all_but<S>(
+    handles: Vec<JoinHandle<WorkerResult<S>>>,
     given_up: &[usize],
-) -> Result<Vec<WorkerResult>, Error> {
+) -> Result<Vec<WorkerResult<S>>, Error> {
     let mut results = Vec::with_capacity(handles.len());
     let joined = handles.into_iter().enumerate().filter(|(i, _)| !given_up.contains(i));
     for (_, handle) in joined {
@@ -400,13 +519,16 @@ fn duration_ns(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
-/// What the fuzz target `http2_response` drives (`crate::fuzzing`): the
-/// HTTP/2 exchange of a connection, what it delivers to, and the recorder.
+/// What the fuzz targets `http2_response` and `http1_response` drive
+/// (`crate::fuzzing`): a protocol's side of a connection, what it delivers
+/// to, and the recorder.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzzing {
-    pub(crate) use super::conn::Ticket;
-    pub(crate) use super::delivery::{CapturedResponse, Delivery, Retry, Verdict};
-    pub(crate) use super::http2::Http2;
+    pub(crate) use super::http1::{Http1, Http1Setup, Http1Wire};
+    pub(crate) use super::http2::{Http2, Http2Setup, Http2Wire};
+    pub(crate) use super::protocol::{
+        CapturedResponse, Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict,
+    };
     pub(crate) use super::recorder::{PeriodChannel, Recorder, RecorderSetup};
 }
 

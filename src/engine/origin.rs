@@ -106,3 +106,73 @@ impl Origin {
         Ok(Origin { target, endpoint, tls, tunnel })
     }
 }
+
+/// The checks before the run, against real servers on loopback.
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+    use std::net::TcpListener;
+    use std::thread;
+
+    use super::*;
+    use crate::serve::{self, ServeOptions, ServerHandle};
+    use crate::tls::TlsOptions;
+
+    fn tls_server() -> ServerHandle {
+        let options = ServeOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            tls: true,
+            ..ServeOptions::default()
+        };
+        serve::start(options).unwrap()
+    }
+
+    fn config(url: &str) -> BenchConfig {
+        BenchConfig::new(Target::parse(url).unwrap())
+    }
+
+    fn prepare(cfg: &BenchConfig, named: bool) -> Result<Origin, Error> {
+        let endpoint = Endpoint::Tcp(format!("127.0.0.1:{}", cfg.target.port).parse().unwrap());
+        Origin::prepare(cfg, cfg.target.clone(), endpoint, named)
+    }
+
+    #[test]
+    fn https_is_checked_by_a_whole_handshake() {
+        let server = tls_server();
+        let url = format!("https://localhost:{}/", server.addr().port());
+        let mut cfg = config(&url);
+        // The server's certificate is self-signed: refused unless -k.
+        let Err(Error::Setup(why)) = prepare(&cfg, false) else { panic!("accepted") };
+        assert!(why.contains("certificate"), "{why}");
+        cfg.tls = TlsOptions { insecure: true, ..TlsOptions::default() };
+        let origin = prepare(&cfg, false).unwrap();
+        assert!(origin.tls.is_some() && origin.tunnel.is_none());
+        // Over HTTP/2, the same server chooses h2.
+        cfg.protocol = Protocol::Http2;
+        assert!(prepare(&cfg, false).is_ok());
+        server.stop();
+    }
+
+    #[test]
+    fn h2c_is_refused_by_a_server_that_does_not_speak_it_naming_the_origin() {
+        // A server that answers the HTTP/2 preface as HTTP/1.1 does.
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            let mut buf = [0; 64];
+            let _ = socket.read(&mut buf);
+            let _ = socket.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+        });
+        let mut cfg = config(&format!("http://127.0.0.1:{port}/"));
+        cfg.protocol = Protocol::Http2;
+        let Err(Error::Setup(why)) = prepare(&cfg, true) else { panic!("accepted") };
+        assert!(why.starts_with(&format!("origin http://127.0.0.1:{port}: --http2: ")), "{why}");
+        assert!(why.contains("does not speak HTTP/2"), "{why}");
+        server.join().unwrap();
+        // Over HTTP/1.1 nothing is checked before the run.
+        cfg.protocol = Protocol::Http1;
+        assert!(prepare(&cfg, false).is_ok_and(|origin| origin.tls.is_none()));
+    }
+}

@@ -14,9 +14,9 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::conn::Exchange;
+use super::protocol::Exchange;
 use crate::plan::ThreadPlan;
-use crate::stats::{ErrorKind, Stats};
+use crate::stats::{ErrorKind, Outcome, Stats};
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
 const RATE_SAMPLE_NS: u64 = 100_000_000;
@@ -160,17 +160,23 @@ impl Recorder {
         generator.thread_cpu_wait = generator.thread_cpu_wait.max(cpu_wait);
     }
 
-    /// A response of `exchange` arrived at `arrived` with `status`;
+    /// A response of `exchange` arrived at `arrived` with `outcome`;
     /// `last_of_batch` when it is the batch's last (or only) response.
     #[inline]
-    pub fn response(&mut self, exchange: Exchange, arrived: u64, status: u16, last_of_batch: bool) {
+    pub fn response(
+        &mut self,
+        exchange: Exchange,
+        arrived: u64,
+        outcome: Outcome,
+        last_of_batch: bool,
+    ) {
         if exchange.intended < self.start_ns {
             let warmup = &mut self.stats.warmup;
             warmup.requests += 1;
-            warmup.errors += u64::from(status > 399);
+            warmup.errors += u64::from(outcome.is_error());
             return;
         }
-        self.stats.response(status);
+        self.stats.response(outcome);
         self.completed += 1;
         self.last_response_ns = self.last_response_ns.max(arrived);
         if let Some(slot_ns) = self.setup.series_ns {
@@ -205,7 +211,7 @@ impl Recorder {
         }
         if !self.stats.targets.is_empty() {
             if let Some(target) = self.stats.targets.get_mut(exchange.target as usize) {
-                target.response(status);
+                target.response(outcome);
                 let from = exchange.intended.min(exchange.sent);
                 record_us(&mut target.corrected, arrived.saturating_sub(from));
             }
@@ -445,8 +451,8 @@ mod tests {
         let exchange =
             Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 12 * MS, target: 0 };
         r.sent(&[10 * MS], 12 * MS, 0);
-        r.response(exchange, 15 * MS, 200, true);
-        r.response(exchange, 16 * MS, 503, true);
+        r.response(exchange, 15 * MS, Outcome::Http(200), true);
+        r.response(exchange, 16 * MS, Outcome::Http(503), true);
         assert_eq!(r.last_response_ns(), 16 * MS);
         let series = r.finish(20 * MS);
         assert_eq!(series, vec![2]);
@@ -495,8 +501,8 @@ mod tests {
             r.sent(&[10 * MS, 11 * MS], 10 * MS, 0);
             let first =
                 Exchange { intended: 10 * MS, batch_intended: 10 * MS, sent: 10 * MS, target: 0 };
-            r.response(first, 15 * MS, 200, false);
-            r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, 200, true);
+            r.response(first, 15 * MS, Outcome::Http(200), false);
+            r.response(Exchange { intended: 11 * MS, ..first }, 16 * MS, Outcome::Http(200), true);
             r.finish(20 * MS);
             let stats = shares.recv().unwrap().stats;
             let latencies: Vec<u64> = stats
@@ -520,8 +526,8 @@ mod tests {
         r.start(0);
         let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS, target: 0 };
         r.sent(&[MS, MS], MS, 0);
-        r.response(exchange, 2 * MS, 200, false);
-        r.response(exchange, 3 * MS, 200, true);
+        r.response(exchange, 2 * MS, Outcome::Http(200), false);
+        r.response(exchange, 3 * MS, Outcome::Http(200), true);
         r.finish(4 * MS);
         let stats = shares.recv().unwrap().stats;
         assert_eq!(stats.requests, 2);
@@ -636,7 +642,7 @@ mod tests {
                 let batch_intended = intended.saturating_sub(ms(&mut draws) / 20);
                 let exchange = Exchange { intended, batch_intended, sent, target: 0 };
                 r.sent(&[intended], sent, 0);
-                r.response(exchange, arrived, 200, draws.uniform() < 0.5);
+                r.response(exchange, arrived, Outcome::Http(200), draws.uniform() < 0.5);
             }
             r.finish(100 * MS);
             let stats = shares.recv().unwrap().stats;
@@ -674,15 +680,15 @@ mod tests {
         let warm =
             Exchange { intended: 20 * MS, batch_intended: 20 * MS, sent: 20 * MS, target: 0 };
         r.sent(&[20 * MS], 20 * MS, 0);
-        r.response(warm, 25 * MS, 503, true);
+        r.response(warm, 25 * MS, Outcome::Http(503), true);
         r.tick(100 * MS, || None);
         let first =
             Exchange { intended: 120 * MS, batch_intended: 120 * MS, sent: 121 * MS, target: 0 };
         r.sent(&[120 * MS], 121 * MS, 0);
-        r.response(first, 122 * MS, 200, true);
+        r.response(first, 122 * MS, Outcome::Http(200), true);
         let second =
             Exchange { intended: 160 * MS, batch_intended: 160 * MS, sent: 160 * MS, target: 0 };
-        r.response(second, 163 * MS, 200, true);
+        r.response(second, 163 * MS, Outcome::Http(200), true);
         r.bytes_read(50);
         // At 100/s, 20 requests were due before 200 ms; the plan was not
         // advanced here, so all are unsent, 10 of them in the warm-up.
@@ -743,7 +749,7 @@ mod tests {
         r.start(0);
         let exchange = Exchange::default();
         for _ in 0..5 {
-            r.response(exchange, MS, 200, true);
+            r.response(exchange, MS, Outcome::Http(200), true);
         }
         r.tick(250 * MS, || None);
         r.finish(250 * MS);

@@ -23,14 +23,14 @@
 
 use std::sync::Arc;
 
+use super::protocol::Outgoing;
 use crate::endpoint::Endpoint;
-use crate::engine::source::Batch;
 use crate::plan::random::Draws;
 
-/// What a thread sends to several origins.
-pub struct Routed {
+/// What a thread sends to several origins, batches in the wire form `W`.
+pub struct Routed<W> {
     /// Every target's batch, in the file's order; each knows its origin.
-    batches: Arc<[Batch]>,
+    batches: Arc<[Outgoing<W>]>,
     /// Per origin, its part of the order.
     lanes: Vec<Lane>,
     /// The next position in the file's order (sequential order).
@@ -51,16 +51,16 @@ struct Lane {
     next: usize,
 }
 
-impl Routed {
-    /// `batches` (routed, [`Batch::routed`], over `origins` origins), sent
-    /// from position `first` of the file's order, or at random.
+impl<W: Clone> Routed<W> {
+    /// `batches` (each knowing its origin, of `origins`), sent from
+    /// position `first` of the file's order, or at random.
     pub fn new(
-        batches: Arc<[Batch]>,
+        batches: Arc<[Outgoing<W>]>,
         origins: usize,
         first: usize,
         random: Option<Draws>,
         endpoint: Endpoint,
-    ) -> Routed {
+    ) -> Routed<W> {
         let next = first % batches.len();
         let lanes = (0..origins)
             .map(|origin| {
@@ -103,7 +103,7 @@ impl Routed {
     }
 
     /// The next request of `origin`, for a connection to it.
-    pub fn next_batch(&mut self, origin: usize) -> Batch {
+    pub fn next_batch(&mut self, origin: usize) -> Outgoing<W> {
         let lane = &mut self.lanes[origin];
         let index = match &mut self.random {
             Some(draws) => lane.batches[draw(draws, lane.batches.len())],
@@ -117,8 +117,13 @@ impl Routed {
     }
 
     /// Every target's batch, in the file's order.
-    pub fn batches(&self) -> &[Batch] {
+    pub fn batches(&self) -> &[Outgoing<W>] {
         &self.batches
+    }
+
+    /// The first batch's wire form (every batch has its depth).
+    pub fn first_wire(&self) -> &W {
+        &self.batches[0].wire
     }
 
     /// Where the one order stands: the position in the file's order of the
@@ -130,11 +135,6 @@ impl Routed {
             Some(_) => (self.next + len - 1) % len,
             None => self.next,
         }
-    }
-
-    /// Requests per batch.
-    pub fn depth(&self) -> usize {
-        self.batches[0].depth()
     }
 
     pub fn endpoint(&self) -> Endpoint {
@@ -153,20 +153,22 @@ mod tests {
     use super::*;
 
     /// Targets named by a letter, to the origin of the digit after it.
-    fn routed(spec: &[(&str, usize)], first: usize, random: Option<Draws>) -> Routed {
-        let batches: Arc<[Batch]> = spec
+    fn routed(spec: &[(&str, usize)], first: usize, random: Option<Draws>) -> Routed<String> {
+        let batches: Arc<[Outgoing<String>]> = spec
             .iter()
             .enumerate()
-            .map(|(i, (name, origin))| {
-                Batch::new(Arc::from(name.as_bytes()), Arc::from([false])).routed(i, *origin)
+            .map(|(i, (name, origin))| Outgoing {
+                wire: name.to_string(),
+                target: i as u32,
+                origin: *origin as u32,
             })
             .collect();
         let origins = spec.iter().map(|(_, o)| o + 1).max().unwrap();
         Routed::new(batches, origins, first, random, Endpoint::Tcp("127.0.0.1:1".parse().unwrap()))
     }
 
-    fn name(batch: &Batch) -> String {
-        String::from_utf8(batch.bytes.to_vec()).unwrap()
+    fn name(batch: &Outgoing<String>) -> String {
+        batch.wire.clone()
     }
 
     const FILE: [(&str, usize); 5] = [("a", 0), ("b", 1), ("c", 0), ("d", 2), ("e", 1)];

@@ -14,7 +14,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use crate::engine::conn::Ticket;
+use super::protocol::Ticket;
 use crate::plan::ThreadPlan;
 
 pub enum Schedule {

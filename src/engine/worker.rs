@@ -1,9 +1,10 @@
 //! One engine thread: its loop reads as "wait, handle what happened, send
 //! what is due", over four parts with one job each:
-//! - the [`Connections`] speak HTTP/1.1 on the sockets;
+//! - the [`Connections`] speak the run's protocol on their links;
 //! - the [`Schedule`] says which request is due and on which connection
 //!   (the closed loop, or the thread's share of the plan);
-//! - the [`RequestSource`] says what to send (fixed bytes or Lua);
+//! - the [`Source`] says what to send (batches made before the run, or a
+//!   script's);
 //! - the [`Recorder`] measures.
 //!
 //! How the thread waits is [`wake::choose`]'s decision.
@@ -12,17 +13,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::engine::conn::Ticket;
-use crate::engine::connections::Connections;
-use crate::engine::parked::Parked;
-use crate::engine::recorder::Recorder;
-use crate::engine::schedule::Schedule;
-use crate::engine::source::{Batch, RequestSource};
-use crate::engine::start_line::StartLine;
-use crate::engine::wake::{self, EventSpin, Lateness, Outlook};
+use super::connections::Connections;
+use super::parked::Parked;
+use super::protocol::{Outgoing, Protocol, Ticket};
+use super::recorder::Recorder;
+use super::schedule::Schedule;
+use super::source::Source;
+use super::start_line::StartLine;
+use super::wake::{self, EventSpin, Lateness, Outlook};
 use crate::plan::Plan;
-use crate::script::{ScriptError, ThreadScript};
 use crate::sys;
+use crate::workload::{ScriptError, Scripted};
 
 /// How long a closed-loop connection whose `request()` returned nil waits
 /// before asking again.
@@ -46,7 +47,7 @@ pub struct RunSetup {
 
 /// What a thread hands back when it is done (its measurements went to the
 /// collector, period by period).
-pub struct WorkerResult {
+pub struct WorkerResult<S> {
     /// When the measured part began (after the warm-up).
     pub start_ns: u64,
     /// When the sending window ended: the end of the plan or `-d`, the
@@ -55,19 +56,19 @@ pub struct WorkerResult {
     pub window_end_ns: u64,
     /// Completed requests per time-series slot.
     pub series: Vec<u64>,
-    /// The thread's Lua state, handed back for `done()`.
-    pub script: Option<ThreadScript>,
+    /// The thread's script, handed back for `done()`.
+    pub script: Option<S>,
     /// The script error that stopped the run.
     pub script_error: Option<String>,
     /// The script stopped this thread (`thread:stop()`).
     pub script_stopped: bool,
 }
 
-pub struct Worker {
+pub struct Worker<P: Protocol, S> {
     run: RunSetup,
-    connections: Connections,
+    connections: Connections<P>,
     schedule: Schedule,
-    source: RequestSource,
+    source: Source<P, S>,
     recorder: Recorder,
     script_error: Option<String>,
     /// Set by a signal or by a script error in any thread: every thread
@@ -89,15 +90,15 @@ pub struct Worker {
     parked: Option<Parked>,
 }
 
-impl Worker {
+impl<P: Protocol, S: Scripted> Worker<P, S> {
     pub fn new(
         run: RunSetup,
-        connections: Connections,
-        source: RequestSource,
+        connections: Connections<P>,
+        source: Source<P, S>,
         recorder: Recorder,
         stop: Arc<AtomicBool>,
         hurry: Arc<AtomicBool>,
-    ) -> Worker {
+    ) -> Worker<P, S> {
         Worker {
             run,
             connections,
@@ -120,7 +121,7 @@ impl Worker {
     /// flight, each for up to the timeout. What fell due and found no
     /// connection before the end is not sent after it (see
     /// [`Recorder::give_up`]): the sending window is the plan's.
-    pub fn run(mut self, start_line: &StartLine) -> WorkerResult {
+    pub fn run(mut self, start_line: &StartLine) -> WorkerResult<S> {
         sys::set_minimal_timer_slack();
         self.connections.open_all(&self.source.endpoint(), &mut self.recorder);
         self.open_connections();
@@ -182,9 +183,15 @@ impl Worker {
         self.result(measured_from, window_end, finished_ns)
     }
 
+    /// Stops a script call of this thread's that does not return, from
+    /// another thread.
+    pub fn interrupter(&self) -> Option<Box<dyn crate::workload::Interrupt>> {
+        self.source.interrupter()
+    }
+
     /// What the thread hands back; `finished_ns` (its last response, or
     /// the stop) ends its last period.
-    fn result(self, start_ns: u64, window_end_ns: u64, finished_ns: u64) -> WorkerResult {
+    fn result(self, start_ns: u64, window_end_ns: u64, finished_ns: u64) -> WorkerResult<S> {
         WorkerResult {
             start_ns,
             window_end_ns,
@@ -246,9 +253,9 @@ impl Worker {
             if now >= deadline {
                 break;
             }
-            let until = deadline.min(self.connections.next_reopen_at().unwrap_or(deadline));
+            let until = deadline.min(self.connections.next_due_at().unwrap_or(deadline));
             self.connections.poll(wake::events_until(now, until), None, &mut self.recorder);
-            self.reopen_due();
+            self.run_due();
         }
     }
 
@@ -276,7 +283,7 @@ impl Worker {
             };
             let next_tick = self.recorder.tick(now, oldest_waiting);
             let mut deadline = end_ns.min(next_scan).min(next_tick);
-            if let Some(at) = self.connections.next_reopen_at() {
+            if let Some(at) = self.connections.next_due_at() {
                 deadline = deadline.min(at);
             }
             let origin = self.source.next_origin();
@@ -357,7 +364,7 @@ impl Worker {
                 Err(error) => return self.script_failed(error),
             };
             if let Some(budget) = &mut self.run.budget {
-                *budget = budget.saturating_sub(batch.depth() as u64);
+                *budget = budget.saturating_sub(P::depth(&batch.wire) as u64);
             }
             now = self.send(ticket, batch);
         }
@@ -366,7 +373,7 @@ impl Worker {
     /// Sends `batch` on the connection of `ticket`, for the intended times
     /// in `self.intended`; returns when it was sent (the send took time: a
     /// later request of the plan may be due by then).
-    fn send(&mut self, ticket: Ticket, batch: Batch) -> u64 {
+    fn send(&mut self, ticket: Ticket, batch: Outgoing<P::Wire>) -> u64 {
         let sent = self.connections.send(ticket.conn, batch, &self.intended, &mut self.recorder);
         self.recorder.sent(&self.intended, sent, ticket.since);
         sent
@@ -466,14 +473,16 @@ impl Worker {
         if self.script_error.is_some() {
             self.stop.store(true, Ordering::Relaxed);
         }
-        self.reopen_due();
+        self.run_due();
     }
 
-    fn reopen_due(&mut self) {
-        let Some(at) = self.connections.next_reopen_at() else { return };
+    /// Reopens the connections whose back-off is over, and fires the
+    /// protocol timers that are due.
+    fn run_due(&mut self) {
+        let Some(at) = self.connections.next_due_at() else { return };
         let now = sys::now_ns();
         if at <= now {
-            self.connections.reopen_due(now, &self.source.endpoint(), &mut self.recorder);
+            self.connections.run_due(now, &self.source.endpoint(), &mut self.recorder);
         }
     }
 
@@ -526,7 +535,7 @@ impl Worker {
             let mut until = now.saturating_add(scan_every);
             if retrying {
                 until = until.min(retry_until);
-                if let Some(at) = self.connections.next_reopen_at() {
+                if let Some(at) = self.connections.next_due_at() {
                     until = until.min(at.max(now));
                 }
             }
@@ -534,7 +543,7 @@ impl Worker {
             // Responses still reach the script; nothing new is sent.
             self.deliver_responses();
             if retrying {
-                self.reopen_due();
+                self.run_due();
                 self.send_retries();
             } else {
                 self.connections.take_ready().for_each(drop);
@@ -572,5 +581,139 @@ impl Worker {
         if cut_off > 0 {
             self.recorder.stopped_in_flight(cut_off);
         }
+    }
+}
+
+/// A worker run end to end against pace's own server on loopback: the
+/// closed loop's `-n`, and a plan's share sent at its times.
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+
+    use super::*;
+    use crate::endpoint::Endpoint;
+    use crate::engine::connections::ConnectionSetup;
+    use crate::engine::http1::{Http1, Http1Setup};
+    use crate::engine::origin::Origin;
+    use crate::engine::protocol::Context;
+    use crate::engine::recorder::{PeriodChannel, RecorderSetup, ThreadInterval};
+    use crate::plan::PlanSpec;
+    use crate::request::Request;
+    use crate::serve::{self, ServeOptions, ServerHandle};
+    use crate::stats::Stats;
+    use crate::target::Target;
+    use crate::workload::{NoScript, Order};
+
+    const MS: u64 = 1_000_000;
+
+    fn server() -> ServerHandle {
+        let options = ServeOptions {
+            bind: "127.0.0.1:0".parse().unwrap(),
+            threads: 1,
+            ..ServeOptions::default()
+        };
+        serve::start(options).unwrap()
+    }
+
+    /// A worker of `connections` to `server`, with `run`; and where its
+    /// periods go.
+    fn worker(
+        server: &ServerHandle,
+        connections: usize,
+        paced: bool,
+        run: RunSetup,
+    ) -> (Worker<Http1, NoScript>, mpsc::Receiver<ThreadInterval>) {
+        let at = server.addr();
+        let target = Target::parse(&format!("http://{at}/")).unwrap();
+        let origin = Origin { target, endpoint: Endpoint::Tcp(at), tls: None, tunnel: None };
+        let connections = Connections::new(ConnectionSetup {
+            origins: Arc::from([origin]),
+            per_origin: vec![connections],
+            protocol: Http1Setup { capture: false },
+            timeout_ns: 2_000 * MS,
+        })
+        .unwrap();
+        let request = Request {
+            method: "GET".into(),
+            target: "/".into(),
+            fields: vec![("Host".into(), at.to_string().into_bytes())],
+            body: None,
+        };
+        let context = Context { scheme: "http".into(), authority: at.to_string() };
+        let wire = Http1::encode(&[request], &context).unwrap();
+        let batches = Arc::from([Outgoing { wire, target: 0, origin: 0 }]);
+        let source = Source::fixed(batches, 1, 0, Endpoint::Tcp(at), Order::Sequential);
+        let (to_collector, periods) = mpsc::channel();
+        let (_, recycled) = mpsc::channel();
+        let recorder = Recorder::new(RecorderSetup {
+            thread: 0,
+            digits: 3,
+            paced,
+            batch_latency: false,
+            period_ns: None,
+            periods: PeriodChannel { to_collector, recycled },
+            series_ns: None,
+            warmup_ns: 0,
+            stage_starts_ns: Vec::new(),
+            target_labels: Vec::new(),
+        });
+        let stop = Arc::new(AtomicBool::new(false));
+        let hurry = Arc::new(AtomicBool::new(false));
+        (Worker::new(run, connections, source, recorder, stop, hurry), periods)
+    }
+
+    /// Everything the worker measured (one period: none were asked for).
+    fn measured(periods: mpsc::Receiver<ThreadInterval>) -> Stats {
+        let mut total = Stats::new(3);
+        for share in periods.try_iter() {
+            total.merge(&share.stats);
+        }
+        total
+    }
+
+    #[test]
+    fn the_closed_loop_sends_its_budget_and_no_more() {
+        let server = server();
+        let run = RunSetup {
+            first_k: 0,
+            stride: 1,
+            plan: None,
+            duration_ns: u64::MAX,
+            budget: Some(25),
+            timeout_ns: 2_000 * MS,
+        };
+        let (worker, periods) = worker(&server, 2, false, run);
+        let result = worker.run(&StartLine::new(1, None));
+        let stats = measured(periods);
+        assert_eq!((stats.requests, stats.errors.socket_total()), (25, 0));
+        assert_eq!(stats.outcomes.http_status(200), 25);
+        // The window of a closed loop bounded by -n ends with its last
+        // response.
+        assert!(result.window_end_ns > result.start_ns);
+        server.stop();
+    }
+
+    #[test]
+    fn a_plan_sends_its_share_at_its_times() {
+        let server = server();
+        // 1000/s for 50 ms: 50 requests, thread 0 of 1.
+        let plan = PlanSpec::constant(1000.0).plan(Duration::ZERO, 0);
+        let run = RunSetup {
+            first_k: 0,
+            stride: 1,
+            plan: Some(plan),
+            duration_ns: 50 * MS,
+            budget: None,
+            timeout_ns: 2_000 * MS,
+        };
+        let (worker, periods) = worker(&server, 4, true, run);
+        let result = worker.run(&StartLine::new(1, None));
+        let stats = measured(periods);
+        // Every request of the plan ended as a response or as unsent.
+        assert_eq!(stats.requests + stats.errors.unsent, 50);
+        assert_eq!(stats.lag.len(), stats.requests);
+        // The window is the plan's.
+        assert_eq!(result.window_end_ns - result.start_ns, 50 * MS);
+        server.stop();
     }
 }

@@ -1,9 +1,13 @@
 //! The HTTP parsers: response framing (with the chunked decoder under it)
-//! and the request-batch counter, with `build_request` checked against it.
+//! and the request-batch counter, with the encoding of a neutral request
+//! (`http::request::encode`) checked against it and parsed back.
+
+use std::sync::Arc;
 
 use crate::http::chunked::{ChunkedDecoder, ChunkedError, Sink};
-use crate::http::request::{build_request, count_requests};
+use crate::http::request::{count_requests, encode, parse_requests};
 use crate::http::response::{ParseError, Response, ResponseParser};
+use crate::request::Request;
 
 use super::input::{cut, Input};
 
@@ -202,7 +206,7 @@ pub fn arbitrary_request(input: &mut Input, valid: bool) -> (Vec<u8>, bool) {
         let headers: Vec<(String, String)> =
             (0..input.below(4)).map(|_| (lossy(input.bytes(16)), lossy(input.bytes(32)))).collect();
         let body = input.bool().then(|| input.bytes(64));
-        let request = build_request(&method, &path, &headers, body);
+        let request = encoded(&method, &path, &headers, body);
         return (request, method == "HEAD");
     }
     let method = match input.below(4) {
@@ -236,8 +240,21 @@ pub fn arbitrary_request(input: &mut Input, valid: bool) -> (Vec<u8>, bool) {
             Some(chunk(input, &data))
         }
     };
-    let request = build_request(&method, &path, &headers, body.as_deref());
+    let request = encoded(&method, &path, &headers, body.as_deref());
     (request, method == "HEAD")
+}
+
+/// The request of these parts, as HTTP/1.1 writes it.
+fn encoded(method: &str, path: &str, headers: &[(String, String)], body: Option<&[u8]>) -> Vec<u8> {
+    let request = Request {
+        method: method.to_string(),
+        target: path.to_string(),
+        fields: headers.iter().map(|(name, value)| (name.clone(), value.clone().into())).collect(),
+        body: body.map(Arc::from),
+    };
+    let mut bytes = Vec::new();
+    encode(&request, &mut bytes);
+    bytes
 }
 
 /// `data` in the chunked coding, cut into chunks at points from the input,
@@ -269,16 +286,24 @@ pub fn chunk(input: &mut Input, data: &[u8]) -> Vec<u8> {
     body
 }
 
-/// `build_request` on parts from the input, valid ones or any text: the
-/// counter must find exactly the one request in what a valid build gives
-/// (with its HEAD flag), and may not panic on any other.
+/// A request encoded from parts from the input, valid ones or any text:
+/// the counter must find exactly the one request in what a valid build
+/// gives (with its HEAD flag), parsed back and encoded again it parses to
+/// the same request (the parser trims the spaces around a value), and
+/// nothing panics on any other.
 pub fn built_request(data: &[u8]) {
     let mut input = Input::new(data);
     let valid = input.bool();
     let (request, is_head) = arbitrary_request(&mut input, valid);
     let counted = count_requests(&request);
+    let parsed = parse_requests(&request);
     if valid {
         let text = String::from_utf8_lossy(&request);
         assert_eq!(counted.map(|batch| batch.is_head), Ok(vec![is_head]), "{text:?}");
+        let parsed = parsed.unwrap_or_else(|e| panic!("{e}: {text:?}"));
+        let mut again = Vec::new();
+        encode(&parsed[0], &mut again);
+        let twice = parse_requests(&again).unwrap_or_else(|e| panic!("{e}: {text:?}"));
+        assert_eq!(twice, parsed, "parsed back, encoded again and parsed: {text:?}");
     }
 }

@@ -11,10 +11,9 @@ use std::sync::{mpsc, Arc};
 use super::frames::{frame, FrameReader, Op, Streams, SETTINGS, STATUSES};
 use super::input::{cut, Input};
 use crate::engine::fuzzing::{
-    CapturedResponse, Delivery, Http2, PeriodChannel, Recorder, RecorderSetup, Retry, Ticket,
-    Verdict,
+    CapturedResponse, Context, Delivery, Http2, Http2Setup, Http2Wire, Outgoing, PeriodChannel,
+    Protocol, Recorder, RecorderSetup, Retry, Ticket, Verdict,
 };
-use crate::engine::Batch;
 
 /// The connection's number, in its tickets.
 const CONN: usize = 7;
@@ -82,7 +81,7 @@ pub fn http2_responses(data: &[u8]) {
 struct Inbox {
     responses: Vec<CapturedResponse>,
     tickets: Vec<Ticket>,
-    retries: VecDeque<Retry>,
+    retries: VecDeque<Retry<Http2Wire>>,
 }
 
 /// The exchange, what drives it, and what it has been seen to do.
@@ -94,7 +93,7 @@ struct Client {
     /// The server starts each connection with an empty SETTINGS.
     greets: bool,
     /// One batch per choice, `depth` requests each.
-    batches: Vec<Batch>,
+    batches: Vec<Outgoing<Http2Wire>>,
     now: u64,
     /// The connection is open (else the next op opens it again).
     alive: bool,
@@ -106,7 +105,7 @@ struct Client {
     /// Tickets held, as the schedule holds them.
     tickets: VecDeque<Ticket>,
     /// Requests to send again.
-    retries: VecDeque<Retry>,
+    retries: VecDeque<Retry<Http2Wire>>,
     /// What the client wrote on this connection.
     output: FrameReader,
     /// Requests handed to the exchange (a request sent again counts again).
@@ -138,7 +137,7 @@ impl Client {
         });
         recorder.start(0);
         Client {
-            http2: Http2::new(capture, streams, depth),
+            http2: Http2::new(&Http2Setup { capture, streams, depth }),
             recorder,
             inbox: Inbox::default(),
             capture,
@@ -178,13 +177,14 @@ impl Client {
             }
             Op::Fail => {
                 if self.alive {
-                    self.lost += self.http2.requests_in_flight();
+                    self.lost += self.http2.in_flight();
                     self.end();
                 }
             }
             Op::PeerClose => {
                 if self.alive {
-                    let verdict = self.http2.closed_by_peer();
+                    let now = self.now;
+                    let verdict = self.deliver(|http2, out| http2.closed_by_peer(now, out));
                     assert_ne!(verdict, Verdict::Keep, "a closed connection kept");
                     self.act(verdict);
                 }
@@ -205,7 +205,8 @@ impl Client {
             frame(&mut settings, SETTINGS, 0, 0, &[]);
             self.unread.splice(0..0, settings);
         }
-        let verdict = self.deliver(|http2, out| http2.connected(out));
+        let now = self.now;
+        let verdict = self.deliver(|http2, out| http2.connected(now, false, None, out));
         self.act(verdict);
         self.check();
     }
@@ -259,8 +260,8 @@ impl Client {
                 }
                 None => {
                     let batch = self.batches[usize::from(choice) % REQUESTS.len()].clone();
-                    self.sent += batch.depth() as u64;
-                    self.streams.open(batch.depth());
+                    self.sent += batch.wire.len() as u64;
+                    self.streams.open(batch.wire.len());
                     self.deliver(|http2, out| http2.start(batch, &[], now, out))
                 }
             };
@@ -272,7 +273,10 @@ impl Client {
 
     /// Calls the exchange with a delivery, then takes in what it handed
     /// over.
-    fn deliver(&mut self, call: impl FnOnce(&mut Http2, &mut Delivery) -> Verdict) -> Verdict {
+    fn deliver(
+        &mut self,
+        call: impl FnOnce(&mut Http2, &mut Delivery<Http2Wire>) -> Verdict,
+    ) -> Verdict {
         let inbox = &mut self.inbox;
         let mut out = Delivery::new(
             &mut self.recorder,
@@ -289,7 +293,7 @@ impl Client {
             self.tickets.push_back(ticket);
         }
         for retry in self.inbox.retries.drain(..) {
-            assert!(retry.index < retry.batch.depth(), "a retry of request {}", retry.index);
+            assert!(retry.index < retry.batch.wire.len(), "a retry of request {}", retry.index);
             self.retried += 1;
             self.retries.push_back(retry);
         }
@@ -315,12 +319,12 @@ impl Client {
             Verdict::Keep => {}
             Verdict::Close => {
                 // A clean close forgets what is in flight without counting.
-                let in_flight = self.http2.requests_in_flight();
+                let in_flight = self.http2.in_flight();
                 assert_eq!(in_flight, 0, "closed with {in_flight} requests in flight");
                 self.end();
             }
             Verdict::Fail(..) => {
-                self.lost += self.http2.requests_in_flight();
+                self.lost += self.http2.in_flight();
                 self.end();
             }
         }
@@ -336,9 +340,8 @@ impl Client {
         // What the server sent on that socket is gone with it; what it
         // sends from now on goes to the next one.
         self.unread.clear();
-        let in_flight = self.http2.requests_in_flight();
+        let in_flight = self.http2.in_flight();
         assert_eq!(in_flight, 0, "{in_flight} requests still in flight after the close");
-        assert!(!self.http2.in_flight());
         assert_eq!(self.http2.oldest_in_flight(), None);
         for &ticket in &self.tickets {
             assert!(!self.http2.accepts(ticket), "a ticket of a closed socket accepted");
@@ -358,7 +361,7 @@ impl Client {
             .map(|(_, n)| n)
             .sum();
         let ended = responses + errors + self.retried + self.lost;
-        let in_flight = self.http2.requests_in_flight();
+        let in_flight = self.http2.in_flight();
         assert_eq!(
             ended + in_flight,
             self.sent,
@@ -369,8 +372,7 @@ impl Client {
             self.retried,
             self.lost,
         );
-        if let Some((&status, _)) = stats.statuses.iter().find(|(&s, _)| !(200..=999).contains(&s))
-        {
+        if let Some((status, _)) = stats.outcomes.http().find(|(s, _)| !(200..=999).contains(s)) {
             panic!("a response with status {status} recorded");
         }
         if self.capture {
@@ -379,9 +381,6 @@ impl Client {
             assert_eq!(self.captured, 0, "responses captured without capture");
         }
         assert_eq!(in_flight > 0, self.http2.oldest_in_flight().is_some());
-        if in_flight > 0 {
-            assert!(self.http2.in_flight(), "requests in flight but no batch");
-        }
         self.check_tickets();
     }
 
@@ -402,7 +401,7 @@ impl Client {
 }
 
 /// A batch of `depth` requests from [`REQUESTS`], from the `first` on.
-fn batch(first: usize, depth: usize) -> Batch {
+fn batch(first: usize, depth: usize) -> Outgoing<Http2Wire> {
     let (mut text, mut heads) = (Vec::new(), Vec::new());
     for k in 0..depth {
         let (head, body) = REQUESTS[(first + k) % REQUESTS.len()];
@@ -410,7 +409,7 @@ fn batch(first: usize, depth: usize) -> Batch {
         text.resize(text.len() + body, b'b');
         heads.push(head.starts_with("HEAD"));
     }
-    Batch::new(Arc::from(text), Arc::from(heads))
-        .for_http2("http", "localhost:8080")
-        .expect("valid requests")
+    let context = Context { scheme: "http".into(), authority: "localhost:8080".into() };
+    let wire = Http2::encode_text(&Arc::from(text), &Arc::from(heads), &context);
+    Outgoing { wire: wire.expect("valid requests"), target: 0, origin: 0 }
 }

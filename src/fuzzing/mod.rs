@@ -11,6 +11,7 @@
 
 pub(crate) mod frames;
 mod http;
+mod http1;
 mod http2;
 pub(crate) mod input;
 mod lua;
@@ -20,6 +21,7 @@ mod text;
 mod tests;
 
 pub use self::http::{built_request, chunked_body, request_batch, response_stream, run_responses};
+pub use self::http1::http1_responses;
 pub use self::http2::http2_responses;
 pub use crate::serve::fuzzing::{serve_connection, serve_http2, serve_requests};
 pub use lua::lua_transfer;

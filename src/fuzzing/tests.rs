@@ -614,6 +614,35 @@ fn http2_ops_read_back_as_written() {
 }
 
 #[test]
+fn http1_client_on_generated_servers() {
+    property("http1 responses", 3000, 0x5eed_000e, |random| {
+        let mut program = vec![random.next() as u8];
+        for _ in 0..random.below(40) {
+            let op = random.below(8) as u8;
+            program.push(op);
+            match op {
+                // A valid response more often than bytes at random.
+                1 => program.push(random.next() as u8),
+                2 => {
+                    let bytes = random.some_bytes(40);
+                    program.push(bytes.len() as u8);
+                    program.extend_from_slice(&bytes);
+                }
+                3 => {
+                    let cuts = random.below(4);
+                    program.push(cuts as u8);
+                    for _ in 0..cuts {
+                        program.extend_from_slice(&(random.below(300) as u16).to_le_bytes());
+                    }
+                }
+                _ => program.push(random.next() as u8),
+            }
+        }
+        http1_responses(&program);
+    });
+}
+
+#[test]
 fn http2_client_on_generated_servers() {
     property("http2 responses", 3000, 0x5eed_000d, |random| {
         let ops = http2_ops(random, 5);
@@ -689,8 +718,9 @@ fn http2_server_on_generated_clients() {
 #[test]
 fn fuzz_regressions_and_seeds_pass() {
     type Check = fn(&[u8]);
-    let targets: [(&str, Check); 12] = [
+    let targets: [(&str, Check); 13] = [
         ("response", response_stream),
+        ("http1_response", http1_responses),
         ("http2_response", http2_responses),
         ("chunked", chunked_body),
         ("request_batch", request_batch),

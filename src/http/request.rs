@@ -12,6 +12,7 @@
 
 use std::fmt;
 use std::ops::Range;
+use std::sync::Arc;
 
 use httparse::Status;
 
@@ -19,58 +20,42 @@ use super::block::first_error_at;
 use super::chunked::{ChunkedDecoder, ChunkedErrorKind, Decoded, Discard};
 use super::framing::{BadContentLength, BadRequestFraming, Framing, RequestBody};
 use super::MAX_HEADERS;
+use crate::request::Request;
 
-/// `METHOD SP PATH SP HTTP/1.1 CRLF`, the headers in order, a Content-Length
-/// if there is a body and the headers frame none, an empty line, the body.
-pub fn build_request(
-    method: &str,
-    path: &str,
-    headers: &[(String, String)],
-    body: Option<&[u8]>,
-) -> Vec<u8> {
-    let content_length = body.filter(|_| !has_body_framing(headers)).map(|body| body.len());
-    let header_bytes: usize =
-        headers.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
+/// Appends `request` as HTTP/1.1 sends it to `out`: `METHOD SP target SP
+/// HTTP/1.1 CRLF`, the fields in order, a `Content-Length` if there is a
+/// body and the fields frame none, an empty line, the body.
+pub fn encode(request: &Request, out: &mut Vec<u8>) {
+    let body = request.body.as_deref();
+    let content_length = body.filter(|_| !has_body_framing(request)).map(|body| body.len());
+    let field_bytes: usize =
+        request.fields.iter().map(|(name, value)| name.len() + value.len() + 4).sum();
     let body = body.unwrap_or_default();
     // 64: the spaces, the version, the CRLFs and a Content-Length header.
-    let mut request =
-        Vec::with_capacity(method.len() + path.len() + header_bytes + body.len() + 64);
-    for part in [method.as_bytes(), b" ", path.as_bytes(), b" HTTP/1.1\r\n"] {
-        request.extend_from_slice(part);
+    out.reserve(request.method.len() + request.target.len() + field_bytes + body.len() + 64);
+    for part in [request.method.as_bytes(), b" ", request.target.as_bytes(), b" HTTP/1.1\r\n"] {
+        out.extend_from_slice(part);
     }
-    for (name, value) in headers {
-        push_header(&mut request, name, value);
+    for (name, value) in &request.fields {
+        push_header(out, name.as_bytes(), value);
     }
     if let Some(length) = content_length {
-        push_header(&mut request, "Content-Length", &length.to_string());
+        push_header(out, b"Content-Length", length.to_string().as_bytes());
     }
-    request.extend_from_slice(b"\r\n");
-    request.extend_from_slice(body);
-    request
+    out.extend_from_slice(b"\r\n");
+    out.extend_from_slice(body);
 }
 
 /// The user chose the framing of the body (a Content-Length of their own, or
 /// a Transfer-Encoding with a body already encoded for it).
-fn has_body_framing(headers: &[(String, String)]) -> bool {
-    headers.iter().any(|(name, _)| {
-        name.eq_ignore_ascii_case("content-length")
-            || name.eq_ignore_ascii_case("transfer-encoding")
-    })
+fn has_body_framing(request: &Request) -> bool {
+    request.has_field("content-length") || request.has_field("transfer-encoding")
 }
 
-fn push_header(request: &mut Vec<u8>, name: &str, value: &str) {
-    for part in [name.as_bytes(), b": ", value.as_bytes(), b"\r\n"] {
+fn push_header(request: &mut Vec<u8>, name: &[u8], value: &[u8]) {
+    for part in [name, b": ", value, b"\r\n"] {
         request.extend_from_slice(part);
     }
-}
-
-/// The headers of every request: `Host` first (`host_header` is the URL's
-/// host, with its port when not the default), unless the user gave one of
-/// their own (any case); then the user's headers in their order.
-pub fn default_headers(host_header: &str, user: &[(String, String)]) -> Vec<(String, String)> {
-    let user_host = user.iter().any(|(name, _)| name.eq_ignore_ascii_case("host"));
-    let host = (!user_host).then(|| ("Host".to_string(), host_header.to_string()));
-    host.into_iter().chain(user.iter().cloned()).collect()
 }
 
 /// The requests found in one request buffer.
@@ -114,6 +99,37 @@ pub fn count_requests(buf: &[u8]) -> Result<RequestBatch, RequestError> {
 /// [`count_requests`] takes it) starts and ends.
 pub fn request_spans(buf: &[u8]) -> Result<Vec<Range<usize>>, RequestError> {
     Ok(parse_all(buf)?.into_iter().map(|(span, _)| span).collect())
+}
+
+/// The requests of a buffer of complete requests (as [`count_requests`]
+/// takes it), protocol-neutral: each request's method, target and fields,
+/// and its body as it follows the head (encoded, when the fields say so).
+/// A script's request text is parsed so, once, for protocols other than
+/// HTTP/1.1 (which sends the text as it is).
+pub fn parse_requests(buf: &[u8]) -> Result<Vec<Request>, RequestError> {
+    let spans = request_spans(buf)?;
+    Ok(spans.into_iter().map(|span| neutral(&buf[span])).collect())
+}
+
+/// The one complete, valid request of `text`.
+fn neutral(text: &[u8]) -> Request {
+    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut parsed = httparse::Request::new(&mut slots);
+    // Valid already: its span came from parsing it.
+    let head_length = match parsed.parse(text) {
+        Ok(Status::Complete(length)) => length,
+        _ => text.len(),
+    };
+    let fields = (parsed.headers.iter())
+        .map(|header| (header.name.to_string(), header.value.to_vec()))
+        .collect();
+    let body = &text[head_length.min(text.len())..];
+    Request {
+        method: parsed.method.unwrap_or("GET").to_string(),
+        target: parsed.path.unwrap_or("/").to_string(),
+        fields,
+        body: (!body.is_empty()).then(|| Arc::from(body)),
+    }
 }
 
 /// Every request of `buf`: its span, and whether it is a HEAD.
@@ -272,6 +288,27 @@ mod tests {
         list.iter().map(|(name, value)| (name.to_string(), value.to_string())).collect()
     }
 
+    /// The request of these parts, as HTTP/1.1 writes it.
+    fn build_request(
+        method: &str,
+        target: &str,
+        fields: &[(String, String)],
+        body: Option<&[u8]>,
+    ) -> Vec<u8> {
+        let request = Request {
+            method: method.into(),
+            target: target.into(),
+            fields: fields
+                .iter()
+                .map(|(name, value)| (name.clone(), value.clone().into()))
+                .collect(),
+            body: body.map(Arc::from),
+        };
+        let mut bytes = Vec::new();
+        encode(&request, &mut bytes);
+        bytes
+    }
+
     fn error(buf: &[u8]) -> String {
         count_requests(buf).unwrap_err().to_string()
     }
@@ -304,20 +341,42 @@ mod tests {
     }
 
     #[test]
-    fn host_comes_first_unless_the_user_gives_one() {
-        let user = pairs(&[("Accept", "*/*"), ("X", "y")]);
-        let expected = pairs(&[("Host", "example.com:8080"), ("Accept", "*/*"), ("X", "y")]);
-        assert_eq!(default_headers("example.com:8080", &user), expected);
-        let user = pairs(&[("Accept", "*/*"), ("hOsT", "other")]);
-        assert_eq!(default_headers("example.com", &user), user);
+    fn built_requests_count_as_one() {
+        let host = pairs(&[("Host", "h")]);
+        let request = build_request("HEAD", "/", &host, None);
+        assert_eq!(count_requests(&request).unwrap().is_head, vec![true]);
+        let request = build_request("POST", "/", &host, Some(b"body"));
+        assert_eq!(count_requests(&request).unwrap().is_head, vec![false]);
     }
 
     #[test]
-    fn built_requests_count_as_one() {
-        let request = build_request("HEAD", "/", &default_headers("h", &[]), None);
-        assert_eq!(count_requests(&request).unwrap().is_head, vec![true]);
-        let request = build_request("POST", "/", &default_headers("h", &[]), Some(b"body"));
-        assert_eq!(count_requests(&request).unwrap().is_head, vec![false]);
+    fn text_parses_into_neutral_requests_with_their_bodies_as_written() {
+        let text = b"POST /a?b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz\r\n\
+                     GET http://o/x HTTP/1.1\r\nX-Bytes: \xff\r\n\r\n\
+                     PUT / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nq\r\n0\r\n\r\n";
+        let requests = parse_requests(text).unwrap();
+        let summary: Vec<(&str, &str, usize)> = requests
+            .iter()
+            .map(|r| (r.method.as_str(), r.target.as_str(), r.fields.len()))
+            .collect();
+        assert_eq!(summary, [("POST", "/a?b", 2), ("GET", "http://o/x", 1), ("PUT", "/", 1)]);
+        assert_eq!(requests[0].body.as_deref(), Some(&b"xyz"[..]));
+        assert_eq!(requests[1].field("x-bytes"), Some(&b"\xff"[..]));
+        assert_eq!(requests[1].body, None);
+        // A chunked body stays as written (HTTP/2 decodes it).
+        assert_eq!(requests[2].body.as_deref(), Some(&b"1\r\nq\r\n0\r\n\r\n"[..]));
+        // Encoded again, each is the text it came from (the fields frame
+        // the body: no Content-Length is added).
+        let mut again = Vec::new();
+        encode(&requests[0], &mut again);
+        assert_eq!(again, b"POST /a?b HTTP/1.1\r\nHost: h\r\nContent-Length: 3\r\n\r\nxyz");
+        again.clear();
+        encode(&requests[2], &mut again);
+        assert_eq!(again, &text[text.len() - 57..]);
+        assert_eq!(
+            parse_requests(b"GET / HTTP/1.1\r\nHost").unwrap_err().to_string(),
+            "incomplete request at 2:5"
+        );
     }
 
     #[test]

@@ -12,12 +12,11 @@
 
 use std::sync::Arc;
 
-use httparse::Status;
-
 use crate::http::chunked::{ChunkedDecoder, Decoded};
 use crate::http::framing::{Framing, RequestBody};
-use crate::http::request::{count_requests, RequestError};
-use crate::http::MAX_HEADERS;
+#[cfg(test)]
+use crate::http::request::{parse_requests, RequestError};
+use crate::request::Request;
 
 /// One request as HTTP/2 sends it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,46 +43,33 @@ const CONNECTION_SPECIFIC: [&str; 5] =
 /// target of `scheme` (`http` or `https`) whose authority is `authority`
 /// (used when a request has no `Host`). A batch that is not valid HTTP/1.1
 /// gets the error `count_requests` gives.
+#[cfg(test)]
 pub fn convert(batch: &[u8], scheme: &str, authority: &str) -> Result<Vec<Request2>, RequestError> {
-    let count = count_requests(batch)?.is_head.len();
-    let mut requests = Vec::with_capacity(count);
-    let mut rest = batch;
-    while requests.len() < count {
-        rest = &rest[rest.iter().take_while(|&&b| b == b'\r' || b == b'\n').count()..];
-        let (request, length) = convert_one(rest, scheme, authority);
-        requests.push(request);
-        rest = &rest[length.min(rest.len())..];
-    }
-    Ok(requests)
+    let requests = parse_requests(batch)?;
+    Ok(requests.iter().map(|request| of(request, scheme, authority)).collect())
 }
 
-/// The request at the start of `text` (checked complete and valid by
-/// `count_requests`) and its length.
-fn convert_one(text: &[u8], scheme: &str, authority: &str) -> (Request2, usize) {
-    let mut slots = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut parsed = httparse::Request::new(&mut slots);
-    let Ok(Status::Complete(head_length)) = parsed.parse(text) else {
-        return (Request2 { fields: Vec::new(), body: None }, text.len());
-    };
-    let method = parsed.method.unwrap_or("GET");
-    let target = parsed.path.unwrap_or("/");
-    let headers = &*parsed.headers;
+/// `request` as HTTP/2 sends it, to a target of `scheme` whose authority
+/// is `authority` when the request names none (no `Host`, not an absolute
+/// target).
+pub fn of(request: &Request, scheme: &str, authority: &str) -> Request2 {
     // An absolute-form target names its own authority.
-    let (target_authority, path) = split_absolute(target);
-    let host = headers.iter().find(|h| h.name.eq_ignore_ascii_case("host")).map(|h| h.value);
-    let authority = match (target_authority, host) {
+    let (target_authority, path) = split_absolute(&request.target);
+    let authority = match (target_authority, request.field("host")) {
         (Some(from_target), _) => from_target.as_bytes(),
         (None, Some(host)) => host,
         (None, None) => authority.as_bytes(),
     };
     let mut fields: Vec<(Vec<u8>, Vec<u8>)> = vec![
-        (b":method".to_vec(), method.as_bytes().to_vec()),
+        (b":method".to_vec(), request.method.as_bytes().to_vec()),
         (b":scheme".to_vec(), scheme.as_bytes().to_vec()),
         (b":authority".to_vec(), authority.to_vec()),
         (b":path".to_vec(), path.as_bytes().to_vec()),
     ];
-    let named_by_connection = connection_tokens(headers);
-    for header in headers {
+    let headers: Vec<httparse::Header<'_>> =
+        (request.fields.iter()).map(|(name, value)| httparse::Header { name, value }).collect();
+    let named_by_connection = connection_tokens(&headers);
+    for header in &headers {
         let name = header.name.to_ascii_lowercase();
         let dropped = name == "host"
             || CONNECTION_SPECIFIC.contains(&name.as_str())
@@ -93,9 +79,26 @@ fn convert_one(text: &[u8], scheme: &str, authority: &str) -> (Request2, usize) 
             fields.push((name.into_bytes(), header.value.to_vec()));
         }
     }
-    let framing = Framing::scan(headers).ok().and_then(|f| f.request_body().ok());
-    let (body, body_length) = body(&text[head_length..], framing);
-    (Request2 { fields, body }, head_length + body_length)
+    let raw = request.body.as_deref().unwrap_or_default();
+    let body = if request.body.is_some() && !framed(&headers) {
+        // No framing of the user's: HTTP/1.1 sends the body with its
+        // Content-Length, and so does HTTP/2.
+        fields.push((b"content-length".to_vec(), raw.len().to_string().into_bytes()));
+        (!raw.is_empty()).then(|| Arc::from(raw))
+    } else {
+        let framing = Framing::scan(&headers).ok().and_then(|f| f.request_body().ok());
+        body(raw, framing).0
+    };
+    Request2 { fields, body }
+}
+
+/// The fields frame the body themselves (a `Content-Length` or a
+/// `Transfer-Encoding`).
+fn framed(headers: &[httparse::Header<'_>]) -> bool {
+    headers.iter().any(|h| {
+        h.name.eq_ignore_ascii_case("content-length")
+            || h.name.eq_ignore_ascii_case("transfer-encoding")
+    })
 }
 
 /// `http://host:port/path` as (`host:port`, `/path`); an origin-form

@@ -385,6 +385,7 @@ mod tests {
 
     use super::*;
     use crate::protocol::Protocol;
+    use crate::stats::Outcome;
     use crate::target::Scheme;
 
     const T0: u64 = 1_795_428_000;
@@ -395,7 +396,7 @@ mod tests {
     fn run(source: &str, shard: (usize, usize), latencies: &[u64], from_ms: u64) -> SavedRun {
         let mut total = Stats::new(3);
         for &latency in latencies {
-            total.response(200);
+            total.response(Outcome::Http(200));
             total.bytes += 100;
             total.corrected.record(latency).unwrap();
             total.uncorrected.record(latency / 2).unwrap();
@@ -442,7 +443,7 @@ mod tests {
     fn period(index: u64, latencies: &[u64]) -> Interval {
         let mut stats = Stats::new(3);
         for &latency in latencies {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(latency).unwrap();
         }
         let second = Duration::from_secs(1);

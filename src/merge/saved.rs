@@ -29,8 +29,8 @@ use crate::reach::Family;
 use crate::report::json::format::{PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts};
 use crate::signals::Interruption;
 use crate::stats::{
-    Errors, Generator, Http2Counts, Interval, RunResult, StageStats, Stats, TargetStats,
-    ThreadTotals, Warmup,
+    Errors, Generator, Http2Counts, Interval, Outcome, Outcomes, RunResult, StageStats, Stats,
+    TargetStats, ThreadTotals, Warmup,
 };
 use crate::target::{Scheme, Target};
 
@@ -258,7 +258,7 @@ fn result(report: Report, run: RunOnly) -> Result<RunResult, String> {
             stats.errors = count("targets.errors", target.errors)?;
             stats.unsent = count("targets.unsent", target.unsent)?;
             stats.corrected = decode(&target.hist, digits)?;
-            stats.statuses = statuses("targets.status_codes", &target.status_codes)?;
+            stats.outcomes = outcomes("targets.status_codes", &target.status_codes)?;
             Ok(stats)
         })
         .collect::<Result<_, String>>()?;
@@ -317,7 +317,7 @@ fn measured(report: &Report) -> Result<Stats, String> {
     stats.requests = count("requests", report.requests)?;
     stats.bytes = count("bytes", report.bytes)?;
     stats.errors = errors("errors", &Errors::from(&report.errors))?;
-    stats.statuses = statuses("status_codes", &report.status_codes)?;
+    stats.outcomes = outcomes("status_codes", &report.status_codes)?;
     for (cause, n) in &report.error_causes {
         stats.error_causes.insert(cause.clone(), count("error_causes", *n)?);
     }
@@ -411,17 +411,15 @@ fn errors(field: &str, e: &Errors) -> Result<Errors, String> {
     Ok(*e)
 }
 
-fn statuses(
-    field: &str,
-    codes: &std::collections::BTreeMap<u16, u64>,
-) -> Result<std::collections::BTreeMap<u16, u64>, String> {
-    for (status, n) in codes {
-        if !(100..=999).contains(status) {
+fn outcomes(field: &str, codes: &std::collections::BTreeMap<u16, u64>) -> Result<Outcomes, String> {
+    let mut outcomes = Outcomes::default();
+    for (&status, &n) in codes {
+        if !(100..=999).contains(&status) {
             return Err(format!("{field}: {status} is not a status code"));
         }
-        count(field, *n)?;
+        outcomes.add(Outcome::Http(status), count(field, n)?);
     }
-    Ok(codes.clone())
+    Ok(outcomes)
 }
 
 /// A share of a thread's time, 0 to 1.
@@ -530,7 +528,7 @@ mod tests {
     fn measured() -> RunResult {
         let mut total = Stats::new(3);
         for (i, status) in [200, 200, 503].into_iter().enumerate() {
-            total.response(status);
+            total.response(Outcome::Http(status));
             total.corrected.record(1000 + i as u64 * 700).unwrap();
             total.uncorrected.record(900).unwrap();
             total.lag.record(12).unwrap();
@@ -600,7 +598,7 @@ mod tests {
         assert_eq!(a.lag, b.lag);
         assert_eq!(a.unsent_wait, b.unsent_wait);
         assert_eq!((a.requests, a.bytes, a.errors), (b.requests, b.bytes, b.errors));
-        assert_eq!((&a.statuses, &a.error_causes), (&b.statuses, &b.error_causes));
+        assert_eq!((&a.outcomes, &a.error_causes), (&b.outcomes, &b.error_causes));
         assert_eq!((&a.rate_samples, a.warmup), (&b.rate_samples, b.warmup));
         assert_eq!(a.generator, b.generator);
         assert_eq!(b.stages.len(), 1);

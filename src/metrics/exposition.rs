@@ -285,6 +285,7 @@ mod tests {
     use super::*;
     use crate::metrics::figures::PlanRate;
     use crate::plan::PlanSpec;
+    use crate::stats::Outcome;
     use crate::stats::{Interval, Stats};
 
     fn figures(paced: bool) -> Figures {
@@ -296,7 +297,7 @@ mod tests {
         let mut figures = Figures::new("0/2".into(), plan);
         let mut stats = Stats::new(3);
         for (us, status) in [(800, 200), (1500, 200), (29_000, 503)] {
-            stats.response(status);
+            stats.response(Outcome::Http(status));
             stats.corrected.record(us).unwrap();
             stats.uncorrected.record(us / 2).unwrap();
             stats.lag.record(5).unwrap();
@@ -375,7 +376,7 @@ mod tests {
         let mut figures = Figures::new("0/1".into(), None);
         let mut stats = Stats::new(3);
         for us in [100_000, 200_000] {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(us).unwrap();
         }
         figures.add(&Interval { index: 0, start: Duration::ZERO, length: Duration::ZERO, stats });

@@ -142,7 +142,7 @@ impl Figures {
         self.requests += stats.requests;
         self.bytes += stats.bytes;
         self.errors.add(&stats.errors);
-        for (&status, &n) in &stats.statuses {
+        for (status, n) in stats.outcomes.http() {
             *self.statuses.entry(status).or_insert(0) += n;
         }
         self.corrected.add(&stats.corrected);
@@ -184,6 +184,7 @@ impl Figures {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Outcome;
     use crate::stats::{latency_histogram, Stats};
 
     #[test]
@@ -223,7 +224,7 @@ mod tests {
     fn period(index: u64, requests: u64, length_ms: u64) -> Interval {
         let mut stats = Stats::new(3);
         for _ in 0..requests {
-            stats.response(if requests > 3 { 200 } else { 503 });
+            stats.response(Outcome::Http(if requests > 3 { 200 } else { 503 }));
             stats.corrected.record(1500).unwrap();
         }
         stats.bytes = requests * 100;

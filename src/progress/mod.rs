@@ -188,6 +188,7 @@ fn terminal_width() -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::Outcome;
 
     fn progress(drawn: usize) -> Progress {
         Progress {
@@ -217,7 +218,7 @@ mod tests {
         });
         let mut stats = Stats::new(3);
         for _ in 0..100 {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(2_000).unwrap();
             stats.uncorrected.record(2_000).unwrap();
             stats.lag.record(10).unwrap();

@@ -12,6 +12,7 @@
 use std::sync::Arc;
 
 use crate::http::request::{request_spans, RequestError};
+use crate::request::Request;
 use crate::target::Target;
 
 /// The rewriting of the requests to one origin (and, for a script
@@ -37,6 +38,22 @@ impl AbsoluteForm {
     pub fn new(target: &Target, authorization: Option<String>) -> AbsoluteForm {
         let origin = format!("http://{}", target.host_header());
         AbsoluteForm { origin, authorization, last: None }
+    }
+
+    /// `request` as the proxy gets it: its target in absolute form (unless
+    /// it is already, or `*`), and the proxy's credentials first among its
+    /// fields (unless it has its own), as [`AbsoluteForm::rewrite`] writes
+    /// the bytes.
+    pub fn apply(&self, request: &mut Request) {
+        if request.target.starts_with('/') {
+            request.target.insert_str(0, &self.origin);
+        }
+        if let Some(authorization) =
+            self.authorization.as_ref().filter(|_| !request.has_field("proxy-authorization"))
+        {
+            let field = ("Proxy-Authorization".to_string(), authorization.clone().into_bytes());
+            request.fields.insert(0, field);
+        }
     }
 
     /// `bytes` as the proxy gets them.

@@ -18,7 +18,6 @@ mod env;
 pub mod tunnel;
 mod url;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -123,8 +122,9 @@ impl Route {
     /// Says on stderr when the proxy answered requests with 407 (Proxy
     /// Authentication Required): in plain HTTP its refusals are responses,
     /// and the report shows only their status.
-    pub fn note_refusals(&self, statuses: &BTreeMap<u16, u64>) {
-        let (Some(proxy), Some(refused)) = (self.proxy(), statuses.get(&407)) else { return };
+    /// `refused`: the responses of status 407.
+    pub fn note_refusals(&self, refused: u64) {
+        let Some(proxy) = self.proxy().filter(|_| refused > 0) else { return };
         let hint = match proxy.authorization {
             None => "give its credentials: --proxy http://user:password@host:port",
             Some(_) => "it did not accept the credentials of the proxy URL",

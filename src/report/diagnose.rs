@@ -471,6 +471,7 @@ mod tests {
     use crate::config::{BenchConfig, Mode, Shard};
     use crate::plan::PlanSpec;
     use crate::stats::ErrorKind;
+    use crate::stats::Outcome;
     use crate::target::Target;
 
     /// `-R rate -c connections`.
@@ -492,7 +493,7 @@ mod tests {
     fn run(latency_us: u64, lag_us: u64) -> Stats {
         let mut stats = Stats::new(3);
         for _ in 0..1000 {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(latency_us + lag_us).unwrap();
             stats.uncorrected.record(latency_us).unwrap();
             stats.lag.record(lag_us).unwrap();

@@ -57,6 +57,7 @@ mod tests {
     use super::*;
     use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
+    use crate::stats::Outcome;
     use crate::stats::Stats;
     use crate::target::Target;
 
@@ -73,7 +74,7 @@ mod tests {
     fn period() -> Interval {
         let mut stats = Stats::new(3);
         for _ in 0..200 {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(1000).unwrap();
             stats.lag.record(30).unwrap();
         }

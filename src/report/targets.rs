@@ -49,7 +49,7 @@ pub fn target_rows(result: &RunResult) -> Vec<TargetRow> {
                 p99_us: percentile(99.0),
                 errors: target.errors,
                 unsent: target.unsent,
-                statuses: target.statuses.iter().map(|(s, n)| (*s, *n)).collect(),
+                statuses: target.outcomes.http().collect(),
             }
         })
         .collect()
@@ -124,6 +124,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use crate::stats::Outcome;
     use crate::stats::{Stats, TargetStats};
 
     fn result(targets: Vec<TargetStats>) -> RunResult {
@@ -145,10 +146,10 @@ mod tests {
     fn one_line_per_target_with_long_labels_cut() {
         let mut a = TargetStats::new(Arc::from("GET http://a:80/"), 3);
         for _ in 0..3 {
-            a.response(200);
+            a.response(Outcome::Http(200));
             a.corrected.record(1_000).unwrap();
         }
-        a.response(503);
+        a.response(Outcome::Http(503));
         a.corrected.record(2_000).unwrap();
         let long = format!("POST http://b:8080/{}", "x".repeat(60));
         let b = TargetStats::new(Arc::from(long.as_str()), 3);

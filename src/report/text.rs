@@ -17,7 +17,7 @@ use crate::config::Mode;
 use crate::description::Description;
 use crate::protocol::Protocol;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
-use crate::stats::{Http2Counts, RunResult, Stats};
+use crate::stats::{Http2Counts, Outcomes, RunResult, Stats};
 use crate::units::{
     c_fixed, format_binary, format_metric, format_time_s, format_time_us, pad_units, per_second,
     UNDEFINED,
@@ -377,7 +377,7 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
         writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
     }
     write_http2_notes(out, &stats.http2)?;
-    write_statuses(out, &stats.statuses)
+    write_statuses(out, &stats.outcomes)
 }
 
 /// What HTTP/2 connections did besides carrying requests: a server that
@@ -407,12 +407,10 @@ fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()>
 /// scripts that parse its report read the lines around it by their first
 /// words, so a run that got nothing but `200 OK` (the common case) keeps
 /// wrk's report exactly; a mix, or any other status, is worth the line.
-fn write_statuses(
-    out: &mut dyn Write,
-    statuses: &std::collections::BTreeMap<u16, u64>,
-) -> io::Result<()> {
+fn write_statuses(out: &mut dyn Write, outcomes: &Outcomes) -> io::Result<()> {
+    let statuses: Vec<(u16, u64)> = outcomes.http().collect();
     let all_one_success =
-        statuses.len() <= 1 && statuses.keys().all(|status| (200..300).contains(status));
+        statuses.len() <= 1 && statuses.iter().all(|(status, _)| (200..300).contains(status));
     if all_one_success {
         return Ok(());
     }
@@ -449,6 +447,7 @@ mod tests {
     use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
     use crate::stats::ErrorKind;
+    use crate::stats::Outcome;
     use crate::target::Target;
 
     /// A run, and what its report is asked to show.
@@ -485,7 +484,7 @@ mod tests {
     fn kept_plan() -> RunResult {
         let mut stats = Stats::new(3);
         for _ in 0..1000 {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(1000).unwrap();
             stats.uncorrected.record(1000).unwrap();
             stats.lag.record(20).unwrap();
@@ -658,7 +657,7 @@ mod tests {
             stats.error(ErrorKind::Connect, "Connection refused (os error 111)");
         }
         stats.error(ErrorKind::Read, "Connection reset by peer (os error 104)");
-        stats.response(500);
+        stats.response(Outcome::Http(500));
         assert_eq!(
             render(|out| write_errors(out, &stats)),
             "  Socket errors: connect 12, read 1, write 0, timeout 1\n\
@@ -673,8 +672,8 @@ mod tests {
     #[test]
     fn status_errors_alone_print_no_socket_line() {
         let mut stats = Stats::new(3);
-        stats.response(404);
-        stats.response(503);
+        stats.response(Outcome::Http(404));
+        stats.response(Outcome::Http(503));
         assert_eq!(
             render(|out| write_errors(out, &stats)),
             "  Non-2xx or 3xx responses: 2\n  Status codes: 404: 1, 503: 1\n"
@@ -687,7 +686,7 @@ mod tests {
         let statuses = |list: &[(u16, u64)]| {
             let mut stats = Stats::new(3);
             for &(status, n) in list {
-                (0..n).for_each(|_| stats.response(status));
+                (0..n).for_each(|_| stats.response(Outcome::Http(status)));
             }
             render(|out| write_errors(out, &stats))
         };
@@ -717,7 +716,7 @@ mod tests {
         assert!(text.contains("Schedule lag: p50 -, p99 -, max - ("), "{text}");
         // One sample: a stdev of 0, not an undefined one.
         let mut one = Stats::new(3);
-        one.response(200);
+        one.response(Outcome::Http(200));
         one.corrected.record(1000).unwrap();
         one.lag.record(10).unwrap();
         one.rate_samples.push(1.0);

@@ -27,45 +27,30 @@ use crate::config::origins::Origins;
 use crate::config::targets::TargetsOrder;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
-use crate::engine::{Batch, Order, RequestSource, Routed, Workload};
-use crate::error::Error;
-use crate::http::request::{build_request, default_headers};
 use crate::plan::random::Draws;
-use crate::protocol::Protocol;
+use crate::request::Request;
 use crate::target::Target;
+use crate::workload::{Batch, NoScript, Order, Requests, Workload};
 
-/// Methods whose requests give their content a meaning: without a body they
-/// are sent with `Content-Length: 0` (RFC 9110 section 8.6: a user agent
-/// should send a length for them).
+/// The stream of the run's random numbers `--targets-order random` draws
+/// from (see [`crate::plan::random`]).
+const TARGET_DRAWS: u64 = 1;
+
+/// Methods that carry content: without a body they still say
+/// `Content-Length: 0`.
 const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 
-/// The stream of the run's random numbers (`Draws::at(seed, stream,
-/// thread)`) from which a thread draws its targets: apart from those of
-/// the arrival plan.
-const TARGET_DRAWS: u64 = u64::from_be_bytes(*b"targets\0");
-
-/// Every thread sends the requests of the command line to `endpoint` (the
-/// first origin's; a targets file may name more), in turn or in random
-/// order (`--targets-order`). Threads are numbered across the
-/// shards (`--shard`) as the plan numbers them, thread i of shard s being
-/// i·N + s: each starts at its own request and draws its own random order,
-/// so that the instances of a shared plan do not repeat one another.
-pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Error> {
-    let mut batches = batches(cfg);
-    if cfg.protocol == Protocol::Http2 {
-        let targets = cfg.targets.as_ref().map(|targets| &targets.list[..]).unwrap_or_default();
-        batches = batches
-            .into_iter()
-            .enumerate()
-            .map(|(i, batch)| {
-                let target = targets.get(i).map_or(&cfg.target, |request| &request.target);
-                batch.for_http2(&target.scheme_name, &target.host_header())
-            })
-            .collect::<Result<_, _>>()
-            .map_err(|e| Error::Usage(format!("the request cannot be sent over HTTP/2: {e}")))?;
-    }
-    let origins = Origins::of(cfg);
-    let batches: Arc<[Batch]> = batches.into();
+/// The workload of the command line, the first origin's connections going
+/// to `endpoint`: every thread sends the same requests (the URL's, or the
+/// targets', to the first origin's; a targets file may name more), in
+/// turn or in random order (`--targets-order`). Threads are numbered
+/// across the shards (`--shard`) as the plan numbers them, thread i of
+/// shard s being i·N + s: each starts at its own request and draws its own
+/// random order, so that the instances of a shared plan do not repeat one
+/// another.
+pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
+    let batches: Arc<[Batch]> = batches(cfg).into();
+    let origins = Origins::of(cfg).list.len();
     let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
     if random {
         eprintln!(
@@ -73,34 +58,25 @@ pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Result<Workload, Erro
             cfg.seed
         );
     }
-    Ok(Workload {
-        sources: (0..cfg.threads)
-            .map(|thread| {
-                let global = thread * cfg.shard.count + cfg.shard.index;
-                let order = match random {
-                    true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
-                    false => Order::Sequential,
-                };
-                if origins.several() {
-                    let random = match order {
-                        Order::Random(draws) => Some(draws),
-                        Order::Sequential => None,
-                    };
-                    let n = origins.list.len();
-                    let routed = Routed::new(batches.clone(), n, global, random, endpoint.clone());
-                    return RequestSource::Routed(Box::new(routed));
-                }
-                RequestSource::fixed(batches.clone(), global, endpoint.clone(), order)
-            })
-            .collect(),
-    })
+    let threads = (0..cfg.threads)
+        .map(|thread| {
+            let global = thread * cfg.shard.count + cfg.shard.index;
+            let order = match random {
+                true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
+                false => Order::Sequential,
+            };
+            let batches = batches.clone();
+            Requests::Fixed { batches, origins, first: global, order, endpoint: endpoint.clone() }
+        })
+        .collect();
+    Workload { threads }
 }
 
 /// The requests of the command line, one batch (of one request) each: the
 /// targets of `--targets` in the order of the file (each knowing its index
 /// and its origin), or the one request of `-m`, the URL and the body.
 pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
-    let body = cfg.body.as_deref();
+    let body = cfg.body.as_ref();
     match &cfg.targets {
         Some(targets) => {
             let origins = Origins::of(cfg);
@@ -109,51 +85,49 @@ pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
                 .iter()
                 .enumerate()
                 .map(|(i, target)| {
-                    let body = target.body.as_deref().or(body);
-                    let batch = request(
+                    let body = target.body.as_ref().or(body);
+                    let mut request = request(
                         &target.method,
                         &target.target,
                         &cfg.headers,
                         &target.headers,
                         body,
                     );
-                    let batch = through_proxy(cfg, &target.target, batch);
-                    batch.routed(i, origins.of_target.get(i).copied().unwrap_or(0))
+                    through_proxy(cfg, &target.target, &mut request);
+                    Batch::new([request]).routed(i, origins.of_target.get(i).copied().unwrap_or(0))
                 })
                 .collect()
         }
         None => {
-            let batch = request(&cfg.method, &cfg.target, &cfg.headers, &[], body);
-            vec![through_proxy(cfg, &cfg.target, batch)]
+            let mut request = request(&cfg.method, &cfg.target, &cfg.headers, &[], body);
+            through_proxy(cfg, &cfg.target, &mut request);
+            vec![Batch::new([request])]
         }
     }
 }
 
-/// `batch`, to `target`, in the form a proxy takes when the run goes
+/// `request`, to `target`, in the form a proxy takes when the run goes
 /// through one in plain HTTP ([`crate::proxy::absolute`]).
-fn through_proxy(cfg: &BenchConfig, target: &Target, batch: Batch) -> Batch {
-    match cfg.proxy.as_ref().and_then(|route| route.absolute_form(cfg.protocol, target)) {
-        // Built here, so valid: the rewriting cannot fail.
-        Some(form) => match form.rewrite(&batch.bytes) {
-            Ok(bytes) => Batch::new(bytes.into(), batch.heads),
-            Err(_) => batch,
-        },
-        None => batch,
+fn through_proxy(cfg: &BenchConfig, target: &Target, request: &mut Request) {
+    if let Some(form) =
+        cfg.proxy.as_ref().and_then(|route| route.absolute_form(cfg.protocol, target))
+    {
+        form.apply(request);
     }
 }
 
 /// One request: `method` of `target`'s path, `Host` (unless a header names
 /// one), the run's headers `common` except those `own` replaces (same name,
-/// any case), then `own`, and the body with its `Content-Length`.
-/// `target`'s `user:password@` is its Basic authorization unless a header
-/// of its own gives one.
+/// any case), then `own`, and the body (its `Content-Length` is the
+/// protocol's to add). `target`'s `user:password@` is its Basic
+/// authorization unless a header of its own gives one.
 fn request(
     method: &str,
     target: &Target,
     common: &[(String, String)],
     own: &[(String, String)],
-    body: Option<&[u8]>,
-) -> Batch {
+    body: Option<&Arc<[u8]>>,
+) -> Request {
     let named = |list: &[(String, String)], name: &str| {
         list.iter().any(|(other, _)| other.eq_ignore_ascii_case(name))
     };
@@ -170,9 +144,22 @@ fn request(
         .chain(own.iter().cloned())
         .collect();
     let headers = default_headers(&target.host_header(), &headers);
-    let body = body.or(BODY_METHODS.contains(&method).then_some(&[][..]));
-    let bytes = build_request(method, &target.path, &headers, body);
-    Batch::new(bytes.into(), Arc::from([method == "HEAD"]))
+    let body = body.cloned().or(BODY_METHODS.contains(&method).then(|| Arc::from(&[][..])));
+    Request {
+        method: method.to_string(),
+        target: target.path.clone(),
+        fields: headers.into_iter().map(|(name, value)| (name, value.into_bytes())).collect(),
+        body,
+    }
+}
+
+/// The headers of every request: `Host` first (`host_header` is the URL's
+/// host, with its port when not the default), unless the user gave one of
+/// their own (any case); then the user's headers in their order.
+fn default_headers(host_header: &str, user: &[(String, String)]) -> Vec<(String, String)> {
+    let user_host = user.iter().any(|(name, _)| name.eq_ignore_ascii_case("host"));
+    let host = (!user_host).then(|| ("Host".to_string(), host_header.to_string()));
+    host.into_iter().chain(user.iter().cloned()).collect()
 }
 
 /// Says on stderr which options the script makes pointless (it builds the
@@ -201,14 +188,21 @@ pub fn note_script_overrides(cfg: &BenchConfig) {
 mod tests {
     use super::*;
     use crate::config::targets::{TargetRequest, Targets};
-    use crate::http::request::count_requests;
+    use crate::http::request::{count_requests, encode};
 
     fn config(url: &str) -> BenchConfig {
         BenchConfig::new(Target::parse(url).unwrap())
     }
 
+    /// The batch as HTTP/1.1 writes it.
     fn text(batch: &Batch) -> String {
-        String::from_utf8(batch.bytes.to_vec()).unwrap()
+        let mut bytes = Vec::new();
+        batch.requests.iter().for_each(|request| encode(request, &mut bytes));
+        String::from_utf8(bytes).unwrap()
+    }
+
+    fn heads(batch: &Batch) -> Vec<bool> {
+        batch.requests.iter().map(Request::is_head).collect()
     }
 
     fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -218,8 +212,8 @@ mod tests {
     /// Every batch holds one request whose HEAD flag is the parser's.
     fn check(batches: &[Batch]) {
         for batch in batches {
-            let parsed = count_requests(&batch.bytes).unwrap();
-            assert_eq!(parsed.is_head, batch.heads.to_vec(), "{}", text(batch));
+            let parsed = count_requests(text(batch).as_bytes()).unwrap();
+            assert_eq!(parsed.is_head, heads(batch), "{}", text(batch));
         }
     }
 
@@ -270,10 +264,10 @@ mod tests {
         cfg.method = "HEAD".into();
         let batches = batches(&cfg);
         check(&batches);
-        assert_eq!(batches[0].heads.to_vec(), [true]);
+        assert_eq!(heads(&batches[0]), [true]);
         cfg.method = "head".into();
         // Methods are case-sensitive: `head` is not HEAD.
-        assert_eq!(super::batches(&cfg)[0].heads.to_vec(), [false]);
+        assert_eq!(heads(&super::batches(&cfg)[0]), [false]);
     }
 
     fn target(line: usize, method: &str, url: &str, headers: &[(&str, &str)]) -> TargetRequest {
@@ -315,7 +309,7 @@ mod tests {
                  Content-Length: 6\r\n\r\ncommon",
             ]
         );
-        let heads: Vec<Vec<bool>> = batches.iter().map(|b| b.heads.to_vec()).collect();
+        let heads: Vec<Vec<bool>> = batches.iter().map(heads).collect();
         assert_eq!(heads, [[false], [false], [true]]);
     }
 
@@ -348,14 +342,23 @@ mod tests {
             list: vec![target(1, "GET", "http://h/a", &[]), target(2, "GET", "http://h/b", &[])],
         });
         let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
-        let firsts: Vec<String> = workload(&cfg, &endpoint)
-            .unwrap()
-            .sources
-            .iter_mut()
-            .map(|source| text(&source.next_batch(0).unwrap().unwrap()))
-            .map(|request| request.split(' ').nth(1).unwrap().to_string())
+        let firsts: Vec<usize> = (workload(&cfg, &endpoint).threads.iter())
+            .map(|requests| match requests {
+                Requests::Fixed { first, order: Order::Sequential, .. } => *first,
+                _ => panic!("not in turn"),
+            })
             .collect();
-        assert_eq!(firsts, ["/a", "/b", "/a"]);
+        assert_eq!(firsts, [0, 1, 2]);
+        // Shard 1 of 2: its threads are the plan's threads 1 and 3.
+        cfg.threads = 2;
+        cfg.shard = crate::config::Shard { index: 1, count: 2 };
+        let firsts: Vec<usize> = (workload(&cfg, &endpoint).threads.iter())
+            .map(|requests| match requests {
+                Requests::Fixed { first, .. } => *first,
+                _ => panic!("not fixed"),
+            })
+            .collect();
+        assert_eq!(firsts, [1, 3]);
     }
 
     #[test]
@@ -367,13 +370,13 @@ mod tests {
         let list = (0..10).map(|i| target(i + 1, "GET", &format!("http://h/{i}"), &[])).collect();
         cfg.targets = Some(Targets { file: "t.txt".into(), list });
         let endpoint = Endpoint::Tcp("127.0.0.1:1".parse().unwrap());
-        let draws = |cfg: &BenchConfig| -> Vec<Vec<Arc<[u8]>>> {
-            workload(cfg, &endpoint)
-                .unwrap()
-                .sources
-                .iter_mut()
-                .map(|source| {
-                    (0..50).map(|_| source.next_batch(0).unwrap().unwrap().bytes).collect()
+        let draws = |cfg: &BenchConfig| -> Vec<Vec<u64>> {
+            (workload(cfg, &endpoint).threads.into_iter())
+                .map(|requests| match requests {
+                    Requests::Fixed { order: Order::Random(mut draws), .. } => {
+                        (0..50).map(|_| (draws.uniform() * 1e9) as u64).collect()
+                    }
+                    _ => panic!("not random"),
                 })
                 .collect()
         };
@@ -382,5 +385,14 @@ mod tests {
         assert_ne!(first[0], first[1], "the threads draw differently");
         cfg.seed = 43;
         assert_ne!(first, draws(&cfg));
+    }
+
+    #[test]
+    fn host_comes_first_unless_the_user_gives_one() {
+        let user = pairs(&[("Accept", "*/*"), ("X", "y")]);
+        let expected = pairs(&[("Host", "example.com:8080"), ("Accept", "*/*"), ("X", "y")]);
+        assert_eq!(default_headers("example.com:8080", &user), expected);
+        let user = pairs(&[("Accept", "*/*"), ("hOsT", "other")]);
+        assert_eq!(default_headers("example.com", &user), user);
     }
 }

@@ -7,21 +7,11 @@ use std::fmt;
 
 use mlua::Lua;
 
+pub use crate::workload::ScriptError;
+
 /// A runtime error in a script function called during the run (`init`,
 /// `request`, `response`, `delay`): the message with its `file:line` and
-/// the Lua traceback. The run stops; the report of what was measured is
-/// still printed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ScriptError(pub String);
-
-impl fmt::Display for ScriptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for ScriptError {}
-
+/// the Lua traceback, a [`ScriptError`] that stops the run (exit 3).
 impl From<ScriptError> for crate::error::Error {
     fn from(err: ScriptError) -> crate::error::Error {
         crate::error::Error::Script(err.0)

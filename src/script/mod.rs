@@ -49,6 +49,7 @@ use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::stats::RunResult;
+use crate::workload::{Interrupt, Scripted};
 
 pub use errors::ScriptError;
 pub use interrupt::{Call, Interrupter};
@@ -277,6 +278,58 @@ impl ThreadScript {
     /// state: the thread should stop sending.
     pub fn stop_requested(&self) -> bool {
         self.shared.stop_requested()
+    }
+}
+
+/// The engine's view of a thread's script (see [`crate::workload`]).
+impl Scripted for ThreadScript {
+    type Interrupter = Interrupter;
+
+    fn request(&mut self) -> Result<Option<Arc<[u8]>>, ScriptError> {
+        ThreadScript::request(self)
+    }
+
+    fn wants_responses(&self) -> bool {
+        self.has_response()
+    }
+
+    fn response(
+        &mut self,
+        status: u16,
+        headers: &[(String, String)],
+        body: &[u8],
+    ) -> Result<(), ScriptError> {
+        ThreadScript::response(self, status, headers, body)
+    }
+
+    fn delay(&mut self) -> Result<Duration, ScriptError> {
+        ThreadScript::delay(self)
+    }
+
+    fn stop_requested(&self) -> bool {
+        ThreadScript::stop_requested(self)
+    }
+
+    fn endpoint(&self) -> Endpoint {
+        ThreadScript::endpoint(self)
+    }
+
+    fn interrupter(&self) -> Interrupter {
+        ThreadScript::interrupter(self)
+    }
+}
+
+impl Interrupt for Interrupter {
+    fn interrupt(&self) {
+        Interrupter::interrupt(self)
+    }
+
+    fn withdraw(&self) {
+        Interrupter::withdraw(self)
+    }
+
+    fn running(&self) -> Option<&'static str> {
+        Interrupter::running(self).map(Call::name)
     }
 }
 

@@ -232,6 +232,7 @@ mod tests {
 
     use super::*;
     use crate::slo::parse;
+    use crate::stats::Outcome;
     use crate::stats::{ErrorKind, Stats};
 
     /// 1000 responses over 2 s: corrected 1..=1000 us, uncorrected half of
@@ -240,7 +241,7 @@ mod tests {
     fn run() -> RunResult {
         let mut total = Stats::new(3);
         for v in 1..=1000u64 {
-            total.response(if v % 100 == 0 { 503 } else { 200 });
+            total.response(Outcome::Http(if v % 100 == 0 { 503 } else { 200 }));
             total.corrected.record(v).unwrap();
             total.uncorrected.record(v / 2 + 1).unwrap();
             total.lag.record(if v <= 3 { 200 } else { 5 }).unwrap();

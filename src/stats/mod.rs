@@ -47,6 +47,76 @@ pub fn sample_mean_stdev(samples: &[f64]) -> (f64, f64) {
     (mean, stdev)
 }
 
+/// How a completed response ended: what the protocol says of it (an HTTP
+/// status today; a gRPC call's status has room here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Outcome {
+    /// An HTTP response's status code.
+    Http(u16),
+}
+
+impl Outcome {
+    /// A failed response (wrk's "Non-2xx or 3xx responses": a status above
+    /// 399); it still counts as a completed request.
+    #[inline]
+    pub fn is_error(self) -> bool {
+        match self {
+            Outcome::Http(status) => status > 399,
+        }
+    }
+}
+
+/// Completed responses by outcome, in order: a short list that keeps its
+/// memory when emptied, so counting allocates only the first time an
+/// outcome is seen in a run, never per period.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Outcomes(Vec<(Outcome, u64)>);
+
+impl Outcomes {
+    /// One more response of `outcome`.
+    #[inline]
+    pub fn count(&mut self, outcome: Outcome) {
+        self.add(outcome, 1);
+    }
+
+    /// `n` more responses of `outcome`.
+    pub fn add(&mut self, outcome: Outcome, n: u64) {
+        match self.0.binary_search_by_key(&outcome, |(known, _)| *known) {
+            Ok(at) => self.0[at].1 += n,
+            Err(at) => self.0.insert(at, (outcome, n)),
+        }
+    }
+
+    /// Adds `other`'s counts.
+    pub fn merge(&mut self, other: &Outcomes) {
+        for &(outcome, n) in &other.0 {
+            self.add(outcome, n);
+        }
+    }
+
+    /// Forgets the counts, keeping the memory.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// Each outcome seen, in order, with its count.
+    pub fn iter(&self) -> impl Iterator<Item = (Outcome, u64)> + '_ {
+        self.0.iter().copied()
+    }
+
+    /// The HTTP statuses seen, in order, with their counts.
+    pub fn http(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
+        self.iter().map(|(outcome, n)| match outcome {
+            Outcome::Http(status) => (status, n),
+        })
+    }
+
+    /// How many responses had HTTP status `status`.
+    pub fn http_status(&self, status: u16) -> u64 {
+        self.iter().find(|&(outcome, _)| outcome == Outcome::Http(status)).map_or(0, |(_, n)| n)
+    }
+}
+
 /// Socket and HTTP errors, counted as wrk counts them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Errors {
@@ -57,7 +127,8 @@ pub struct Errors {
     pub read: u64,
     /// Writing the request failed.
     pub write: u64,
-    /// Responses with status > 399 (still counted as completed requests).
+    /// Failed responses ([`Outcome::is_error`]: a status above 399),
+    /// still counted as completed requests.
     pub status: u64,
     /// Requests with no complete response within `--timeout`.
     pub timeout: u64,
@@ -117,8 +188,8 @@ pub struct Stats {
     /// Bytes read from the sockets (after TLS decryption), as wrk counts.
     pub bytes: u64,
     pub errors: Errors,
-    /// Responses by status code.
-    pub statuses: BTreeMap<u16, u64>,
+    /// Responses by outcome (HTTP status).
+    pub outcomes: Outcomes,
     /// Error counts by cause, e.g. `connect: Connection refused`.
     pub error_causes: BTreeMap<String, u64>,
     /// Per-thread Req/Sec samples (requests per second over each sampling
@@ -247,15 +318,15 @@ pub struct TargetStats {
     pub label: Arc<str>,
     /// Completed responses.
     pub requests: u64,
-    /// Responses with status > 399, and requests lost to a timeout or a
-    /// read or write error (a failed connect is its origin's, not a
-    /// target's: it is in the run's errors only).
+    /// Failed responses ([`Outcome::is_error`]), and requests lost to a
+    /// timeout or a read or write error (a failed connect is its origin's,
+    /// not a target's: it is in the run's errors only).
     pub errors: u64,
     /// Requests of the plan due in the run that were never sent (paced
     /// runs): in the file's order, those the order named; in random order,
     /// the target's share of them.
     pub unsent: u64,
-    pub statuses: BTreeMap<u16, u64>,
+    pub outcomes: Outcomes,
     /// Latency from the intended send time, us.
     pub corrected: Histogram<u64>,
 }
@@ -267,24 +338,24 @@ impl TargetStats {
             requests: 0,
             errors: 0,
             unsent: 0,
-            statuses: BTreeMap::new(),
+            outcomes: Outcomes::default(),
             corrected: latency_histogram(digits),
         }
     }
 
     /// Records a completed response.
     #[inline]
-    pub fn response(&mut self, status: u16) {
+    pub fn response(&mut self, outcome: Outcome) {
         self.requests += 1;
-        self.errors += u64::from(status > 399);
-        *self.statuses.entry(status).or_insert(0) += 1;
+        self.errors += u64::from(outcome.is_error());
+        self.outcomes.count(outcome);
     }
 
     fn clear(&mut self) {
         self.requests = 0;
         self.errors = 0;
         self.unsent = 0;
-        self.statuses.clear();
+        self.outcomes.clear();
         self.corrected.reset();
     }
 
@@ -292,9 +363,7 @@ impl TargetStats {
         self.requests += other.requests;
         self.errors += other.errors;
         self.unsent += other.unsent;
-        for (status, n) in &other.statuses {
-            *self.statuses.entry(*status).or_insert(0) += n;
-        }
+        self.outcomes.merge(&other.outcomes);
         self.corrected.add(&other.corrected).expect("auto-resizing histogram");
     }
 }
@@ -333,7 +402,7 @@ impl Stats {
             requests: 0,
             bytes: 0,
             errors: Errors::default(),
-            statuses: BTreeMap::new(),
+            outcomes: Outcomes::default(),
             error_causes: BTreeMap::new(),
             rate_samples: Vec::new(),
             nil_requests: 0,
@@ -371,12 +440,12 @@ impl Stats {
 
     /// Records a completed response.
     #[inline]
-    pub fn response(&mut self, status: u16) {
+    pub fn response(&mut self, outcome: Outcome) {
         self.requests += 1;
-        if status > 399 {
+        if outcome.is_error() {
             self.errors.status += 1;
         }
-        *self.statuses.entry(status).or_insert(0) += 1;
+        self.outcomes.count(outcome);
     }
 
     /// Empties these measurements, keeping the histograms' memory.
@@ -388,7 +457,7 @@ impl Stats {
         self.requests = 0;
         self.bytes = 0;
         self.errors = Errors::default();
-        self.statuses.clear();
+        self.outcomes.clear();
         self.error_causes.clear();
         self.rate_samples.clear();
         self.nil_requests = 0;
@@ -413,9 +482,7 @@ impl Stats {
         self.requests += other.requests;
         self.bytes += other.bytes;
         self.errors.add(&other.errors);
-        for (status, n) in &other.statuses {
-            *self.statuses.entry(*status).or_insert(0) += n;
-        }
+        self.outcomes.merge(&other.outcomes);
         for (cause, n) in &other.error_causes {
             *self.error_causes.entry(cause.clone()).or_insert(0) += n;
         }
@@ -446,8 +513,8 @@ mod tests {
         let mut b = Stats::new(3);
         a.corrected.record(100).unwrap();
         b.corrected.record(200).unwrap();
-        a.response(200);
-        b.response(404);
+        a.response(Outcome::Http(200));
+        b.response(Outcome::Http(404));
         b.error(ErrorKind::Connect, "Connection refused");
         b.rate_samples.push(10.0);
         a.generator = Generator {
@@ -469,7 +536,7 @@ mod tests {
         assert_eq!(a.requests, 2);
         assert_eq!(a.errors.status, 1);
         assert_eq!(a.errors.connect, 1);
-        assert_eq!(a.statuses[&404], 1);
+        assert_eq!(a.outcomes.http().collect::<Vec<_>>(), [(200, 1), (404, 1)]);
         assert_eq!(a.error_causes["connect: Connection refused"], 1);
         assert_eq!(a.rate_samples, vec![10.0]);
         // Waits add up, the busiest thread is the busiest of all.
@@ -488,7 +555,7 @@ mod tests {
         let target = |label: &str, requests: u64| {
             let mut t = TargetStats::new(Arc::from(label), 3);
             for _ in 0..requests {
-                t.response(200);
+                t.response(Outcome::Http(200));
                 t.corrected.record(requests).unwrap();
             }
             t
@@ -507,7 +574,7 @@ mod tests {
         let mut c = a.clone();
         c.merge(&a);
         assert_eq!(c.targets[3].requests, 8);
-        assert_eq!(c.targets[1].statuses[&200], 18);
+        assert_eq!(c.targets[1].outcomes.http_status(200), 18);
     }
 
     #[test]
@@ -528,11 +595,12 @@ mod tests {
     fn clear_empties_everything() {
         let mut a = Stats::new(3);
         a.corrected.record(5).unwrap();
-        a.response(500);
+        a.response(Outcome::Http(500));
         a.error(ErrorKind::Read, "x");
         a.rate_samples.push(1.0);
         a.clear();
-        assert!(a.corrected.is_empty() && a.statuses.is_empty() && a.error_causes.is_empty());
+        assert!(a.corrected.is_empty() && a.error_causes.is_empty());
+        assert_eq!(a.outcomes.iter().count(), 0);
         assert_eq!((a.requests, a.errors, a.rate_samples.len()), (0, Errors::default(), 0));
     }
 }

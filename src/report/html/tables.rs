@@ -248,7 +248,7 @@ pub fn summary(page: &Page) -> String {
         ));
     }
     rows.push(("Status > 399", e.status.to_string()));
-    let statuses: Vec<String> = stats.statuses.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    let statuses: Vec<String> = stats.outcomes.http().map(|(s, n)| format!("{s}: {n}")).collect();
     rows.push(("Status codes", escape(&statuses.join(", "))));
     if stats.nil_requests > 0 {
         rows.push(("request() returned nil", stats.nil_requests.to_string()));

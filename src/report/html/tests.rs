@@ -3,6 +3,7 @@ use std::time::Duration;
 use super::*;
 use crate::config::BenchConfig;
 use crate::plan::PlanSpec;
+use crate::stats::Outcome;
 use crate::stats::{Interval, Stats};
 use crate::target::Target;
 
@@ -35,7 +36,7 @@ fn page<'a>(
 fn stats(requests: u64) -> Stats {
     let mut stats = Stats::new(3);
     for i in 0..requests {
-        stats.response(if i % 10 == 0 { 503 } else { 200 });
+        stats.response(Outcome::Http(if i % 10 == 0 { 503 } else { 200 }));
         stats.corrected.record(1000 + i * 10).unwrap();
         stats.uncorrected.record(500 + i).unwrap();
         stats.lag.record(20).unwrap();

@@ -74,7 +74,7 @@ impl PeriodPoint {
             uncorrected: Percentiles::of(&stats.uncorrected),
             lag_p99_us: (!stats.lag.is_empty()).then(|| value_at_percentile(&stats.lag, 99.0)),
             errors: stats.errors,
-            statuses: stats.statuses.clone(),
+            statuses: stats.outcomes.http().collect(),
             target_rate: None,
         }
     }
@@ -101,6 +101,7 @@ mod tests {
     use super::*;
     use crate::config::BenchConfig;
     use crate::plan::{PlanSpec, Stage};
+    use crate::stats::Outcome;
     use crate::stats::Stats;
     use crate::target::Target;
 
@@ -108,7 +109,7 @@ mod tests {
     fn a_period_keeps_its_percentiles_and_its_target() {
         let mut stats = Stats::new(3);
         for latency in 1..=100 {
-            stats.response(if latency == 100 { 503 } else { 200 });
+            stats.response(Outcome::Http(if latency == 100 { 503 } else { 200 }));
             stats.corrected.record(latency * 10).unwrap();
         }
         let interval = Interval {

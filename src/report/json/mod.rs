@@ -263,7 +263,7 @@ fn common_fields(
         bytes: stats.bytes,
         requests_per_sec,
         bytes_per_sec,
-        status_codes: stats.statuses.clone(),
+        status_codes: stats.outcomes.http().collect(),
         error_causes: stats.error_causes.clone(),
         nil_requests: stats.nil_requests,
         latency: Latency {
@@ -301,6 +301,7 @@ mod tests {
     use crate::config::BenchConfig;
     use crate::plan::PlanSpec;
     use crate::signals::Interruption;
+    use crate::stats::Outcome;
     use crate::stats::{latency_histogram, ErrorKind, ThreadTotals};
     use crate::target::Target;
     use base64::engine::general_purpose::STANDARD;
@@ -328,7 +329,7 @@ mod tests {
     fn run() -> RunResult {
         let mut a = Stats::new(3);
         for v in 1..=300 {
-            a.response(200);
+            a.response(Outcome::Http(200));
             a.corrected.record(v).unwrap();
             a.uncorrected.record(v / 2 + 1).unwrap();
             a.lag.record(10).unwrap();
@@ -336,7 +337,7 @@ mod tests {
         a.bytes = 30_000;
         let mut b = Stats::new(3);
         for i in 0..100 {
-            b.response(if i < 10 { 503 } else { 200 });
+            b.response(Outcome::Http(if i < 10 { 503 } else { 200 }));
             b.corrected.record(5000).unwrap();
             b.uncorrected.record(4000).unwrap();
             b.lag.record(20).unwrap();
@@ -590,7 +591,7 @@ mod tests {
         let cfg = config(Mode::Paced(PlanSpec::constant(200.0)));
         let mut stats = Stats::new(3);
         for _ in 0..100 {
-            stats.response(200);
+            stats.response(Outcome::Http(200));
             stats.corrected.record(900).unwrap();
         }
         stats.bytes = 2048;
