@@ -13,7 +13,9 @@ use crate::config::origins::Origins;
 use crate::config::{BenchConfig, Mode};
 use crate::description::Description;
 use crate::endpoint::Endpoint;
-use crate::engine::{Before, Engine, Finished, Observer, Overrun, Recording};
+use crate::engine::{
+    Before, Engine, Finished, Observer, Overrun, Recording, EARLY_EVERY, HAND_OVER_EVERY,
+};
 use crate::error::Error;
 use crate::http::request::count_requests;
 use crate::limits;
@@ -292,34 +294,46 @@ impl Observer for Watcher<'_> {
     }
 }
 
-/// Script calls that did not return when the run was over: said on
-/// stderr, with the exit code of the signal that stopped the run, or 3.
-/// `done()` is not called (a thread's state may still be busy).
+/// Threads still running when the run was over (or stopped): said on
+/// stderr, with the exit code of the signal that stopped the run, or 3 for
+/// a script that did not return (101 for a thread outside any script, which
+/// would be pace's own fault). `done()` is not called (a thread's state may
+/// still be busy).
 fn overran<S>(finished: &Finished<S>) -> Result<i32, Error> {
     let when = match finished.result.interrupted {
         Some(signal) => format!("after {}", signal.name()),
         None => "after the end of the run".to_string(),
     };
-    for Overrun { thread, call, given_up } in &finished.overran {
+    let at_most = |every: Duration| crate::units::format_time_us(every.as_micros() as f64);
+    for Overrun { thread, call, scripted, given_up } in &finished.overran {
         let call = call.map_or("Lua code".to_string(), |call| format!("script's {call}"));
-        if *given_up {
-            eprintln!(
+        match (scripted, given_up) {
+            (true, true) => eprintln!(
                 "pace: thread {thread}'s {call} did not return {when}, and could not be \
                  interrupted (LuaJIT cannot interrupt a loop it compiled); what that thread \
-                 measured since its last report period is missing"
-            );
-        } else {
-            eprintln!(
+                 measured in the last {} before the call is missing",
+                at_most(EARLY_EVERY)
+            ),
+            (true, false) => eprintln!(
                 "pace: thread {thread}'s {call} was still running {when}; it was interrupted"
-            );
+            ),
+            (false, _) => eprintln!(
+                "pace: thread {thread} did not finish {when}; what it measured in its last {} \
+                 is missing",
+                at_most(HAND_OVER_EVERY)
+            ),
         }
     }
     if let Some(error) = &finished.script_error {
         eprintln!("pace: {error}");
     }
+    let scripted = finished.overran.iter().any(|o| o.scripted);
     match finished.result.interrupted {
         Some(signal) => Ok(signal.exit_code()),
-        None => Err(Error::Script("the script did not return when the run was over".into())),
+        None if scripted => {
+            Err(Error::Script("the script did not return when the run was over".into()))
+        }
+        None => Err(Error::Internal("a thread did not finish when the run was over".into())),
     }
 }
 

@@ -8,6 +8,8 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::thread;
 use std::time::Duration;
 
@@ -318,11 +320,13 @@ fn a_reset_with_no_error_counts_only_whole_responses() {
     }
 }
 
-/// An HTTP/2 server that resets every stream it gets with one error code:
+/// An HTTP/2 server that answers every stream the same hostile way:
 /// enough of the protocol for that, written here (a frame layer, no HPACK
-/// decoder: it never reads a header block).
+/// decoder: it never reads a header block). It counts the connections it
+/// took.
 struct ResettingServer {
     addr: std::net::SocketAddr,
+    connections: Arc<AtomicUsize>,
 }
 
 /// What the server sends on a stream before it resets it.
@@ -335,28 +339,56 @@ enum Answer {
     Whole,
 }
 
+/// How the server treats each connection.
+#[derive(Clone, Copy)]
+enum Hostile {
+    /// Resets every stream with `code` (`None`: a new code no RFC names
+    /// for every stream) after `Answer`.
+    Reset(Option<u32>, Answer),
+    /// Says in its SETTINGS that it allows no stream at all.
+    NoStreams,
+    /// Answers every request with a GOAWAY that processed nothing (last
+    /// stream 0), with this error code.
+    GoAwayAtOnce(u32),
+}
+
 impl ResettingServer {
     fn start(code: u32, answer: Answer) -> ResettingServer {
+        ResettingServer::hostile(Hostile::Reset(Some(code), answer))
+    }
+
+    fn hostile(how: Hostile) -> ResettingServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = listener.local_addr().unwrap();
+        let connections = Arc::new(AtomicUsize::new(0));
+        let counted = connections.clone();
         thread::spawn(move || {
             for socket in listener.incoming().flatten() {
-                thread::spawn(move || reset_every_stream(socket, code, answer));
+                counted.fetch_add(1, Ordering::Relaxed);
+                thread::spawn(move || serve_hostile(socket, how));
             }
         });
-        ResettingServer { addr }
+        ResettingServer { addr, connections }
+    }
+
+    fn connections(&self) -> usize {
+        self.connections.load(Ordering::Relaxed)
     }
 }
 
 /// The server side of one connection: SETTINGS, then for each HEADERS
-/// frame its answer and a RST_STREAM, until the client goes.
-fn reset_every_stream(mut socket: TcpStream, code: u32, answer: Answer) {
+/// frame its hostile answer, until the client goes.
+fn serve_hostile(mut socket: TcpStream, how: Hostile) {
     let mut preface = [0u8; 24];
     if socket.read_exact(&mut preface).is_err() {
         return;
     }
-    // SETTINGS (empty), then the ack of the client's.
-    let _ = socket.write_all(&frame(4, 0, 0, &[]));
+    // SETTINGS: empty, or SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 0.
+    let settings = match how {
+        Hostile::NoStreams => frame(4, 0, 0, &[0, 3, 0, 0, 0, 0]),
+        _ => frame(4, 0, 0, &[]),
+    };
+    let _ = socket.write_all(&settings);
     loop {
         let mut head = [0u8; 9];
         if socket.read_exact(&mut head).is_err() {
@@ -369,9 +401,10 @@ fn reset_every_stream(mut socket: TcpStream, code: u32, answer: Answer) {
         if socket.read_exact(&mut payload).is_err() {
             return;
         }
-        let reply = match kind {
-            4 if flags & 1 == 0 => frame(4, 1, 0, &[]),
-            1 => {
+        let reply = match (kind, how) {
+            (4, _) if flags & 1 == 0 => frame(4, 1, 0, &[]),
+            (1, Hostile::Reset(code, answer)) => {
+                let code = code.unwrap_or(0x1000 + stream);
                 // 0x88: HPACK static table entry 8, `:status 200`.
                 let mut reply = match answer {
                     Answer::Nothing => vec![],
@@ -385,13 +418,85 @@ fn reset_every_stream(mut socket: TcpStream, code: u32, answer: Answer) {
                 reply.extend(frame(3, 0, stream, &code.to_be_bytes()));
                 reply
             }
-            6 if flags & 1 == 0 => frame(6, 1, 0, &payload),
+            (1, Hostile::GoAwayAtOnce(code)) => {
+                let mut payload = 0u32.to_be_bytes().to_vec();
+                payload.extend_from_slice(&code.to_be_bytes());
+                frame(7, 0, 0, &payload)
+            }
+            (6, _) if flags & 1 == 0 => frame(6, 1, 0, &payload),
             _ => continue,
         };
         if socket.write_all(&reply).is_err() {
             return;
         }
     }
+}
+
+/// A server that resets every stream with a new error code makes one
+/// cause, not one per stream (a report as long as the run, before).
+#[test]
+fn new_error_codes_for_every_stream_are_one_cause() {
+    let _load = load_lock();
+    let server = ResettingServer::hostile(Hostile::Reset(None, Answer::Nothing));
+    let target = format!("http://{}/", server.addr);
+    let run = pace(&["--http2", "--streams", "4", "-t1", "-c2", "-n", "300", &target], LIMIT);
+    run.assert_ok();
+    let causes = run.report().error_causes();
+    assert_eq!(causes.len(), 1, "{run}");
+    assert!(
+        causes[0]
+            .starts_with("read: HTTP/2 stream reset by the server: an error code no RFC names"),
+        "{run}"
+    );
+}
+
+/// A server whose SETTINGS allow no stream: each connection fails in words
+/// (a connect error, backed off), the run ends on time, and no script is
+/// blamed (there is none).
+#[test]
+fn a_server_that_allows_no_streams_fails_in_words_on_time() {
+    let _load = load_lock();
+    let server = ResettingServer::hostile(Hostile::NoStreams);
+    let target = format!("http://{}/", server.addr);
+    let run = pace(&["--http2", "-t1", "-c2", "-d1s", "-T1s", &target], LIMIT);
+    run.assert_ok();
+    assert!(!run.stderr.contains("script"), "{run}");
+    // The plan's second, then at most the timeout for what is in flight.
+    assert!(run.wall < Duration::from_secs(10), "{run}");
+    let causes = run.report().error_causes();
+    assert!(
+        causes.iter().all(|c| c.starts_with(
+            "connect: the server allows no streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0)"
+        )),
+        "{run}"
+    );
+    assert_eq!(run.report().requests(), 0, "{run}");
+}
+
+/// A server that turns every connection away with GOAWAY(0): the
+/// connections back off, each request is tried at most three times and
+/// then counted as an error in words, never as unsent, and the GOAWAY
+/// frames are counted apart from the requests.
+#[test]
+fn goaway_that_processes_nothing_is_backed_off_and_given_up() {
+    let _load = load_lock();
+    let server = ResettingServer::hostile(Hostile::GoAwayAtOnce(11)); // ENHANCE_YOUR_CALM
+    let target = format!("http://{}/", server.addr);
+    let run = pace(&["--http2", "-t1", "-c1", "-n", "5", "-d3s", &target], LIMIT);
+    run.assert_ok();
+    // Without a back-off, hundreds of connections in the run's 3 s; with
+    // one (10 ms doubling to 1 s), about ten.
+    let connections = server.connections();
+    assert!(connections < 40, "{connections} connections\n{run}");
+    let report = run.report();
+    assert_eq!(report.requests(), 0, "{run}");
+    let errors = report.errors();
+    assert_eq!(errors.unsent, 0, "sent, refused: not unsent\n{run}");
+    assert!(errors.read >= 1, "{run}");
+    let refused = "read: HTTP/2: the server did not process the request, 3 times (GOAWAY)";
+    assert!(report.error_causes().iter().any(|c| c.starts_with(refused)), "{run}");
+    assert!(run.stdout.contains("  HTTP/2: the server ended connections with GOAWAY: "), "{run}");
+    assert!(run.stdout.contains(" ENHANCE_YOUR_CALM"), "{run}");
 }
 
 const END_STREAM: u8 = 0x1;

@@ -7,7 +7,9 @@
 //! Time bounds come from the design: the run (-d), the collection of late
 //! responses (-T), a grace period of 1 s before the interrupt and 1 s more
 //! before giving up, plus 2 s for starting and stopping a process on a
-//! loaded machine.
+//! loaded machine. After a signal there is no grace before the interrupt:
+//! the wait the signal announced is the timeout (-T), and a stuck thread is
+//! given up 0.1 s after the interrupt.
 
 mod common;
 
@@ -77,9 +79,45 @@ fn sigint_ends_a_run_stuck_in_a_compiled_loop() {
     let signalled = Instant::now();
     let run = running.wait(Duration::from_secs(20));
     run.assert_code(130);
-    assert!(signalled.elapsed() < 2 * GRACE + SLACK, "{run}");
+    // The announced wait (-T 500ms), then the interrupt and 0.1 s.
+    assert!(signalled.elapsed() < Duration::from_millis(600) + SLACK, "{run}");
     assert!(run.stderr.contains("response() did not return after SIGINT"), "{run}");
     assert!(run.stdout.contains(" requests in "), "no report\n{run}");
+}
+
+/// The thread stuck in its script handed over what it measured up to the
+/// hang (at most 10 ms of it is lost), the report spans the window the run
+/// really had, and SIGTERM ends the run once the announced timeout is over.
+#[test]
+fn sigterm_keeps_what_a_stuck_thread_measured_and_ends_on_time() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    // 200 requests/s: the 19 responses before the hang take 0.1 s.
+    let args = ["-t1", "-c1", "-d30s", "-R200", "-s", SCRIPT, &target];
+    let running = spawn_pace_with_env(&args, &[("PACE_TEST_STUCK", "response compiled")]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.stats().requests < 20 {
+        assert!(Instant::now() < deadline, "20 requests did not reach the server in 10 s");
+        thread::sleep(Duration::from_millis(5));
+    }
+    running.signal(libc::SIGTERM);
+    let signalled = Instant::now();
+    let run = running.wait(Duration::from_secs(30));
+    run.assert_code(143);
+    let announced = "the requests in flight get up to 2.00s (--timeout) to answer";
+    assert!(run.stderr.contains(announced), "{run}");
+    // The announced 2 s, then the interrupt and 0.1 s (the build that
+    // added a grace of 1 s twice took 4 s).
+    let took = signalled.elapsed();
+    assert!(took < Duration::from_millis(2100) + Duration::from_millis(1400), "{took:?}\n{run}");
+    assert!(run.stderr.contains("response() did not return after SIGTERM"), "{run}");
+    let report = run.report();
+    let requests = report.requests();
+    assert!((10..=20).contains(&requests), "{requests} requests kept of 19-20\n{run}");
+    // 20 requests at 200/s: the run had at least 0.09 s.
+    assert!(report.runtime_s() >= 0.09, "{run}");
+    report.assert_rate_is_requests_over_runtime();
 }
 
 /// No temporary output file is left in `dir`.

@@ -433,6 +433,12 @@ impl<P: Protocol> Connections<P> {
                 self.close(i, 0);
                 false
             }
+            Verdict::CloseAndBackOff => {
+                let failures = self.conns[i].failures + 1;
+                self.conns[i].failures = failures;
+                self.close(i, backoff_ns(failures));
+                false
+            }
             Verdict::Fail(kind, cause) => {
                 self.fail(i, kind, &cause, recorder);
                 false

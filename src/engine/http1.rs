@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use super::link::StreamLink;
-use super::protocol::{Context, Delivery, Exchange, Outgoing, Protocol, Retry, Ticket, Verdict};
-use super::recorder::Recorder;
+use super::protocol::{Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::recorder::{Exchange, Recorder};
 use crate::http::request::encode;
 use crate::http::response::{Response, ResponseParser};
 use crate::protocol::Protocol as Choice;

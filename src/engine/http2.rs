@@ -21,8 +21,8 @@
 use std::sync::Arc;
 
 use super::link::StreamLink;
-use super::protocol::{Context, Delivery, Exchange, Outgoing, Protocol, Retry, Ticket, Verdict};
-use super::recorder::Recorder;
+use super::protocol::{Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::recorder::{Exchange, Recorder};
 use crate::http::request::parse_requests;
 use crate::http::response::Captured;
 use crate::http2::canonical_name;
@@ -35,6 +35,10 @@ use crate::stats::{ErrorKind, Outcome};
 /// A stream that received at least this much of a response, not all of
 /// it, makes the thread read promptly (as HTTP/1.1's large responses do).
 const LARGE_RESPONSE: u64 = 16 * 1024;
+/// A request servers refuse (above a GOAWAY's last stream) this many
+/// times is given up as an error: a server that turns every connection
+/// away must not make pace send the same requests for ever.
+const MAX_TRIES: u32 = 3;
 
 /// Where a request of a slot is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,6 +59,8 @@ struct Entry {
     intended: u64,
     stream_id: i32,
     state: State,
+    /// The times a server refused it before (GOAWAY), on other connections.
+    tries: u32,
 }
 
 /// A batch as HTTP/2 sends it: each request's header block and body, one
@@ -103,6 +109,8 @@ pub struct Http2 {
     written: usize,
     /// The last stream id of the server's GOAWAY.
     goaway: Option<i32>,
+    /// Responses completed on this link.
+    completed: u64,
     /// The session's events being handled (kept for its memory).
     events: Vec<Event>,
 }
@@ -132,6 +140,7 @@ impl Protocol for Http2 {
             out: Vec::new(),
             written: 0,
             goaway: None,
+            completed: 0,
             events: Vec::new(),
         }
     }
@@ -202,6 +211,7 @@ impl Protocol for Http2 {
         self.out.clear();
         self.written = 0;
         self.goaway = None;
+        self.completed = 0;
     }
 
     /// Each stream in flight is an error of its target.
@@ -232,7 +242,7 @@ impl Protocol for Http2 {
     ) -> Verdict {
         let depth = batch.wire.len();
         let intended_of = |i: usize| intended.get(i).copied().unwrap_or(sent);
-        let requests = (0..depth).map(|i| (i, intended_of(i)));
+        let requests = (0..depth).map(|i| (i, intended_of(i), 0));
         let batch_intended = intended_of(0);
         self.submit(batch, batch_intended, requests, sent, out)
     }
@@ -244,7 +254,7 @@ impl Protocol for Http2 {
         sent: u64,
         out: &mut Delivery<Http2Wire>,
     ) -> Verdict {
-        let requests = std::iter::once((retry.index, retry.intended));
+        let requests = std::iter::once((retry.index, retry.intended, retry.tries));
         self.submit(retry.batch, retry.batch_intended, requests, sent, out)
     }
 
@@ -282,10 +292,13 @@ impl Protocol for Http2 {
 
     /// Resets the streams that have waited longer than `timeout` at `now`
     /// (`CANCEL`), counting each as a timeout.
+    /// A stream given up is done with at once, its slot free again, even
+    /// if the server never saw it (one that allows no more streams holds
+    /// it back).
     fn expire(&mut self, now: u64, timeout: u64, out: &mut Delivery<Http2Wire>) -> Verdict {
         let Some(session) = self.session.as_mut() else { return Verdict::Keep };
-        let mut cancelled = false;
-        for slot in self.batches.iter_mut().filter(|slot| slot.open > 0) {
+        let mut freed = Vec::new();
+        for (i, slot) in self.batches.iter_mut().enumerate().filter(|(_, slot)| slot.open > 0) {
             if now.saturating_sub(slot.sent_ns) <= timeout {
                 continue;
             }
@@ -294,14 +307,17 @@ impl Protocol for Http2 {
                 session.reset(entry.stream_id, session::CANCEL);
                 out.error(ErrorKind::Timeout, "no response within the timeout");
                 out.recorder.lost(slot.batch.target);
-                cancelled = true;
+                slot.open -= 1;
             }
+            freed.push(i);
         }
-        if cancelled {
-            self.pump(now, out)
-        } else {
-            Verdict::Keep
+        if freed.is_empty() {
+            return Verdict::Keep;
         }
+        for slot in freed {
+            self.slot_done(slot, now, out);
+        }
+        self.pump(now, out)
     }
 
     /// Requests sent and not answered (nor given up).
@@ -341,7 +357,7 @@ impl Http2 {
         &mut self,
         batch: Outgoing<Http2Wire>,
         batch_intended: u64,
-        requests: impl Iterator<Item = (usize, u64)>,
+        requests: impl Iterator<Item = (usize, u64, u32)>,
         sent: u64,
         out: &mut Delivery<Http2Wire>,
     ) -> Verdict {
@@ -369,7 +385,7 @@ impl Http2 {
         state.sent_ns = sent;
         state.entries.clear();
         state.open = 0;
-        for (k, (request, intended)) in requests.enumerate() {
+        for (k, (request, intended, tries)) in requests.enumerate() {
             let Some(form) = forms.get(request) else { continue };
             let body = form.body.as_ref().map(|bytes| Body::Bytes {
                 bytes: bytes.clone(),
@@ -386,6 +402,7 @@ impl Http2 {
                         intended,
                         stream_id,
                         state: open,
+                        tries,
                     });
                     state.open += 1;
                 }
@@ -396,6 +413,7 @@ impl Http2 {
                     index: request,
                     intended,
                     batch_intended,
+                    tries,
                 }),
             }
         }
@@ -419,11 +437,21 @@ impl Http2 {
         self.handle_events(now, out);
         let session = self.session.as_ref().expect("checked above");
         if let Some(failure) = session.failure() {
-            return Verdict::fail(ErrorKind::Read, format!("HTTP/2 protocol error: {failure}"));
+            let cause = format!("HTTP/2 protocol error: {}", failure_in_words(failure));
+            return Verdict::fail(ErrorKind::Read, cause);
         }
-        // After a GOAWAY, the connection ends once its streams are done.
+        if self.greeted && session.peer_max_concurrent_streams() == 0 {
+            let cause = "the server allows no streams (its SETTINGS_MAX_CONCURRENT_STREAMS is 0)";
+            return Verdict::fail(ErrorKind::Connect, cause);
+        }
+        // After a GOAWAY, the connection ends once its streams are done; a
+        // server that turned the connection away without processing any
+        // request is tried again after the back-off, not at once.
         if self.goaway.is_some() && self.busy == 0 {
-            return Verdict::Close;
+            return match self.completed {
+                0 => Verdict::CloseAndBackOff,
+                _ => Verdict::Close,
+            };
         }
         Verdict::Keep
     }
@@ -437,12 +465,10 @@ impl Http2 {
                 Event::Settings => self.settings(now, out),
                 Event::GoAway { last_stream_id, code } => {
                     self.goaway = Some(last_stream_id);
+                    // The frame is no request's error: what became of each
+                    // request on the connection is counted for it.
                     if code != session::NO_ERROR {
-                        let name = session::error_code_name(code);
-                        out.error(
-                            ErrorKind::Read,
-                            &format!("HTTP/2 GOAWAY from the server: {name}"),
-                        );
+                        out.recorder.goaway_with_error(code_name(code));
                     }
                 }
                 Event::Closed { slot, stream_id, code } => {
@@ -487,6 +513,12 @@ impl Http2 {
         };
         let was = std::mem::replace(&mut entry.state, State::Done);
         let entry = *entry;
+        let Some(session) = self.session.as_mut() else { return };
+        if was != State::Open {
+            // Given up already (timed out, its slot freed then).
+            session.clear_message(stream_slot);
+            return;
+        }
         state.open -= 1;
         let last_of_batch = state.open == 0;
         let exchange = Exchange {
@@ -495,13 +527,12 @@ impl Http2 {
             sent: state.sent_ns,
             target: state.batch.target,
         };
-        let Some(session) = self.session.as_mut() else { return };
         let (status, reset_by_peer, ended) = session
             .message(stream_slot)
             .map_or((0, false, false), |m| (m.status, m.reset_by_peer, m.ended));
         // An interim (1xx) status, or a stream closed before the server's
         // END_STREAM, is not a whole response.
-        let complete = was == State::Open && code == session::NO_ERROR && status >= 200 && ended;
+        let complete = code == session::NO_ERROR && status >= 200 && ended;
         let captured = if self.capture && complete {
             Some(captured(session.take_message(stream_slot)))
         } else {
@@ -511,45 +542,76 @@ impl Http2 {
         let refused_by_goaway = self.goaway.is_some_and(|last| stream_id > last)
             && code == session::REFUSED_STREAM
             && !reset_by_peer;
-        match was {
-            State::Cancelled | State::Done => {}
-            State::Open if complete => {
-                out.response(exchange, now, Outcome::Http(status), last_of_batch, captured);
-                out.succeeded();
-            }
-            State::Open if code == session::NO_ERROR && ended => {
-                out.error(ErrorKind::Read, "HTTP/2 response without :status");
-                out.recorder.lost(state.batch.target);
-            }
-            State::Open if refused_by_goaway => {
-                out.recorder.retried_after_goaway();
-                out.retry(Retry {
-                    batch: state.batch.clone(),
-                    index: entry.request,
-                    intended: exchange.intended,
-                    batch_intended: exchange.batch_intended,
-                });
-            }
-            State::Open => {
-                let name = session::error_code_name(code);
-                let cause = if reset_by_peer && code == session::NO_ERROR {
-                    "HTTP/2 stream reset by the server before the response ended (NO_ERROR)".into()
-                } else if reset_by_peer {
-                    format!("HTTP/2 stream reset by the server: {name}")
-                } else {
-                    format!("HTTP/2 stream error: {name}")
-                };
-                out.error(ErrorKind::Read, &cause);
-                out.recorder.lost(state.batch.target);
-            }
+        if complete {
+            self.completed += 1;
+            out.response(exchange, now, Outcome::Http(status), last_of_batch, captured);
+            out.succeeded();
+        } else if code == session::NO_ERROR && ended {
+            out.error(ErrorKind::Read, "HTTP/2 response without :status");
+            out.recorder.lost(state.batch.target);
+        } else if refused_by_goaway && entry.tries + 1 >= MAX_TRIES {
+            let cause = format!(
+                "HTTP/2: the server did not process the request, {MAX_TRIES} times (GOAWAY)"
+            );
+            out.error(ErrorKind::Read, &cause);
+            out.recorder.lost(state.batch.target);
+        } else if refused_by_goaway {
+            out.recorder.retried_after_goaway();
+            out.retry(Retry {
+                batch: state.batch.clone(),
+                index: entry.request,
+                intended: exchange.intended,
+                batch_intended: exchange.batch_intended,
+                tries: entry.tries + 1,
+            });
+        } else {
+            let name = code_name(code);
+            let cause = if reset_by_peer && code == session::NO_ERROR {
+                "HTTP/2 stream reset by the server before the response ended (NO_ERROR)".into()
+            } else if reset_by_peer {
+                format!("HTTP/2 stream reset by the server: {name}")
+            } else {
+                format!("HTTP/2 stream error: {name}")
+            };
+            out.error(ErrorKind::Read, &cause);
+            out.recorder.lost(state.batch.target);
         }
         if last_of_batch {
-            self.busy -= 1;
-            self.free.push(slot);
-            if self.accepting() {
-                out.ready(self.generation, now);
-            }
+            self.slot_done(slot, now, out);
         }
+    }
+
+    /// The last request of `slot`'s batch ended: the slot is free, and a
+    /// ticket when the connection takes another batch.
+    fn slot_done(&mut self, slot: usize, now: u64, out: &mut Delivery<Http2Wire>) {
+        self.busy -= 1;
+        self.free.push(slot);
+        if self.accepting() {
+            out.ready(self.generation, now);
+        }
+    }
+}
+
+/// An HTTP/2 error code by its name (RFC 9113 7); the codes no RFC
+/// names are one cause, whatever their number (a server that picks a new
+/// code for every stream must not make as many causes).
+fn code_name(code: u32) -> String {
+    match code {
+        0..=0xd => session::error_code_name(code),
+        _ => "an error code no RFC names".to_string(),
+    }
+}
+
+/// Why pace's side ended the connection, without what the server sent in
+/// it (nghttp2's complaint names the stream and quotes the server's
+/// fields: `Invalid HTTP header field was received: frame type: 1,
+/// stream: 7, name: [x], value: [y] (PROTOCOL_ERROR)`), so that a cause
+/// is one per kind of fault, not one per stream or value.
+fn failure_in_words(failure: &str) -> String {
+    let code = failure.rfind(" (").map_or("", |at| &failure[at..]);
+    match failure.split_once(':') {
+        Some((what, _)) => format!("{what}{code}"),
+        None => failure.to_string(),
     }
 }
 

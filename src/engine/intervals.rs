@@ -31,8 +31,7 @@ struct Pending {
 }
 
 pub struct IntervalCollector {
-    /// The length of a period (`Duration::MAX` without periods: one share
-    /// per thread, at its end).
+    /// The length of a period.
     length: Duration,
     /// Periods with some threads' shares, by index.
     pending: BTreeMap<u64, Pending>,
@@ -50,13 +49,9 @@ pub struct IntervalCollector {
 
 impl IntervalCollector {
     /// `recycle[i]` takes thread `i`'s measurements back.
-    pub fn new(
-        digits: u8,
-        length: Option<Duration>,
-        recycle: Vec<Sender<Stats>>,
-    ) -> IntervalCollector {
+    pub fn new(digits: u8, length: Duration, recycle: Vec<Sender<Stats>>) -> IntervalCollector {
         IntervalCollector {
-            length: length.unwrap_or(Duration::MAX),
+            length,
             pending: BTreeMap::new(),
             last_of_thread: vec![None; recycle.len()],
             per_thread: vec![ThreadTotals::default(); recycle.len()],
@@ -94,6 +89,10 @@ impl IntervalCollector {
         // are not needed again.
         if let Some(stats) = back.filter(|_| continues) {
             let _ = self.recycle[share.thread].send(stats);
+        }
+        // More of an early share's period follows: it is not complete yet.
+        if share.early {
+            return;
         }
         let pending = self.pending.get_mut(&share.index).expect("inserted above");
         pending.seen[share.thread] = true;
@@ -159,12 +158,18 @@ mod tests {
     fn share(thread: usize, index: u64, requests: u64, ended_ms: Option<u64>) -> ThreadInterval {
         let mut stats = Stats::new(3);
         stats.requests = requests;
-        ThreadInterval { thread, index, stats, ended: ended_ms.map(Duration::from_millis) }
+        ThreadInterval {
+            thread,
+            index,
+            stats,
+            ended: ended_ms.map(Duration::from_millis),
+            early: false,
+        }
     }
 
     fn collector(threads: usize) -> (IntervalCollector, Vec<mpsc::Receiver<Stats>>) {
         let (recycle, recycled) = (0..threads).map(|_| mpsc::channel()).unzip();
-        (IntervalCollector::new(3, Some(Duration::from_secs(1)), recycle), recycled)
+        (IntervalCollector::new(3, Duration::from_secs(1), recycle), recycled)
     }
 
     #[test]
@@ -193,6 +198,28 @@ mod tests {
             .iter()
             .flatten()
             .all(|stats| stats.requests == 0 && stats.corrected.is_empty()));
+    }
+
+    /// A thread that calls a script hands parts of a period over early;
+    /// the period waits for the rest, and the parts add up.
+    #[test]
+    fn early_parts_of_a_period_wait_for_its_end() {
+        let (mut c, recycled) = collector(2);
+        let seen = std::cell::RefCell::new(Vec::new());
+        let mut emit =
+            |i: &Interval, _: &Stats| seen.borrow_mut().push((i.index, i.stats.requests));
+        let early =
+            |thread, requests| ThreadInterval { early: true, ..share(thread, 0, requests, None) };
+        c.add(early(0, 2), &mut emit);
+        c.add(share(1, 0, 7, None), &mut emit);
+        c.add(early(0, 3), &mut emit);
+        assert!(seen.borrow().is_empty());
+        c.add(share(0, 0, 1, None), &mut emit);
+        assert_eq!(*seen.borrow(), vec![(0, 13)]);
+        let (total, threads) = c.finish(&mut emit);
+        assert_eq!((total.requests, threads[0].requests), (13, 6));
+        // Thread 0 goes on: what it handed over came back emptied.
+        assert_eq!(recycled[0].try_iter().count(), 2);
     }
 
     #[test]

@@ -50,12 +50,19 @@ use http2::{Http2, Http2Setup};
 use intervals::IntervalCollector;
 use origin::Origin;
 use periods::Periods;
+pub use periods::HAND_OVER_EVERY;
 use protocol::{Context, Protocol};
 use recorder::{PeriodChannel, Recorder, RecorderSetup, ThreadInterval};
 use source::{encode_all, ScriptText, Source};
 use start_line::StartLine;
 use watchdog::{Verdict, Watchdog};
 use worker::{RunSetup, Worker, WorkerResult};
+
+/// How often at most a thread that calls a script hands over what it
+/// measured before its period ends (see `RecorderSetup::early_every_ns`):
+/// often enough that a script that never returns costs the report little,
+/// rarely enough that merging the shares costs nothing to speak of.
+pub const EARLY_EVERY: Duration = Duration::from_millis(10);
 
 /// How often the collecting thread looks at the threads that should be
 /// done (see [`watchdog`]).
@@ -80,13 +87,15 @@ pub struct Finished<S> {
     pub overran: Vec<Overrun>,
 }
 
-/// A thread whose script call was still running when the run was over (or
-/// stopped): it was interrupted, and given up if that did not stop it.
+/// A thread still running when the run was over (or stopped): its script
+/// call was interrupted, and it was given up if that did not stop it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Overrun {
     pub thread: usize,
     /// The script function that was running, when one was.
     pub call: Option<&'static str>,
+    /// Whether the thread runs a script at all.
+    pub scripted: bool,
     /// The thread never finished: its last measurements are lost.
     pub given_up: bool,
 }
@@ -208,7 +217,7 @@ impl<'a> Engine<'a> {
             let (recycle_to_thread, recycled) = mpsc::channel();
             recycle.push(recycle_to_thread);
             let periods = PeriodChannel { to_collector: to_collector.clone(), recycled };
-            let recording = Recording { period, ..recording };
+            let recording = Recording { period: Some(period), ..recording };
             workers.push(self.worker::<P, S>(thread, requests, recording, periods, signals)?);
         }
         // The channel closes when the last thread is done with it.
@@ -237,6 +246,7 @@ impl<'a> Engine<'a> {
             paced: matches!(cfg.mode, Mode::Paced(_)),
             batch_latency: cfg.batch_latency,
             period_ns: recording.period.map(duration_ns),
+            early_every_ns: source.is_scripted().then_some(duration_ns(EARLY_EVERY)),
             periods,
             series_ns: recording.series.map(duration_ns),
             warmup_ns: duration_ns(cfg.warmup),
@@ -338,7 +348,7 @@ impl<'a> Engine<'a> {
     fn collect<S>(
         &self,
         running: Running<S>,
-        period: Option<Duration>,
+        period: Duration,
         signals: &Signals,
         periods: &mut Periods,
         observer: &mut dyn Observer,
@@ -357,43 +367,51 @@ impl<'a> Engine<'a> {
             Watchdog::new(lasts, timeout, signals.stop.clone(), signals.hurry.clone());
         let mut overran = Vec::new();
         let mut said_stopping = false;
+        let mut next_watch = sys::now_ns();
         loop {
             match shares.recv_timeout(WATCH_EVERY) {
                 Ok(share) => collector.add(share, &mut |i, t| on_interval(i, t, observer)),
                 Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    let (now, started) = (sys::now_ns(), start_line.started());
-                    // No period comes before the measured part: say why.
-                    if let Some(before) = Before::at(now, started, cfg.warmup) {
-                        observer.before_measuring(before);
-                    }
-                    let running: Vec<usize> =
-                        (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
-                    // A signal stopped the sends; the threads still wait for
-                    // the responses in flight: say so, once.
-                    if signals.received().is_some() && !running.is_empty() && !said_stopping {
-                        said_stopping = true;
-                        observer.stopping(cfg.timeout);
-                    }
-                    match watchdog.verdict(now, started, !running.is_empty()) {
-                        Verdict::Wait => {}
-                        Verdict::Interrupt => {
-                            for &thread in &running {
-                                let interrupter = interrupters[thread].as_deref();
-                                let call = interrupter.and_then(Interrupt::running);
-                                if let Some(interrupter) = interrupter {
-                                    interrupter.interrupt();
-                                }
-                                overran.push(Overrun { thread, call, given_up: false });
-                            }
+                Err(RecvTimeoutError::Timeout) => {}
+            }
+            // Shares may come without a pause (many threads, short
+            // periods): the watch keeps its pace regardless.
+            let now = sys::now_ns();
+            if now < next_watch {
+                continue;
+            }
+            next_watch = now.saturating_add(duration_ns(WATCH_EVERY));
+            let started = start_line.started();
+            // No period comes before the measured part: say why.
+            if let Some(before) = Before::at(now, started, cfg.warmup) {
+                observer.before_measuring(before);
+            }
+            let running: Vec<usize> =
+                (0..handles.len()).filter(|&i| !handles[i].is_finished()).collect();
+            // A signal stopped the sends; the threads still wait for the
+            // responses in flight: say so, once.
+            if signals.received().is_some() && !running.is_empty() && !said_stopping {
+                said_stopping = true;
+                observer.stopping(cfg.timeout);
+            }
+            match watchdog.verdict(now, started, !running.is_empty()) {
+                Verdict::Wait => {}
+                Verdict::Interrupt => {
+                    for &thread in &running {
+                        let interrupter = interrupters[thread].as_deref();
+                        let call = interrupter.and_then(Interrupt::running);
+                        if let Some(interrupter) = interrupter {
+                            interrupter.interrupt();
                         }
-                        Verdict::GiveUp => {
-                            for overrun in &mut overran {
-                                overrun.given_up = running.contains(&overrun.thread);
-                            }
-                            break;
-                        }
+                        let scripted = interrupter.is_some();
+                        overran.push(Overrun { thread, call, scripted, given_up: false });
                     }
+                }
+                Verdict::GiveUp => {
+                    for overrun in &mut overran {
+                        overrun.given_up = running.contains(&overrun.thread);
+                    }
+                    break;
                 }
             }
         }
@@ -403,6 +421,16 @@ impl<'a> Engine<'a> {
         }
         let given_up: Vec<usize> =
             overran.iter().filter(|o| o.given_up).map(|o| o.thread).collect();
+        // A thread given up hands back no window: the run's sends ended at
+        // the end of its plan, or when they were stopped if that was sooner.
+        let given_up_window = (!given_up.is_empty()).then(|| {
+            let started = start_line.started().unwrap_or_else(sys::now_ns);
+            let start = started.saturating_add(duration_ns(cfg.warmup));
+            let planned_end =
+                cfg.duration.map_or(u64::MAX, |d| start.saturating_add(duration_ns(d)));
+            let end = watchdog.stopped_at().map_or(planned_end, |stop| stop.min(planned_end));
+            (start, end.max(start))
+        });
         let results = join_all_but(handles, &given_up)?;
         // An interruption that found a thread outside Lua must not fail a
         // later call (done() reads the thread states).
@@ -411,17 +439,21 @@ impl<'a> Engine<'a> {
                 interrupter.withdraw();
             }
         }
+        // A thread outside any script that finished once hurried was only
+        // late: nothing of it is missing, nothing to say.
+        overran.retain(|o| o.scripted || o.given_up);
         let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
-        Ok(Collected { results, total, threads, overran })
+        Ok(Collected { results, total, threads, overran, given_up_window })
     }
 
     /// The run's result, from what the threads handed back.
     fn finish<S>(&self, collected: Collected<S>, series: Option<Duration>) -> Finished<S> {
-        let Collected { mut results, total, threads, overran } = collected;
+        let Collected { mut results, total, threads, overran, given_up_window } = collected;
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
-        let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
-        let window_end = results.iter().map(|r| r.window_end_ns).max().unwrap_or(start);
+        let windows = results.iter().map(|r| (r.start_ns, r.window_end_ns)).chain(given_up_window);
+        let (start, window_end) =
+            windows.reduce(|(start, end), (s, e)| (start.min(s), end.max(e))).unwrap_or((0, 0));
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
         let result = RunResult {
             total,
@@ -447,6 +479,8 @@ struct Collected<S> {
     total: Stats,
     threads: Vec<crate::stats::ThreadTotals>,
     overran: Vec<Overrun>,
+    /// The window of the threads given up on (start, end), if any was.
+    given_up_window: Option<(u64, u64)>,
 }
 
 /// How a protocol's connections are set up for a run.

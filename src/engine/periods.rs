@@ -9,11 +9,19 @@
 //! reporting periods. A thread's cost is one channel send per short
 //! period, at a boundary it wakes up for anyway when the short period is a
 //! multiple of the 100 ms Req/Sec sample.
+//!
+//! The threads hand over at least every [`HAND_OVER_EVERY`] even when
+//! nothing asked for periods, so that a thread stuck in a script (and given
+//! up) loses at most that much of what it measured.
 
 use std::time::Duration;
 
 use super::Observer;
 use crate::stats::{Interval, Stats};
+
+/// The longest the threads keep their measurements before handing them
+/// over.
+pub const HAND_OVER_EVERY: Duration = Duration::from_secs(1);
 
 /// The period the threads hand over: the reporting period, or with
 /// progress every `progress`, at most that long, a whole fraction of the
@@ -51,9 +59,9 @@ impl Periods {
         digits: u8,
         report: Option<Duration>,
         progress: Option<Duration>,
-    ) -> (Periods, Option<Duration>) {
-        let engine = engine_period(report, progress);
-        let short = engine.unwrap_or(Duration::MAX);
+    ) -> (Periods, Duration) {
+        let often = progress.map_or(HAND_OVER_EVERY, |every| every.min(HAND_OVER_EVERY));
+        let short = engine_period(report, Some(often)).unwrap_or(HAND_OVER_EVERY);
         let parts = match report {
             Some(report) => (report.as_nanos() / short.as_nanos().max(1)).max(1) as u64,
             None => 1,
@@ -66,7 +74,7 @@ impl Periods {
         };
         let group = (report.is_some() && parts > 1).then_some((blank, false));
         let periods = Periods { report, short, parts, group, progress: progress.is_some() };
-        (periods, engine)
+        (periods, short)
     }
 
     /// Takes the engine's next period (in order) and the run's
@@ -153,10 +161,20 @@ mod tests {
         Interval { index, start: 200 * MS * index as u32, length, stats }
     }
 
+    /// A thread given up loses at most a second of what it measured.
+    #[test]
+    fn threads_hand_over_every_second_at_least() {
+        assert_eq!(Periods::new(3, None, None).1, HAND_OVER_EVERY);
+        assert_eq!(Periods::new(3, Some(10_000 * MS), None).1, HAND_OVER_EVERY);
+        assert_eq!(Periods::new(3, Some(1500 * MS), None).1, 750 * MS);
+        assert_eq!(Periods::new(3, Some(500 * MS), None).1, 500 * MS);
+        assert_eq!(Periods::new(3, None, Some(200 * MS)).1, 200 * MS);
+    }
+
     #[test]
     fn short_periods_add_up_to_reporting_periods() {
         let (mut periods, engine) = Periods::new(3, Some(1000 * MS), Some(200 * MS));
-        assert_eq!(engine, Some(200 * MS));
+        assert_eq!(engine, 200 * MS);
         let mut heard = Heard::default();
         let mut total = Stats::new(3);
         // 1.3 s: five full periods, one full and one cut at 100 ms.
@@ -191,7 +209,7 @@ mod tests {
     #[test]
     fn without_progress_periods_pass_through_and_without_reports_nothing_does() {
         let (mut periods, engine) = Periods::new(3, Some(1000 * MS), None);
-        assert_eq!(engine, Some(1000 * MS));
+        assert_eq!(engine, 1000 * MS);
         let mut heard = Heard::default();
         let mut whole = short(0, 1000 * MS, 5);
         whole.start = Duration::ZERO;

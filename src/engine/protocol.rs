@@ -27,7 +27,7 @@ use crate::protocol::Protocol as Choice;
 use crate::request::Request;
 use crate::stats::{ErrorKind, Outcome};
 
-use super::recorder::Recorder;
+use super::recorder::{Exchange, Recorder};
 
 /// One protocol's side of a connection.
 pub trait Protocol: Sized + Send + 'static {
@@ -181,21 +181,6 @@ pub struct Ticket {
     pub since: u64,
 }
 
-/// When one request of a batch was meant to go and when it went (ns).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Exchange {
-    /// The plan's intended send time of this request; the send time in
-    /// the closed loop.
-    pub intended: u64,
-    /// The intended time of the batch's first request (`-B` counts a
-    /// batch's latency from it).
-    pub batch_intended: u64,
-    /// When the batch's first byte was written.
-    pub sent: u64,
-    /// The batch's target ([`Outgoing::target`]).
-    pub target: u32,
-}
-
 /// A complete response the script wants to see.
 pub struct CapturedResponse {
     pub status: u16,
@@ -212,6 +197,8 @@ pub struct Retry<W> {
     pub index: usize,
     pub intended: u64,
     pub batch_intended: u64,
+    /// The times servers refused it so far.
+    pub tries: u32,
 }
 
 /// What to do with the connection after a protocol's operation.
@@ -220,6 +207,9 @@ pub enum Verdict {
     Keep,
     /// Close it and open a new one at once (it ended cleanly).
     Close,
+    /// Close it, and open a new one after the back-off: the server turned
+    /// it away without processing a request (no error of a request's).
+    CloseAndBackOff,
     /// Count this error, close it, and reopen it after the back-off.
     Fail(ErrorKind, Cow<'static, str>),
 }

@@ -14,12 +14,26 @@ use std::sync::mpsc::{Receiver, Sender};
 use std::sync::Arc;
 use std::time::Duration;
 
-use super::protocol::Exchange;
 use crate::plan::ThreadPlan;
 use crate::stats::{ErrorKind, Outcome, Stats};
 
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
 const RATE_SAMPLE_NS: u64 = 100_000_000;
+
+/// When one request of a batch was meant to go and when it went (ns).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Exchange {
+    /// The plan's intended send time of this request; the send time in
+    /// the closed loop.
+    pub intended: u64,
+    /// The intended time of the batch's first request (`-B` counts a
+    /// batch's latency from it).
+    pub batch_intended: u64,
+    /// When the batch's first byte was written.
+    pub sent: u64,
+    /// The batch's target (its index in a targets file, 0 otherwise).
+    pub target: u32,
+}
 
 /// One thread's measurements for one reporting period.
 pub struct ThreadInterval {
@@ -29,6 +43,9 @@ pub struct ThreadInterval {
     /// Set on the thread's last period: when the thread finished, from the
     /// start of the run.
     pub ended: Option<Duration>,
+    /// Only a part of the period, handed over early (see
+    /// [`RecorderSetup::early_every_ns`]): more of it follows.
+    pub early: bool,
 }
 
 /// Where a thread's periods go, and where they come back emptied.
@@ -47,6 +64,12 @@ pub struct RecorderSetup {
     pub batch_latency: bool,
     /// Length of a reporting period, when periods are wanted.
     pub period_ns: Option<u64>,
+    /// When the thread calls a script during the run: how often at most
+    /// what it measured goes over before its period ends. A script call
+    /// that never returns (LuaJIT cannot interrupt a loop it compiled)
+    /// then costs the report no more than this much of the thread's
+    /// figures.
+    pub early_every_ns: Option<u64>,
     pub periods: PeriodChannel,
     /// Length of a time-series slot, when a time series is wanted.
     pub series_ns: Option<u64>,
@@ -72,9 +95,13 @@ pub struct Recorder {
     stage_starts: Vec<u64>,
     next_period_ns: u64,
     next_sample_ns: u64,
-    /// Responses completed since the start, and at the last rate sample.
+    /// Responses completed since the start, at the last rate sample, and
+    /// at the last hand-over.
     completed: u64,
     sampled: u64,
+    handed_over: u64,
+    /// When measurements may next go over early.
+    next_early_ns: u64,
     /// When the latest response arrived (ns).
     last_response_ns: u64,
     /// When the thread last sent (ns).
@@ -98,6 +125,8 @@ impl Recorder {
             next_sample_ns: u64::MAX,
             completed: 0,
             sampled: 0,
+            handed_over: 0,
+            next_early_ns: 0,
             last_response_ns: 0,
             last_sent_ns: 0,
             series: Vec::new(),
@@ -312,6 +341,11 @@ impl Recorder {
         self.stats.http2.retried_after_goaway += 1;
     }
 
+    /// A server ended a connection with a GOAWAY of this error code.
+    pub fn goaway_with_error(&mut self, code: String) {
+        *self.stats.http2.goaways_with_error.entry(code).or_insert(0) += 1;
+    }
+
     /// The script's `request()` gave no request (nil).
     pub fn no_request(&mut self) {
         self.stats.nil_requests += 1;
@@ -353,6 +387,13 @@ impl Recorder {
             self.next_period_ns =
                 self.next_period_ns.saturating_add(self.setup.period_ns.unwrap_or(u64::MAX));
         }
+        // Only news goes early, and the thread does not wake for it.
+        if let Some(every) = self.setup.early_every_ns {
+            if now >= self.next_early_ns && self.completed > self.handed_over {
+                self.send_share(true);
+                self.next_early_ns = now.saturating_add(every);
+            }
+        }
         self.next_sample_ns.min(self.next_period_ns)
     }
 
@@ -370,6 +411,7 @@ impl Recorder {
             index: self.period,
             stats: self.stats,
             ended: Some(ended),
+            early: false,
         };
         // The collector only goes away if it failed; nothing to do then.
         let _ = self.setup.periods.to_collector.send(share);
@@ -377,8 +419,15 @@ impl Recorder {
     }
 
     /// Sends the current period's measurements to the collector and goes
-    /// on with emptied ones.
+    /// on with the next period.
     fn hand_over(&mut self) {
+        self.send_share(false);
+        self.period += 1;
+    }
+
+    /// Sends what was measured of the current period since the last share
+    /// (`early`: the period goes on) and goes on with emptied measurements.
+    fn send_share(&mut self, early: bool) {
         let blank = match self.setup.periods.recycled.try_recv() {
             Ok(stats) => stats,
             Err(_) => Stats::with_parts(
@@ -388,10 +437,10 @@ impl Recorder {
             ),
         };
         let stats = std::mem::replace(&mut self.stats, blank);
-        let share =
-            ThreadInterval { thread: self.setup.thread, index: self.period, stats, ended: None };
+        let (thread, index) = (self.setup.thread, self.period);
+        let share = ThreadInterval { thread, index, stats, ended: None, early };
         let _ = self.setup.periods.to_collector.send(share);
-        self.period += 1;
+        self.handed_over = self.completed;
     }
 }
 
@@ -435,6 +484,7 @@ mod tests {
             paced,
             batch_latency,
             period_ns,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: Some(100 * MS),
             warmup_ns: 0,
@@ -552,6 +602,34 @@ mod tests {
         assert_eq!(indices, vec![1, 2, 3]);
     }
 
+    /// A thread that calls a script hands its news over early, at most
+    /// every `early_every_ns`, within its period.
+    #[test]
+    fn news_goes_over_early_when_a_script_may_hang() {
+        let (mut r, shares) = recorder(false, false, Some(1_000 * MS));
+        r.setup.early_every_ns = Some(10 * MS);
+        r.start(0);
+        let exchange = Exchange { intended: MS, batch_intended: MS, sent: MS, target: 0 };
+        // Nothing measured yet: nothing goes.
+        r.tick(2 * MS, || None);
+        assert!(shares.try_recv().is_err());
+        r.response(exchange, 3 * MS, Outcome::Http(200), true);
+        r.tick(3 * MS, || None);
+        let share = shares.try_recv().unwrap();
+        assert!(share.early && share.index == 0 && share.stats.requests == 1);
+        // More news, but too soon; then time for it.
+        r.response(exchange, 5 * MS, Outcome::Http(200), true);
+        r.tick(5 * MS, || None);
+        assert!(shares.try_recv().is_err());
+        r.tick(13 * MS, || None);
+        assert_eq!(shares.try_recv().unwrap().stats.requests, 1);
+        // The period still ends as usual, with what came since.
+        r.response(exchange, 20 * MS, Outcome::Http(200), true);
+        r.tick(1_000 * MS, || None);
+        let share = shares.try_recv().unwrap();
+        assert!(!share.early && share.index == 0 && share.stats.requests == 1);
+    }
+
     #[test]
     fn unsent_requests_are_errors_with_their_waits_apart() {
         let (mut r, shares) = recorder(true, false, None);
@@ -666,6 +744,7 @@ mod tests {
             paced: true,
             batch_latency: false,
             period_ns: None,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: 100 * MS,
@@ -731,6 +810,7 @@ mod tests {
             paced: true,
             batch_latency: false,
             period_ns: Some(u64::MAX),
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: u64::MAX,

@@ -230,6 +230,11 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
         }
     }
 
+    /// The thread calls a script during the run.
+    pub fn is_scripted(&self) -> bool {
+        matches!(self, Source::Scripted { .. })
+    }
+
     /// Stops a script call that does not return, from another thread.
     pub fn interrupter(&self) -> Option<Box<dyn Interrupt>> {
         match self {

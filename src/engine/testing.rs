@@ -28,6 +28,7 @@ impl<W> Delivered<W> {
             paced: false,
             batch_latency: false,
             period_ns: None,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: 0,

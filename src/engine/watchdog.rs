@@ -5,21 +5,23 @@
 //! keep the run going forever. The watchdog, on the collecting thread,
 //! knows when every thread should be done: a grace period after the end of
 //! the run and the collection of late responses; after a stop (a signal, a
-//! script error elsewhere), once the responses in flight had their
-//! timeout; at once after a second signal.
+//! script error elsewhere), once the responses in flight had the timeout
+//! the stop announced, without more grace; soon after a second signal.
 //! A thread still running then has its Lua call interrupted (and every
 //! thread stops waiting); one that still does not finish (LuaJIT cannot
-//! interrupt a loop it compiled) is given up, and the report covers what
-//! the other threads measured. Deadlines saturate: a run bounded only by
-//! `-n` has none.
+//! interrupt a loop it compiled) is given up a short grace later, and the
+//! report covers what it handed over before and what the other threads
+//! measured. Deadlines saturate: a run bounded only by `-n` has none.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-/// How long threads get to finish, once they should have.
+/// How long threads get to finish after the end of the run.
 const GRACE_NS: u64 = 1_000_000_000;
-/// The same after a second signal: the user is in a hurry.
-const HURRIED_GRACE_NS: u64 = 100_000_000;
+/// The same after a stop, whose wait was announced, or a second signal
+/// (the user is in a hurry): enough for a thread that was told to stop to
+/// see it, not for one stuck in a script.
+const SHORT_GRACE_NS: u64 = 100_000_000;
 
 /// What to do about the threads still running.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +71,12 @@ impl Watchdog {
         }
     }
 
+    /// When the sends stopped early (a signal, a script error, or the
+    /// watchdog's own interruption), if they did.
+    pub fn stopped_at(&self) -> Option<u64> {
+        self.stop_seen_ns
+    }
+
     /// The verdict at `now` for a run that started at `start_ns` (None:
     /// not yet) with `running` threads still going.
     pub fn verdict(&mut self, now: u64, start_ns: Option<u64>, running: bool) -> Verdict {
@@ -89,19 +97,21 @@ impl Watchdog {
                 Verdict::Wait
             };
         }
-        // When the threads should be done: the end of the run, or after a
-        // stop the wait for the responses in flight, or at once in a hurry.
-        let over = [
-            start_ns.map(|start| start.saturating_add(self.lasts_ns)),
-            self.stop_seen_ns.map(|stop| stop.saturating_add(self.timeout_ns)),
-            self.hurry_seen_ns,
+        // When the threads are interrupted, and the grace they get then:
+        // after the end of the run and its late responses, after a stop
+        // once the responses in flight had their timeout, or at once in a
+        // hurry; the earliest counts.
+        let (at, grace) = [
+            start_ns.map(|start| (start.saturating_add(self.lasts_ns), GRACE_NS)),
+            self.stop_seen_ns.map(|stop| (stop.saturating_add(self.timeout_ns), 0)),
+            self.hurry_seen_ns.map(|hurry| (hurry, SHORT_GRACE_NS)),
         ]
         .into_iter()
         .flatten()
+        .map(|(over, grace)| (over.saturating_add(grace), grace.max(SHORT_GRACE_NS)))
         .min()
-        .unwrap_or(u64::MAX);
-        let grace = if hurried { HURRIED_GRACE_NS } else { GRACE_NS };
-        if now >= over.saturating_add(grace) {
+        .unwrap_or((u64::MAX, GRACE_NS));
+        if now >= at {
             self.interrupted = Some((now, grace));
             // The other threads stop too, without waiting.
             self.stop.store(true, Ordering::Relaxed);
@@ -148,9 +158,13 @@ mod tests {
         assert_eq!(w.verdict(2 * S, Some(S), true), Verdict::Wait);
         stop.store(true, Ordering::Relaxed);
         assert_eq!(w.verdict(3 * S, Some(S), true), Verdict::Wait);
-        // 3 s + the 2 s timeout + the grace.
-        assert_eq!(w.verdict(5 * S + S / 2, Some(S), true), Verdict::Wait);
-        assert_eq!(w.verdict(6 * S, Some(S), true), Verdict::Interrupt);
+        assert_eq!(w.stopped_at(), Some(3 * S));
+        // 3 s + the announced 2 s timeout, and no more.
+        assert_eq!(w.verdict(5 * S - 1, Some(S), true), Verdict::Wait);
+        assert_eq!(w.verdict(5 * S, Some(S), true), Verdict::Interrupt);
+        // A thread stuck in a script is given up soon after.
+        assert_eq!(w.verdict(5 * S + S / 20, Some(S), true), Verdict::Wait);
+        assert_eq!(w.verdict(5 * S + S / 10, Some(S), true), Verdict::GiveUp);
     }
 
     #[test]
@@ -158,7 +172,7 @@ mod tests {
         let (mut w, stop, _) = watchdog();
         stop.store(true, Ordering::Relaxed);
         assert_eq!(w.verdict(S, None, true), Verdict::Wait);
-        assert_eq!(w.verdict(4 * S, None, true), Verdict::Interrupt);
+        assert_eq!(w.verdict(3 * S, None, true), Verdict::Interrupt);
     }
 
     #[test]

@@ -22,6 +22,7 @@ use super::source::Source;
 use super::start_line::StartLine;
 use super::wake::{self, EventSpin, Lateness, Outlook};
 use crate::plan::Plan;
+use crate::stats::ErrorKind;
 use crate::sys;
 use crate::workload::{ScriptError, Scripted};
 
@@ -164,11 +165,21 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
         // What fell due in the window and is still waiting was never sent.
         self.give_up_unsent(sending_ended);
         self.collect_in_flight();
-        // Requests a GOAWAY left unprocessed that found no connection
-        // again before the end (or during the wait for the last responses).
+        // Requests a server left unprocessed (a GOAWAY) that found no
+        // connection again before the end (or during the wait for the last
+        // responses): an error when a server refused them, unsent when
+        // none ever took them.
         let now = sys::now_ns();
         for retry in self.connections.take_retries() {
-            self.recorder.give_up_one(retry.intended, now, retry.batch.target);
+            let target = retry.batch.target;
+            if retry.tries == 0 {
+                self.recorder.give_up_one(retry.intended, now, target);
+                continue;
+            }
+            let cause = "HTTP/2: not processed by the server (GOAWAY), and no connection took \
+                         it again before the end";
+            self.recorder.error(ErrorKind::Read, cause);
+            self.recorder.lost(target);
         }
         let finished_ns = if self.hurried() {
             sys::now_ns()
@@ -651,6 +662,7 @@ mod tests {
             paced,
             batch_latency: false,
             period_ns: None,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: 0,

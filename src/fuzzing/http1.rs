@@ -90,6 +90,7 @@ impl Client {
             paced: false,
             batch_latency: false,
             period_ns: None,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: 0,
@@ -236,7 +237,7 @@ impl Client {
     fn act(&mut self, verdict: Verdict) {
         match verdict {
             Verdict::Keep => {}
-            Verdict::Close => {
+            Verdict::Close | Verdict::CloseAndBackOff => {
                 let in_flight = self.http1.in_flight();
                 assert_eq!(in_flight, 0, "closed with {in_flight} requests in flight");
                 self.end();

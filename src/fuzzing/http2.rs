@@ -129,6 +129,7 @@ impl Client {
             paced: false,
             batch_latency: false,
             period_ns: None,
+            early_every_ns: None,
             periods: PeriodChannel { to_collector, recycled },
             series_ns: None,
             warmup_ns: 0,
@@ -317,7 +318,7 @@ impl Client {
     fn act(&mut self, verdict: Verdict) {
         match verdict {
             Verdict::Keep => {}
-            Verdict::Close => {
+            Verdict::Close | Verdict::CloseAndBackOff => {
                 // A clean close forgets what is in flight without counting.
                 let in_flight = self.http2.in_flight();
                 assert_eq!(in_flight, 0, "closed with {in_flight} requests in flight");
@@ -352,14 +353,7 @@ impl Client {
     fn check(&self) {
         let stats = self.recorder.stats();
         let responses = stats.requests + stats.warmup.requests;
-        // A GOAWAY with an error code is an error of the connection, not
-        // of a request.
-        let errors: u64 = stats
-            .error_causes
-            .iter()
-            .filter(|(cause, _)| !cause.contains("GOAWAY from the server"))
-            .map(|(_, n)| n)
-            .sum();
+        let errors: u64 = stats.error_causes.values().sum();
         let ended = responses + errors + self.retried + self.lost;
         let in_flight = self.http2.in_flight();
         assert_eq!(

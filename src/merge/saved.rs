@@ -236,6 +236,7 @@ fn result(report: Report, run: RunOnly) -> Result<RunResult, String> {
     stats.http2 = Http2Counts {
         retried_after_goaway: count("retried_after_goaway", run.retried_after_goaway)?,
         stream_limit: run.streams_allowed,
+        goaways_with_error: run.goaways_with_error.clone(),
     };
     if let Some(warmup) = &run.warmup {
         stats.warmup = Warmup {

@@ -391,6 +391,11 @@ fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()>
              --streams: {limit} were used"
         )?;
     }
+    if !http2.goaways_with_error.is_empty() {
+        let codes: Vec<String> =
+            http2.goaways_with_error.iter().map(|(code, n)| format!("{n} {code}")).collect();
+        writeln!(out, "  HTTP/2: the server ended connections with GOAWAY: {}", codes.join(", "))?;
+    }
     if http2.retried_after_goaway > 0 {
         writeln!(
             out,

@@ -168,6 +168,32 @@ pub enum ErrorKind {
     Timeout,
 }
 
+/// The most distinct error causes a run keeps: the causes come from the
+/// server (its error codes, its failures), and a hostile one must not
+/// make the report as long as the run.
+pub const MAX_ERROR_CAUSES: usize = 100;
+
+/// What errors beyond [`MAX_ERROR_CAUSES`] distinct causes are counted as.
+pub const OTHER_CAUSES: &str = "other causes (more than 100 distinct)";
+
+/// Adds `n` errors of `cause` to `causes`: under its own name while fewer
+/// than [`MAX_ERROR_CAUSES`] are known, else under [`OTHER_CAUSES`] (of
+/// its kind: the label before the cause's first `:`).
+fn count_cause(causes: &mut BTreeMap<String, u64>, cause: String, n: u64) {
+    if let Some(count) = causes.get_mut(&cause) {
+        *count += n;
+        return;
+    }
+    let key = match causes.len() < MAX_ERROR_CAUSES {
+        true => cause,
+        false => {
+            let kind = cause.split_once(':').map_or("error", |(kind, _)| kind);
+            format!("{kind}: {OTHER_CAUSES}")
+        }
+    };
+    *causes.entry(key).or_insert(0) += n;
+}
+
 /// Everything one thread (or, after merging, the whole run) measured.
 #[derive(Clone, Debug)]
 pub struct Stats {
@@ -260,7 +286,7 @@ impl Generator {
 
 /// What HTTP/2 connections did besides carrying requests: counts that add
 /// up across threads, periods and machines.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Http2Counts {
     /// Requests sent again on another connection because a server's
     /// GOAWAY said it had not processed them (their latency counts from
@@ -269,6 +295,9 @@ pub struct Http2Counts {
     /// The lowest concurrent-stream limit a server set below `--streams`
     /// (None: no server capped them).
     pub stream_limit: Option<u32>,
+    /// GOAWAY frames with an error code, by code: the end of a connection,
+    /// not of a request (what became of each request is counted for it).
+    pub goaways_with_error: BTreeMap<String, u64>,
 }
 
 impl Http2Counts {
@@ -278,6 +307,9 @@ impl Http2Counts {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
         };
+        for (code, n) in &other.goaways_with_error {
+            *self.goaways_with_error.entry(code.clone()).or_insert(0) += n;
+        }
     }
 }
 
@@ -434,8 +466,7 @@ impl Stats {
             ErrorKind::Timeout => (&mut self.errors.timeout, "timeout"),
         };
         *counter += 1;
-        let key = format!("{label}: {cause}");
-        *self.error_causes.entry(key).or_insert(0) += 1;
+        count_cause(&mut self.error_causes, format!("{label}: {cause}"), 1);
     }
 
     /// Records a completed response.
@@ -484,7 +515,7 @@ impl Stats {
         self.errors.add(&other.errors);
         self.outcomes.merge(&other.outcomes);
         for (cause, n) in &other.error_causes {
-            *self.error_causes.entry(cause.clone()).or_insert(0) += n;
+            count_cause(&mut self.error_causes, cause.clone(), *n);
         }
         self.rate_samples.extend_from_slice(&other.rate_samples);
         self.nil_requests += other.nil_requests;
@@ -506,6 +537,26 @@ impl Stats {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Causes come from the server: beyond 100 distinct ones, the rest are
+    /// one line of their kind, in a thread's figures and when merged.
+    #[test]
+    fn distinct_causes_are_bounded() {
+        let mut a = Stats::new(3);
+        for code in 0..150 {
+            a.error(ErrorKind::Read, &format!("reset with code {code}"));
+        }
+        a.error(ErrorKind::Read, "reset with code 7");
+        assert_eq!(a.error_causes.len(), MAX_ERROR_CAUSES + 1);
+        assert_eq!(a.error_causes["read: reset with code 7"], 2);
+        assert_eq!(a.error_causes[&format!("read: {OTHER_CAUSES}")], 50);
+        assert_eq!(a.errors.read, 151);
+        let mut b = Stats::new(3);
+        b.error(ErrorKind::Connect, "refused");
+        b.merge(&a);
+        assert!(b.error_causes.len() <= MAX_ERROR_CAUSES + 1);
+        assert_eq!(b.error_causes.values().sum::<u64>(), 152);
+    }
 
     #[test]
     fn merge_adds_everything() {

@@ -282,6 +282,10 @@ pub struct RunOnly {
     /// HTTP/2: requests a GOAWAY left unprocessed, sent again.
     #[serde(default)]
     pub retried_after_goaway: u64,
+    /// HTTP/2: GOAWAY frames with an error code, by code (absent when none
+    /// came).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub goaways_with_error: BTreeMap<String, u64>,
     /// The report's `Warning:` lines; empty in closed loop.
     #[serde(skip_deserializing)]
     pub warnings: Vec<Diagnostic>,

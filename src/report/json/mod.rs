@@ -126,6 +126,7 @@ pub fn final_report(
         },
         streams_allowed: result.total.http2.stream_limit,
         retried_after_goaway: result.total.http2.retried_after_goaway,
+        goaways_with_error: result.total.http2.goaways_with_error.clone(),
         warnings: diagnose::diagnose(run, result),
     });
     Ok(report)
