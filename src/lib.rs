@@ -13,6 +13,7 @@
 //! same checks as property tests); the normal build does not have it.
 
 mod app;
+mod blocking;
 mod cli;
 mod compare;
 mod config;

@@ -31,7 +31,6 @@ use crate::signals::{Interruption, Signals};
 use crate::slo::{self, Objective};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
-use crate::target::Target;
 
 /// Upper bound of the test connection made to each resolved address: a
 /// long `--timeout` should not make a dead address stall the start.
@@ -84,6 +83,11 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let reporting = bench.reporting();
     let metrics = Metrics::start(bench.metrics.as_ref(), &reporting.run)?;
     let mut outputs = Outputs::start(reporting)?;
+    // From here on a signal is pace's to handle: during the checks before
+    // the run (each waits in short steps and heeds it), it ends pace with
+    // its exit code.
+    let signals = Signals::install()?;
+    let stop = signals.stop();
     // Every origin is resolved (and reachable) before anything is sent:
     // with --unix-socket, each goes to the socket; through a proxy, every
     // connection goes to the proxy; else --connect-to and -4/-6 apply to
@@ -91,10 +95,16 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let origins = Origins::of(cfg);
     let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
     let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
-        Some(proxy) => vec![proxy.resolve(&cfg.reach, probe_within)?; origins.list.len()],
+        Some(proxy) => proxy
+            .resolve(&cfg.reach, probe_within, &stop)
+            .map(|endpoints| vec![endpoints; origins.list.len()]),
         None => (origins.list.iter())
-            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within))
-            .collect::<Result<Vec<_>, _>>()?,
+            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within, &stop))
+            .collect::<Result<Vec<_>, _>>(),
+    };
+    let resolved = match resolved {
+        Ok(resolved) => resolved,
+        Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
     };
     let endpoints = &resolved[0];
     let workload = match script.as_mut() {
@@ -107,9 +117,17 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let places = (origins.list.iter().zip(resolved))
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
-    let signals = Signals::install()?;
+    let engine = match Engine::prepare(cfg, places, &stop) {
+        Ok(engine) => engine,
+        Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
+    };
+    // A signal during the script's setup() or init(), or one the checks
+    // did not have to wait for.
+    if let Some(stopped) = stopped_before_the_run(&signals) {
+        return stopped;
+    }
     let watch = Watch { progress: bench.progress, metrics: metrics.as_ref() };
-    let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
+    let measured = measure_with(engine, workload, &signals, &mut outputs, watch);
     let (finished, interval_error) = measured?;
     let outcome = conclude(bench, outputs, script, finished, interval_error, &signals);
     let Some(metrics) = metrics else { return outcome };
@@ -127,6 +145,13 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         }
         (outcome, Ok(())) => outcome,
     }
+}
+
+/// When a signal arrived before the run: says so, and gives its exit code.
+fn stopped_before_the_run(signals: &Signals) -> Option<Result<i32, Error>> {
+    let signal = signals.received()?;
+    eprintln!("pace: stopped by {} before the run", signal.name());
+    Some(Ok(signal.exit_code()))
 }
 
 /// After the run: the report and the files, the script's `done()`, and
@@ -175,8 +200,9 @@ pub fn measure(bench: &Bench, endpoint: &Endpoint, workload: Workload) -> Result
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(bench.reporting())?;
     let places = vec![(cfg.target.clone(), endpoint.clone())];
+    let engine = Engine::prepare(cfg, places, &signals.stop())?;
     let watch = Watch { progress: bench.progress, metrics: None };
-    measure_with(cfg, places, workload, &signals, &mut outputs, watch).map(|(finished, _)| finished)
+    measure_with(engine, workload, &signals, &mut outputs, watch).map(|(finished, _)| finished)
 }
 
 /// What shows the run while it goes on, besides the reporting periods:
@@ -186,19 +212,17 @@ struct Watch<'a> {
     metrics: Option<&'a Metrics>,
 }
 
-/// [`measure`] against every origin of `places` (its target and endpoint),
-/// writing the header and every reporting period (as soon as it is
-/// complete) to `outputs`, and every short period to `metrics`. Also
-/// returns the first error of those writes: the run goes on regardless.
+/// [`measure`] with `engine` (its origins checked), writing the header and
+/// every reporting period (as soon as it is complete) to `outputs`, and
+/// every short period to `metrics`. Also returns the first error of those
+/// writes: the run goes on regardless.
 fn measure_with(
-    cfg: &BenchConfig,
-    places: Vec<(Target, Endpoint)>,
+    engine: Engine,
     workload: Workload,
     signals: &Signals,
     outputs: &mut Outputs,
     watch: Watch,
 ) -> Result<(Finished, Option<Error>), Error> {
-    let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
     // Rust's: each report first pushes out what the scripts printed before
     // it (in setup() and init() before the header), so that lines never

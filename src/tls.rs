@@ -35,6 +35,7 @@ use rustls::{
     ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
+use crate::blocking::{self, Deadline};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::http::stream::Stream;
@@ -110,10 +111,11 @@ impl TlsClient {
     /// the client does not trust, a client certificate the server refuses
     /// (or, with HTTP/2, a server that does not choose `h2`) is reported
     /// once, clearly, before the run instead of as an error on every
-    /// connection.
-    pub fn check_handshake(&self, endpoint: &Endpoint, timeout: Duration) -> Result<(), Error> {
-        let socket = endpoint.connect(timeout);
-        self.check_handshake_on(socket, &endpoint.to_string(), timeout)
+    /// connection. The whole exchange is within `deadline` (a server that
+    /// trickles its handshake does not stretch it).
+    pub fn check_handshake(&self, endpoint: &Endpoint, deadline: &Deadline) -> Result<(), Error> {
+        let socket = blocking::connect(endpoint, deadline);
+        self.check_handshake_on(socket, &endpoint.to_string(), deadline)
     }
 
     /// [`TlsClient::check_handshake`] on `socket`, connected to `addr` (a
@@ -122,8 +124,9 @@ impl TlsClient {
         &self,
         socket: io::Result<Stream>,
         addr: &str,
-        timeout: Duration,
+        deadline: &Deadline,
     ) -> Result<(), Error> {
+        let timeout = deadline.within();
         // This session alone notes whether the server asks for a client
         // certificate, to say so when it refuses the connection.
         let has_certificate = self.config.client_auth_cert_resolver.has_certs();
@@ -144,13 +147,13 @@ impl TlsClient {
                 false => failed(format!("{why}{}", self.hint(&e))),
             }
         };
-        let mut socket = socket.map_err(io_failed)?;
-        socket.set_timeouts(timeout).map_err(io_failed)?;
+        let socket = socket.map_err(io_failed)?;
+        let mut exchange = deadline.on(&socket);
         while session.is_handshaking() {
-            session.complete_io(&mut socket).map_err(io_failed)?;
+            session.complete_io(&mut exchange).map_err(io_failed)?;
         }
         if asked() && session.protocol_version() == Some(ProtocolVersion::TLSv1_3) {
-            await_verdict(&mut session, &mut socket).map_err(io_failed)?;
+            await_verdict(&mut session, &mut exchange).map_err(io_failed)?;
         }
         if asked() && !has_certificate {
             // The server let the connection be: it may want a certificate
@@ -230,7 +233,7 @@ fn is_version_1(other: &rustls::OtherError) -> bool {
 /// its certificate (or none) and its Finished, before the server has
 /// judged them: the server's verdict is what it sends next, session
 /// tickets or an alert. Reads that, so that a refusal fails the handshake.
-fn await_verdict(session: &mut ClientConnection, socket: &mut Stream) -> io::Result<()> {
+fn await_verdict(session: &mut ClientConnection, socket: &mut impl io::Read) -> io::Result<()> {
     match session.read_tls(socket) {
         Ok(0) => Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,

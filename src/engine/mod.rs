@@ -32,7 +32,7 @@ use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::protocol::Protocol;
 use crate::script::{Call, Interrupter, ThreadScript};
-use crate::signals::Signals;
+use crate::signals::{Signals, Stop};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
@@ -147,15 +147,16 @@ pub struct Engine<'a> {
 impl<'a> Engine<'a> {
     /// Checks every origin (`places`: its target and resolved endpoint,
     /// in the order of [`crate::requests::Origins`]) before the run (see
-    /// [`Origin::prepare`]).
+    /// [`Origin::prepare`]; a signal heard by `stop` ends the checks).
     pub fn prepare(
         cfg: &'a BenchConfig,
         places: Vec<(Target, Endpoint)>,
+        stop: &Stop,
     ) -> Result<Engine<'a>, Error> {
         let named = places.len() > 1;
         let origins = places
             .into_iter()
-            .map(|(target, endpoint)| Origin::prepare(cfg, target, endpoint, named))
+            .map(|(target, endpoint)| Origin::prepare(cfg, target, endpoint, named, stop))
             .collect::<Result<_, _>>()?;
         Ok(Engine { cfg, origins })
     }
