@@ -1,6 +1,6 @@
 //! Small blocking exchanges outside the engine: the checks made before a
 //! run (the probe connections, the CONNECT through a proxy, the h2c
-//! preface, the TLS handshake).
+//! preface, the TLS handshake) and the `--metrics` listener's connections.
 //!
 //! The peer may be hostile or just slow, so each exchange has one
 //! [`Deadline`] for the whole of it (connect, write, read), never a timeout

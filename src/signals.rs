@@ -127,8 +127,8 @@ pub struct Stop {
 }
 
 impl Stop {
-    /// For tests: no signal stops the work.
-    #[cfg(test)]
+    /// For work that no signal stops: the `--metrics` listener's
+    /// connections, which pace's exit ends (and tests).
     pub fn never() -> Stop {
         Stop { count: None, before: 0 }
     }

@@ -10,9 +10,11 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::{SocketAddr, TcpListener};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -473,6 +475,91 @@ fn a_signal_ends_the_linger() {
     run.assert_ok();
     assert!(run.wall < Duration::from_secs(30), "the signal ended the linger\n{run}");
     assert!(run.stdout.contains("Requests/sec:"), "{run}");
+}
+
+/// Connections that trickle a request head, more of them than the
+/// listener serves at once, cannot lock out the scrapes (a new connection
+/// closes the oldest), and none is held longer than the deadline for a
+/// whole head (5 s), however often it sends a byte.
+#[test]
+fn trickling_connections_cannot_lock_out_the_scrapes() {
+    let _load = load_lock();
+    let server = default_server();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let target = url(server.addr(), "/");
+    let running = spawn_pace(&["-t1", "-c1", "-d60s", "-R10", "--metrics", &metrics, &target]);
+    let addr: SocketAddr = metrics.parse().unwrap();
+    let scraped =
+        |response: Option<String>| response.is_some_and(|r| r.starts_with("HTTP/1.1 200"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !scraped(http_get(addr, "/metrics")) {
+        assert!(Instant::now() < deadline, "--metrics never answered");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // 20 connections (the listener serves 16 at once), a byte a second:
+    // every scrape is answered while they trickle.
+    let _many = Trickling::start(addr, 20, Duration::from_secs(1));
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let response = http_get(addr, "/metrics");
+        assert!(scraped(response.clone()), "a scrape was not answered: {response:?}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    // A few more, and no scrape to make room: none is held past the 5 s
+    // deadline of its whole head (plus a loaded machine's slack).
+    let few = Trickling::start(addr, 3, Duration::from_secs(1));
+    let started = Instant::now();
+    let held_at_most = Duration::from_secs(5) + Duration::from_secs(5);
+    while few.open() > 0 {
+        let held = started.elapsed();
+        assert!(held < held_at_most, "{} connections still held after {held:?}", few.open());
+        thread::sleep(Duration::from_millis(100));
+    }
+    running.signal(libc::SIGINT);
+    let run = running.wait(LIMIT);
+    run.assert_code(130);
+}
+
+/// Connections that send a request head a byte at a time, for ever, on a
+/// thread of their own; the count the listener has not closed yet.
+struct Trickling {
+    open: Arc<Mutex<usize>>,
+}
+
+impl Trickling {
+    fn start(addr: SocketAddr, connections: usize, every: Duration) -> Trickling {
+        let mut sockets: Vec<TcpStream> =
+            (0..connections).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        for socket in &sockets {
+            socket.set_nonblocking(true).unwrap();
+        }
+        let open = Arc::new(Mutex::new(connections));
+        let counted = open.clone();
+        thread::spawn(move || {
+            let head = b"GET /metrics HTTP/1.1\r\nX-Slow: ";
+            for byte in head.iter().chain(std::iter::repeat(&b'a')) {
+                // A socket the listener closed reads its end (or a reset).
+                sockets.retain_mut(|socket| {
+                    let mut buffer = [0u8; 64];
+                    let closed = !matches!(
+                        socket.read(&mut buffer),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                    );
+                    !closed && socket.write_all(&[*byte]).is_ok()
+                });
+                *counted.lock().unwrap() = sockets.len();
+                if sockets.is_empty() {
+                    return;
+                }
+                thread::sleep(every);
+            }
+        });
+        Trickling { open }
+    }
+
+    fn open(&self) -> usize {
+        *self.open.lock().unwrap()
+    }
 }
 
 /// An address that cannot be listened on is a setup error in one line,
