@@ -22,6 +22,7 @@ mod description;
 mod endpoint;
 mod engine;
 mod error;
+mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod http;

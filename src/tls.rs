@@ -11,7 +11,8 @@
 //! certificate to servers that ask for one (mutual TLS).
 //!
 //! The files are read and checked once, when the command line is
-//! ([`TlsOptions`]), so a wrong one is an error before any connection.
+//! ([`TlsOptions`]), so a wrong one is an error before any connection;
+//! each is read with its bound ([`crate::files`]).
 //! rustls' errors reach the user in words ([`words`]), never as rustls
 //! prints them.
 
@@ -38,6 +39,7 @@ use rustls::{
 use crate::blocking::{self, Deadline};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
+use crate::files::{self, read_bounded};
 use crate::http::stream::Stream;
 use cacert::{is_ca_used_as_end_entity, Cacert, CacertVerifier};
 use words::{alert_name, tls_error};
@@ -326,7 +328,7 @@ fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
 /// `--cacert FILE`: the CA certificates (PEM) to trust instead of the
 /// system's.
 pub fn load_cacert(path: &Path) -> Result<Cacert, Error> {
-    let certificates = certificates("--cacert", path, &read("--cacert", path)?)?;
+    let certificates = certificates("--cacert", path, &read_bounded(path, files::CACERT)?)?;
     let mut roots = RootCertStore::empty();
     for (n, certificate) in certificates.iter().enumerate() {
         roots.add(certificate.clone()).map_err(|e| {
@@ -349,10 +351,12 @@ pub fn load_client_certificate(
     cert: &Path,
     key: Option<&Path>,
 ) -> Result<Arc<CertifiedKey>, Error> {
-    let text = read("--cert", cert)?;
+    let text = read_bounded(cert, files::CERT)?;
     let chain = certificates("--cert", cert, &text)?;
     let (key_option, key_path, key) = match key {
-        Some(path) => ("--key", path, private_key("--key", path, &read("--key", path)?)?),
+        Some(path) => {
+            ("--key", path, private_key("--key", path, &read_bounded(path, files::KEY)?)?)
+        }
         None => match PrivateKeyDer::from_pem_slice(&text) {
             Ok(key) => ("--cert", cert, key),
             Err(_) => {
@@ -394,13 +398,6 @@ pub fn load_client_certificate(
 pub fn parse_server_name(text: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(text.to_string())
         .map_err(|_| format!("'{text}' is not a DNS name or an IP address"))
-}
-
-/// A file an option names, read whole: failing to is a setup error.
-fn read(option: &str, path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|e| {
-        Error::Setup(format!("cannot read {option} {}: {}", path.display(), io_reason(&e)))
-    })
 }
 
 /// A file read, but not what the option needs: what was typed must change.

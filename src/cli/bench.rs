@@ -833,13 +833,7 @@ fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
 
 /// `--body-file`: read once, at the start.
 fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
-    std::fs::read(path).map(Arc::from).map_err(|err| {
-        Error::Setup(format!(
-            "cannot read --body-file {}: {}",
-            path.display(),
-            crate::error::io_reason(&err)
-        ))
-    })
+    crate::files::read_bounded(path, crate::files::BODY_FILE).map(Arc::from)
 }
 
 /// `-m`: an HTTP method, as typed.
