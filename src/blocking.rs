@@ -1,6 +1,7 @@
 //! Small blocking exchanges outside the engine: the checks made before a
 //! run (the probe connections, the CONNECT through a proxy, the h2c
-//! preface, the TLS handshake) and the `--metrics` listener's connections.
+//! preface, the TLS handshake), the remote-write POST after it
+//! (`metrics/push.rs`) and the `--metrics` listener's connections.
 //!
 //! The peer may be hostile or just slow, so each exchange has one
 //! [`Deadline`] for the whole of it (connect, write, read), never a timeout

@@ -60,6 +60,8 @@ pub const SCRIPT: Limit = Limit { what: "script", bytes: 16 * MIB };
 /// An HdrHistogram interval log given to `pace merge` (as a saved run: a
 /// day of `-p 1s` periods is some hundreds of MiB).
 pub const HLOG: Limit = Limit { what: "interval log", bytes: GIB };
+/// `--metrics-push-token-file`: a bearer token (a JWT is a few KiB).
+pub const TOKEN: Limit = Limit { what: "--metrics-push-token-file", bytes: 64 * KIB };
 
 /// Why a file could not be read.
 #[derive(Debug)]
@@ -329,6 +331,7 @@ mod tests {
             (TARGETS, "| `--targets FILE` |", "--targets"),
             (TARGETS_BODY, "| each `@file` body named in `--targets` |", "--targets"),
             (SCRIPT, "| `-s FILE` (what the script loads", "-s"),
+            (TOKEN, "| `--metrics-push-token-file FILE` |", "--metrics-push-token-file"),
             (HLOG, "| an interval log given to `pace merge` |", "pace merge"),
         ] {
             let bound = size(limit.bytes);

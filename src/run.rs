@@ -134,10 +134,16 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     // The final figures, after the report, the files and done(): pushed,
     // then served for the last scrapes. A push that failed is a setup
     // error, as a file that could not be written (a verdict or a signal
-    // keeps its exit code, and the failure is said).
-    let pushed = metrics.push();
+    // keeps its exit code, and the failure is said); a signal during the
+    // push ends it, with the signal's exit code.
+    let push_stop = signals.stop_from_now();
+    let pushed = metrics.push(&push_stop);
     metrics.linger(&signals);
     match (outcome, pushed) {
+        (Ok(0), Err(error)) if push_stop.heard() => {
+            eprintln!("pace: {error}");
+            Ok(signals.received().map_or(0, Interruption::exit_code))
+        }
         (Ok(0), Err(error)) => Err(error),
         (outcome, Err(error)) => {
             eprintln!("pace: {error}");

@@ -113,6 +113,13 @@ impl Signals {
     pub fn stop(&self) -> Stop {
         Stop { count: Some(self.count.clone()), before: 0 }
     }
+
+    /// What blocking work after the run heeds (the push): a signal that
+    /// arrives from now on. The push after a run a signal stopped is
+    /// still made, and a new signal stops it.
+    pub fn stop_from_now(&self) -> Stop {
+        Stop { count: Some(self.count.clone()), before: self.count() }
+    }
 }
 
 /// Whether a signal arrived since it was made ([`Signals::stop_from_now`]):

@@ -138,6 +138,10 @@ fn endless_devices_are_cut_at_the_bound() {
     let url = format!("http://{}/", server.addr());
     let run = pace_limited(&["-s", "/dev/zero", &url]);
     assert_refused(&run, &too_large("script", Path::new("/dev/zero"), "16 MiB"));
+    let run =
+        pace_limited(&["--metrics-push", &url, "--metrics-push-token-file", "/dev/zero", &url]);
+    let said = too_large("--metrics-push-token-file", Path::new("/dev/zero"), "64 KiB");
+    assert_refused(&run, &said);
 }
 
 #[test]

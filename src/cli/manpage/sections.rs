@@ -90,6 +90,7 @@ const FILES: &[Part] = &[
     Item("--body-file", "256 MiB."),
     Item("--targets", "256 MiB, and 256 MiB for each body file it names."),
     Item("-s", "16 MiB (what the script loads itself is Lua's)."),
+    Item("--metrics-push-token-file", "64 KiB."),
     Item(
         "pace merge",
         "1 GiB an interval log; 1 GiB a saved run (64 MiB a line), as for pace report and compare.",
