@@ -15,7 +15,7 @@
 //! `read_exact` and `write_all` retry that kind, forever.)
 
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, IoSlice, Read, Write};
 use std::time::{Duration, Instant};
 
 use rustix::event::{poll, PollFd, PollFlags, Timespec};
@@ -188,6 +188,21 @@ impl Write for Bounded<'_> {
             self.next_wait()?;
             let mut stream = self.stream;
             match stream.write(buf) {
+                Err(e) if waited(&e) => continue,
+                done => return done,
+            }
+        }
+    }
+
+    /// One system call for all of `bufs`, as the stream's own: rustls
+    /// writes a handshake flight this way, and a server that refuses its
+    /// first record must not close before the rest is written (the
+    /// refusal would then be lost to a broken pipe).
+    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        loop {
+            self.next_wait()?;
+            let mut stream = self.stream;
+            match stream.write_vectored(bufs) {
                 Err(e) if waited(&e) => continue,
                 done => return done,
             }
