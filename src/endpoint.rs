@@ -50,7 +50,8 @@ impl Endpoint {
         }
     }
 
-    /// A blocking connection, for the checks before a run.
+    /// A blocking connection (the script's `wrk.connect`; the checks
+    /// before a run use [`crate::blocking::connect`]).
     pub fn connect(&self, timeout: Duration) -> io::Result<Stream> {
         let (socket, address) = self.socket()?;
         socket.connect_timeout(&address, timeout)?;

@@ -13,6 +13,7 @@
 //! same checks as property tests); the normal build does not have it.
 
 mod app;
+mod blocking;
 mod cli;
 mod compare;
 mod config;
@@ -21,6 +22,7 @@ mod description;
 mod endpoint;
 mod engine;
 mod error;
+mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod http;

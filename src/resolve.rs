@@ -8,14 +8,21 @@
 //! of a report full of connect errors. What [`Reach`] asks for comes first:
 //! `--unix-socket` replaces the lookup with one test connection to the
 //! socket, `--connect-to` looks up another name, `-4`/`-6` keep one family.
+//!
+//! A signal (heard by the [`Stop`] given) ends the lookup and the probes
+//! within [`crate::blocking::HEED_EVERY`].
 
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, ToSocketAddrs};
+use std::sync::mpsc;
+use std::thread;
 use std::time::Duration;
 
+use crate::blocking::{self, Deadline, Ended, HEED_EVERY};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::reach::{connect_address, host_port, Reach};
+use crate::signals::Stop;
 use crate::target::Target;
 
 /// The endpoints of `target` that accept a connection within
@@ -24,24 +31,26 @@ use crate::target::Target;
 /// Errors (`Error::Setup`): `unable to resolve <host>:<port>: <reason>`,
 /// `unable to connect to <host>:<port>: <reason>` with the reason of the
 /// last address tried, `<host> has no IPv6 address (-6)`, or
-/// `--unix-socket: <reason>` (`no such socket: <path>`, ...).
+/// `--unix-socket: <reason>` (`no such socket: <path>`, ...); after a
+/// signal, `... stopped by a signal`.
 pub fn resolve_target(
     target: &Target,
     reach: &Reach,
     connect_timeout: Duration,
+    stop: &Stop,
 ) -> Result<Vec<Endpoint>, Error> {
     let timeout = connect_timeout.max(Duration::from_millis(1));
     if let Some(path) = &reach.unix_socket {
         let socket = Endpoint::Unix(path.clone());
         // The probe connection is closed at once, as in wrk.
-        return match socket.connect(timeout) {
+        return match blocking::connect(&socket, &Deadline::after(timeout, stop)) {
             Ok(_probe) => Ok(vec![socket]),
             Err(err) => {
                 Err(Error::Setup(format!("--unix-socket: {}", socket.connect_failure(&err))))
             }
         };
     }
-    resolve_origin(&target.host, target.port, reach, timeout)
+    resolve_origin(&target.host, target.port, reach, timeout, stop)
 }
 
 /// The addresses that accept a TCP connection for an origin (`host`
@@ -51,10 +60,11 @@ pub fn resolve_origin(
     port: u16,
     reach: &Reach,
     timeout: Duration,
+    stop: &Stop,
 ) -> Result<Vec<Endpoint>, Error> {
     let (host, port) = connect_address(host, port, &reach.connect_to);
     let shown = host_port(host, port);
-    let mut candidates = lookup(host, port)
+    let mut candidates = addresses(host, port, stop)
         .map_err(|err| Error::Setup(format!("unable to resolve {shown}: {}", io_reason(&err))))?;
     if let Some(family) = reach.family {
         candidates.retain(|addr| family.holds(addr.ip()));
@@ -67,8 +77,11 @@ pub fn resolve_origin(
     let mut reachable = Vec::new();
     for addr in candidates {
         // The probe connection is closed at once, as in wrk.
-        match Endpoint::Tcp(addr).connect(timeout) {
+        match blocking::connect(&Endpoint::Tcp(addr), &Deadline::after(timeout, stop)) {
             Ok(_probe) => reachable.push(Endpoint::Tcp(addr)),
+            Err(err) if blocking::ended(&err) == Some(Ended::Stopped) => {
+                return Err(Error::Setup(format!("unable to connect to {shown}: {err}")))
+            }
             Err(err) => last_failure = Some(err),
         }
     }
@@ -77,6 +90,33 @@ pub fn resolve_origin(
             Err(Error::Setup(format!("unable to connect to {shown}: {}", io_reason(&err))))
         }
         _ => Ok(reachable),
+    }
+}
+
+/// The addresses of `host` ([`lookup`]), given up when `stop` hears a
+/// signal: the resolver may take seconds (a name server that does not
+/// answer), and cannot be interrupted, so it runs on a thread of its own,
+/// left to finish alone.
+pub fn addresses(host: &str, port: u16, stop: &Stop) -> io::Result<Vec<SocketAddr>> {
+    let (result, answer) = mpsc::channel();
+    let name = host.to_string();
+    let spawned = thread::Builder::new()
+        .name("pace-resolve".into())
+        .spawn(move || drop(result.send(lookup(&name, port))));
+    if spawned.is_err() {
+        return lookup(host, port);
+    }
+    loop {
+        match answer.recv_timeout(HEED_EVERY) {
+            Ok(addrs) => return addrs,
+            Err(mpsc::RecvTimeoutError::Timeout) if stop.heard() => {
+                return Err(Ended::Stopped.into())
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Err(io::Error::other("the resolver's thread ended without an answer"))
+            }
+        }
     }
 }
 
@@ -127,7 +167,7 @@ mod tests {
     }
 
     fn resolve(url: &str) -> Result<Vec<Endpoint>, Error> {
-        resolve_target(&target(url), &Reach::default(), TIMEOUT)
+        resolve_target(&target(url), &Reach::default(), TIMEOUT, &Stop::never())
     }
 
     fn setup_error(result: Result<Vec<Endpoint>, Error>) -> String {
@@ -189,6 +229,7 @@ mod tests {
             &target("http://[::1]:81/"),
             &Reach { family: Some(Family::V4), ..Reach::default() },
             TIMEOUT,
+            &Stop::never(),
         ));
         assert_eq!(message, "::1 has no IPv4 address (-4)");
         assert_eq!(host_port("::1", 81), "[::1]:81");
@@ -224,9 +265,12 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let url = target(&format!("http://127.0.0.1:{}/", addr.port()));
         let v4 = Reach { family: Some(Family::V4), ..Reach::default() };
-        assert_eq!(resolve_target(&url, &v4, TIMEOUT).unwrap(), [Endpoint::Tcp(addr)]);
+        assert_eq!(
+            resolve_target(&url, &v4, TIMEOUT, &Stop::never()).unwrap(),
+            [Endpoint::Tcp(addr)]
+        );
         let v6 = Reach { family: Some(Family::V6), ..Reach::default() };
-        let message = setup_error(resolve_target(&url, &v6, TIMEOUT));
+        let message = setup_error(resolve_target(&url, &v6, TIMEOUT, &Stop::never()));
         assert_eq!(message, "127.0.0.1 has no IPv6 address (-6)");
     }
 
@@ -236,7 +280,9 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let rule = ConnectTo::parse(&format!("pace.invalid:80:127.0.0.1:{}", addr.port())).unwrap();
         let reach = Reach { connect_to: vec![rule], ..Reach::default() };
-        let addrs = resolve_target(&target("http://pace.invalid/"), &reach, TIMEOUT).unwrap();
+        let addrs =
+            resolve_target(&target("http://pace.invalid/"), &reach, TIMEOUT, &Stop::never())
+                .unwrap();
         assert_eq!(addrs, [Endpoint::Tcp(addr)]);
     }
 
@@ -247,10 +293,10 @@ mod tests {
         let reach = Reach { unix_socket: Some(path.as_path().into()), ..Reach::default() };
         // The URL's host is never looked up.
         let url = target("http://nonexistent.invalid/");
-        let message = setup_error(resolve_target(&url, &reach, TIMEOUT));
+        let message = setup_error(resolve_target(&url, &reach, TIMEOUT, &Stop::never()));
         assert_eq!(message, format!("--unix-socket: no such socket: {}", path.display()));
         let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        let endpoints = resolve_target(&url, &reach, TIMEOUT).unwrap();
+        let endpoints = resolve_target(&url, &reach, TIMEOUT, &Stop::never()).unwrap();
         assert_eq!(endpoints, [Endpoint::Unix(path.as_path().into())]);
     }
 }

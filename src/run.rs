@@ -84,6 +84,11 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let reporting = bench.reporting();
     let metrics = Metrics::start(bench.metrics.as_ref(), &reporting.run)?;
     let mut outputs = Outputs::start(reporting)?;
+    // From here on a signal is pace's to handle: during the checks before
+    // the run (each waits in short steps and heeds it), it ends pace with
+    // its exit code.
+    let signals = Signals::install()?;
+    let stop = signals.stop();
     // Every origin is resolved (and reachable) before anything is sent:
     // with --unix-socket, each goes to the socket; through a proxy, every
     // connection goes to the proxy; else --connect-to and -4/-6 apply to
@@ -91,22 +96,31 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let origins = Origins::of(cfg);
     let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
     let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
-        Some(proxy) => vec![proxy.resolve(&cfg.reach, probe_within)?; origins.list.len()],
+        Some(proxy) => proxy
+            .resolve(&cfg.reach, probe_within, &stop)
+            .map(|endpoints| vec![endpoints; origins.list.len()]),
         None => (origins.list.iter())
-            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within))
-            .collect::<Result<Vec<_>, _>>()?,
+            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within, &stop))
+            .collect::<Result<Vec<_>, _>>(),
+    };
+    let resolved = match resolved {
+        Ok(resolved) => resolved,
+        Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
     };
     let endpoints = &resolved[0].clone();
     let places = (origins.list.iter().zip(resolved))
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
-    let signals = Signals::install()?;
     let watch = Watch { progress: bench.progress, metrics: metrics.as_ref() };
     let outcome = match script.take() {
         Some(mut script) => {
             requests::note_script_overrides(cfg);
             let workload = scripted_workload(cfg, endpoints, &mut script)?;
-            let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
+            let engine = match checked_engine(cfg, places, &signals) {
+                Ok(engine) => engine,
+                Err(stopped) => return stopped,
+            };
+            let measured = measure_with(engine, workload, &signals, &mut outputs, watch);
             let (mut finished, interval_error) = measured?;
             let threads = std::mem::take(&mut finished.scripts);
             let done = Some((script, threads));
@@ -114,7 +128,11 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         }
         None => {
             let workload = requests::workload(cfg, &endpoints[0]);
-            let measured = measure_with(cfg, places, workload, &signals, &mut outputs, watch);
+            let engine = match checked_engine(cfg, places, &signals) {
+                Ok(engine) => engine,
+                Err(stopped) => return stopped,
+            };
+            let measured = measure_with(engine, workload, &signals, &mut outputs, watch);
             let (finished, interval_error) = measured?;
             conclude(bench, outputs, None, finished, interval_error, &signals)
         }
@@ -123,10 +141,16 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     // The final figures, after the report, the files and done(): pushed,
     // then served for the last scrapes. A push that failed is a setup
     // error, as a file that could not be written (a verdict or a signal
-    // keeps its exit code, and the failure is said).
-    let pushed = metrics.push();
+    // keeps its exit code, and the failure is said); a signal during the
+    // push ends it, with the signal's exit code.
+    let push_stop = signals.stop_from_now();
+    let pushed = metrics.push(&push_stop);
     metrics.linger(&signals);
     match (outcome, pushed) {
+        (Ok(0), Err(error)) if push_stop.heard() => {
+            eprintln!("pace: {error}");
+            Ok(signals.received().map_or(0, Interruption::exit_code))
+        }
         (Ok(0), Err(error)) => Err(error),
         (outcome, Err(error)) => {
             eprintln!("pace: {error}");
@@ -134,6 +158,29 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         }
         (outcome, Ok(())) => outcome,
     }
+}
+
+/// The engine, every origin checked (see [`Engine::prepare`]); a signal
+/// during the checks, or before them during the script's setup() or
+/// init(), ends pace with its exit code (the `Err`).
+fn checked_engine<'a>(
+    cfg: &'a BenchConfig,
+    places: Vec<(Target, Endpoint)>,
+    signals: &Signals,
+) -> Result<Engine<'a>, Result<i32, Error>> {
+    let engine = Engine::prepare(cfg, places, &signals.stop())
+        .map_err(|error| stopped_before_the_run(signals).unwrap_or(Err(error)))?;
+    match stopped_before_the_run(signals) {
+        Some(stopped) => Err(stopped),
+        None => Ok(engine),
+    }
+}
+
+/// When a signal arrived before the run: says so, and gives its exit code.
+fn stopped_before_the_run(signals: &Signals) -> Option<Result<i32, Error>> {
+    let signal = signals.received()?;
+    eprintln!("pace: stopped by {} before the run", signal.name());
+    Some(Ok(signal.exit_code()))
 }
 
 /// After the run: the report and the files, the script's `done()` (with
@@ -186,8 +233,9 @@ pub fn measure<S: Scripted>(
     let signals = Signals::install()?;
     let mut outputs = Outputs::start(bench.reporting())?;
     let places = vec![(cfg.target.clone(), endpoint.clone())];
+    let engine = Engine::prepare(cfg, places, &signals.stop())?;
     let watch = Watch { progress: bench.progress, metrics: None };
-    measure_with(cfg, places, workload, &signals, &mut outputs, watch).map(|(finished, _)| finished)
+    measure_with(engine, workload, &signals, &mut outputs, watch).map(|(finished, _)| finished)
 }
 
 /// What shows the run while it goes on, besides the reporting periods:
@@ -197,19 +245,17 @@ struct Watch<'a> {
     metrics: Option<&'a Metrics>,
 }
 
-/// [`measure`] against every origin of `places` (its target and endpoint),
-/// writing the header and every reporting period (as soon as it is
-/// complete) to `outputs`, and every short period to `metrics`. Also
-/// returns the first error of those writes: the run goes on regardless.
+/// [`measure`] with `engine` (its origins checked), writing the header and
+/// every reporting period (as soon as it is complete) to `outputs`, and
+/// every short period to `metrics`. Also returns the first error of those
+/// writes: the run goes on regardless.
 fn measure_with<S: Scripted>(
-    cfg: &BenchConfig,
-    places: Vec<(Target, Endpoint)>,
+    engine: Engine,
     workload: Workload<S>,
     signals: &Signals,
     outputs: &mut Outputs,
     watch: Watch,
 ) -> Result<(Finished<S>, Option<Error>), Error> {
-    let engine = Engine::prepare(cfg, places)?;
     // What scripts print goes through C's stdio, the reports through
     // Rust's: each report first pushes out what the scripts printed before
     // it (in setup() and init() before the header), so that lines never

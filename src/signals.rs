@@ -107,6 +107,51 @@ impl Signals {
             _ => None,
         }
     }
+
+    /// What the blocking checks before the run heed: any signal since the
+    /// handlers were installed.
+    pub fn stop(&self) -> Stop {
+        Stop { count: Some(self.count.clone()), before: 0 }
+    }
+
+    /// What blocking work after the run heeds (the push): a signal that
+    /// arrives from now on. The push after a run a signal stopped is
+    /// still made, and a new signal stops it.
+    pub fn stop_from_now(&self) -> Stop {
+        Stop { count: Some(self.count.clone()), before: self.count() }
+    }
+}
+
+/// Whether a signal arrived since it was made ([`Signals::stop_from_now`]):
+/// blocking work checks it between short waits and gives up when it is
+/// set.
+#[derive(Clone, Debug)]
+pub struct Stop {
+    /// The count of signals of the run's handlers (None: never stops).
+    count: Option<Arc<AtomicUsize>>,
+    /// The count when this was made.
+    before: usize,
+}
+
+impl Stop {
+    /// For work that no signal stops: the `--metrics` listener's
+    /// connections, which pace's exit ends (and tests).
+    pub fn never() -> Stop {
+        Stop { count: None, before: 0 }
+    }
+
+    /// For tests: hears `count` go up from its value now, as if it
+    /// counted signals.
+    #[cfg(test)]
+    pub fn counting(count: Arc<AtomicUsize>) -> Stop {
+        let before = count.load(Ordering::SeqCst);
+        Stop { count: Some(count), before }
+    }
+
+    /// A signal arrived since this was made.
+    pub fn heard(&self) -> bool {
+        self.count.as_ref().is_some_and(|count| count.load(Ordering::SeqCst) > self.before)
+    }
 }
 
 /// Output files being written under a temporary name, which an immediate
@@ -170,6 +215,16 @@ mod tests {
         assert_eq!(Interruption::Interrupt.exit_code(), 130);
         assert_eq!(Interruption::Terminate.name(), "SIGTERM");
         assert_eq!(Interruption::Terminate.exit_code(), 143);
+    }
+
+    #[test]
+    fn a_stop_hears_the_signals_after_it_was_made() {
+        let count = Arc::new(AtomicUsize::new(1));
+        let stop = Stop::counting(count.clone());
+        assert!(!stop.heard());
+        count.fetch_add(1, Ordering::SeqCst);
+        assert!(stop.heard());
+        assert!(!Stop::never().heard());
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! certificate to servers that ask for one (mutual TLS).
 //!
 //! The files are read and checked once, when the command line is
-//! ([`TlsOptions`]), so a wrong one is an error before any connection.
+//! ([`TlsOptions`]), so a wrong one is an error before any connection;
+//! each is read with its bound ([`crate::files`]).
 //! rustls' errors reach the user in words ([`words`]), never as rustls
 //! prints them.
 
@@ -35,8 +36,10 @@ use rustls::{
     ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
+use crate::blocking::{self, Deadline};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
+use crate::files::{self, read_bounded};
 use crate::http::stream::Stream;
 use cacert::{is_ca_used_as_end_entity, Cacert, CacertVerifier};
 use words::{alert_name, tls_error};
@@ -110,10 +113,11 @@ impl TlsClient {
     /// the client does not trust, a client certificate the server refuses
     /// (or, with HTTP/2, a server that does not choose `h2`) is reported
     /// once, clearly, before the run instead of as an error on every
-    /// connection.
-    pub fn check_handshake(&self, endpoint: &Endpoint, timeout: Duration) -> Result<(), Error> {
-        let socket = endpoint.connect(timeout);
-        self.check_handshake_on(socket, &endpoint.to_string(), timeout)
+    /// connection. The whole exchange is within `deadline` (a server that
+    /// trickles its handshake does not stretch it).
+    pub fn check_handshake(&self, endpoint: &Endpoint, deadline: &Deadline) -> Result<(), Error> {
+        let socket = blocking::connect(endpoint, deadline);
+        self.check_handshake_on(socket, &endpoint.to_string(), deadline)
     }
 
     /// [`TlsClient::check_handshake`] on `socket`, connected to `addr` (a
@@ -122,8 +126,9 @@ impl TlsClient {
         &self,
         socket: io::Result<Stream>,
         addr: &str,
-        timeout: Duration,
+        deadline: &Deadline,
     ) -> Result<(), Error> {
+        let timeout = deadline.within();
         // This session alone notes whether the server asks for a client
         // certificate, to say so when it refuses the connection.
         let has_certificate = self.config.client_auth_cert_resolver.has_certs();
@@ -144,13 +149,13 @@ impl TlsClient {
                 false => failed(format!("{why}{}", self.hint(&e))),
             }
         };
-        let mut socket = socket.map_err(io_failed)?;
-        socket.set_timeouts(timeout).map_err(io_failed)?;
+        let socket = socket.map_err(io_failed)?;
+        let mut exchange = deadline.on(&socket);
         while session.is_handshaking() {
-            session.complete_io(&mut socket).map_err(io_failed)?;
+            session.complete_io(&mut exchange).map_err(io_failed)?;
         }
         if asked() && session.protocol_version() == Some(ProtocolVersion::TLSv1_3) {
-            await_verdict(&mut session, &mut socket).map_err(io_failed)?;
+            await_verdict(&mut session, &mut exchange).map_err(io_failed)?;
         }
         if asked() && !has_certificate {
             // The server let the connection be: it may want a certificate
@@ -230,7 +235,7 @@ fn is_version_1(other: &rustls::OtherError) -> bool {
 /// its certificate (or none) and its Finished, before the server has
 /// judged them: the server's verdict is what it sends next, session
 /// tickets or an alert. Reads that, so that a refusal fails the handshake.
-fn await_verdict(session: &mut ClientConnection, socket: &mut Stream) -> io::Result<()> {
+fn await_verdict(session: &mut ClientConnection, socket: &mut impl io::Read) -> io::Result<()> {
     match session.read_tls(socket) {
         Ok(0) => Err(io::Error::new(
             io::ErrorKind::UnexpectedEof,
@@ -323,7 +328,7 @@ fn rustls_error(error: &io::Error) -> Option<&rustls::Error> {
 /// `--cacert FILE`: the CA certificates (PEM) to trust instead of the
 /// system's.
 pub fn load_cacert(path: &Path) -> Result<Cacert, Error> {
-    let certificates = certificates("--cacert", path, &read("--cacert", path)?)?;
+    let certificates = certificates("--cacert", path, &read_bounded(path, files::CACERT)?)?;
     let mut roots = RootCertStore::empty();
     for (n, certificate) in certificates.iter().enumerate() {
         roots.add(certificate.clone()).map_err(|e| {
@@ -346,10 +351,12 @@ pub fn load_client_certificate(
     cert: &Path,
     key: Option<&Path>,
 ) -> Result<Arc<CertifiedKey>, Error> {
-    let text = read("--cert", cert)?;
+    let text = read_bounded(cert, files::CERT)?;
     let chain = certificates("--cert", cert, &text)?;
     let (key_option, key_path, key) = match key {
-        Some(path) => ("--key", path, private_key("--key", path, &read("--key", path)?)?),
+        Some(path) => {
+            ("--key", path, private_key("--key", path, &read_bounded(path, files::KEY)?)?)
+        }
         None => match PrivateKeyDer::from_pem_slice(&text) {
             Ok(key) => ("--cert", cert, key),
             Err(_) => {
@@ -391,13 +398,6 @@ pub fn load_client_certificate(
 pub fn parse_server_name(text: &str) -> Result<ServerName<'static>, String> {
     ServerName::try_from(text.to_string())
         .map_err(|_| format!("'{text}' is not a DNS name or an IP address"))
-}
-
-/// A file an option names, read whole: failing to is a setup error.
-fn read(option: &str, path: &Path) -> Result<Vec<u8>, Error> {
-    std::fs::read(path).map_err(|e| {
-        Error::Setup(format!("cannot read {option} {}: {}", path.display(), io_reason(&e)))
-    })
 }
 
 /// A file read, but not what the option needs: what was typed must change.

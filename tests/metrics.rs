@@ -10,16 +10,20 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::net::{SocketAddr, TcpListener};
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use serde_json::Value;
 
 use common::{
-    default_server, http_get, installed, load_lock, pace, spawn_pace, url, DieWithTest, Run,
+    default_server, http_get, installed, load_lock, pace, spawn_pace, spawn_pace_with_env, url,
+    DieWithTest, Run,
 };
 
 const PROMETHEUS: &str = "/usr/bin/prometheus";
@@ -54,17 +58,20 @@ struct Prometheus {
     child: Child,
     addr: SocketAddr,
     dir: tempfile::TempDir,
+    /// Served over TLS: how the test's client trusts it.
+    tls: Option<Arc<rustls::ClientConfig>>,
 }
 
 impl Prometheus {
     /// Started and ready, or None (loudly) when it is not installed; in CI
     /// a missing Prometheus fails the test.
     fn start(targets: &[u16]) -> Option<Prometheus> {
-        Prometheus::start_with(targets, &[])
+        Prometheus::start_with(targets, &[], None)
     }
 
-    /// [`Prometheus::start`] with these extra arguments.
-    fn start_with(targets: &[u16], args: &[&str]) -> Option<Prometheus> {
+    /// [`Prometheus::start`] with these extra arguments, and over https
+    /// with a certificate of `pki` for 127.0.0.1 when given.
+    fn start_with(targets: &[u16], args: &[&str], pki: Option<&Pki>) -> Option<Prometheus> {
         if !installed(PROMETHEUS, "prometheus", "Prometheus") {
             return None;
         }
@@ -76,12 +83,24 @@ impl Prometheus {
             targets.join(", ")
         );
         fs::write(dir.path().join("prometheus.yml"), config).unwrap();
+        let web_config = dir.path().join("web.yml");
+        let tls = pki.map(|pki| {
+            let (cert, key) = pki.issue(dir.path(), "127.0.0.1");
+            let config = format!(
+                "tls_server_config:\n  cert_file: {}\n  key_file: {}\n",
+                cert.display(),
+                key.display()
+            );
+            fs::write(&web_config, config).unwrap();
+            pki.client()
+        });
         let addr = SocketAddr::from(([127, 0, 0, 1], free_port()));
         let log = fs::File::create(dir.path().join("prometheus.log")).unwrap();
         let child = Command::new(PROMETHEUS)
             .arg(format!("--config.file={}", dir.path().join("prometheus.yml").display()))
             .arg(format!("--storage.tsdb.path={}", dir.path().join("data").display()))
             .arg(format!("--web.listen-address={addr}"))
+            .args(tls.is_some().then(|| format!("--web.config.file={}", web_config.display())))
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -89,13 +108,13 @@ impl Prometheus {
             .die_with_test()
             .spawn()
             .expect("start prometheus");
-        let mut prometheus = Prometheus { child, addr, dir };
+        let mut prometheus = Prometheus { child, addr, dir, tls };
         let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             if let Ok(Some(status)) = prometheus.child.try_wait() {
                 panic!("prometheus exited ({status}):\n{}", prometheus.log());
             }
-            let ready = http_get(addr, "/-/ready");
+            let ready = prometheus.get("/-/ready");
             // Go answers an HTTP/1.0 request in HTTP/1.0.
             if ready.is_some_and(|response| response.split(' ').nth(1) == Some("200")) {
                 return Some(prometheus);
@@ -109,12 +128,26 @@ impl Prometheus {
         fs::read_to_string(self.dir.path().join("prometheus.log")).unwrap_or_default()
     }
 
+    /// A GET of `path` over http or https; the whole response.
+    fn get(&self, path: &str) -> Option<String> {
+        match &self.tls {
+            None => http_get(self.addr, path),
+            Some(tls) => https_get(self.addr, path, tls),
+        }
+    }
+
+    /// The URL of its remote-write receiver.
+    fn write_url(&self) -> String {
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/api/v1/write", self.addr)
+    }
+
     /// An instant PromQL query over the HTTP API: each series' labels and
     /// value.
     fn query(&self, promql: &str) -> Vec<(BTreeMap<String, String>, f64)> {
         let path = format!("/api/v1/query?query={}", percent_encode(promql));
-        let response = http_get(self.addr, &path)
-            .unwrap_or_else(|| panic!("no answer to {promql}:\n{}", self.log()));
+        let response =
+            self.get(&path).unwrap_or_else(|| panic!("no answer to {promql}:\n{}", self.log()));
         let body = response.split("\r\n\r\n").nth(1).unwrap_or("");
         let json: Value = serde_json::from_str(body)
             .unwrap_or_else(|e| panic!("{promql}: not JSON ({e}): {response}"));
@@ -148,6 +181,72 @@ impl Drop for Prometheus {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A CA of the test's, for a Prometheus served over TLS.
+struct Pki {
+    dir: tempfile::TempDir,
+    ca: CertifiedIssuer<'static, KeyPair>,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name.push(DnType::CommonName, "pace test CA");
+        params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca = CertifiedIssuer::self_signed(params, KeyPair::generate().unwrap()).unwrap();
+        let pki = Pki { dir: tempfile::tempdir().unwrap(), ca };
+        fs::write(pki.ca_file(), pki.ca.pem()).unwrap();
+        pki
+    }
+
+    /// The CA's certificate, in PEM.
+    fn ca_file(&self) -> PathBuf {
+        self.dir.path().join("ca.pem")
+    }
+
+    /// A certificate for `name` and its key, written in `dir`.
+    fn issue(&self, dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::new(vec![name.to_string()]).unwrap();
+        params.distinguished_name.push(DnType::CommonName, name);
+        let certificate = params.signed_by(&key, &self.ca).unwrap();
+        let (cert, key_file) = (dir.join("server.pem"), dir.join("server-key.pem"));
+        fs::write(&cert, certificate.pem()).unwrap();
+        fs::write(&key_file, key.serialize_pem()).unwrap();
+        (cert, key_file)
+    }
+
+    /// A TLS client that trusts the CA.
+    fn client(&self) -> Arc<rustls::ClientConfig> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(self.ca.der().clone()).unwrap();
+        let config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        Arc::new(config)
+    }
+}
+
+/// [`http_get`] over TLS.
+fn https_get(addr: SocketAddr, path: &str, tls: &Arc<rustls::ClientConfig>) -> Option<String> {
+    let socket = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    socket.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    let name = rustls::pki_types::ServerName::from(addr.ip());
+    let session = rustls::ClientConnection::new(tls.clone(), name).ok()?;
+    let mut stream = rustls::StreamOwned::new(session, socket);
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+    let mut response = Vec::new();
+    match stream.read_to_end(&mut response) {
+        Ok(_) => {}
+        // A close without TLS's close_notify, after the whole response.
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && !response.is_empty() => {}
+        Err(_) => return None,
+    }
+    String::from_utf8(response).ok()
 }
 
 /// A query string value, every byte but the unreserved ones encoded.
@@ -354,10 +453,8 @@ fn path(path: &Path) -> &str {
 fn the_final_figures_are_pushed_by_remote_write() {
     let _load = load_lock();
     let server = default_server();
-    let Some(prometheus) = Prometheus::start_with(&[], &["--web.enable-remote-write-receiver"])
-    else {
-        return;
-    };
+    let receiver = ["--web.enable-remote-write-receiver"];
+    let Some(prometheus) = Prometheus::start_with(&[], &receiver, None) else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run.json");
     let write = format!("http://{}/api/v1/write", prometheus.addr);
@@ -394,6 +491,158 @@ fn the_final_figures_are_pushed_by_remote_write() {
     let run = pace(&["-d200ms", "--metrics-push", &nowhere, &target], LIMIT);
     run.assert_code(2);
     let said = format!("pace: cannot push the metrics to {nowhere}: Connection refused\n");
+    assert!(run.stderr.ends_with(&said), "{run}");
+}
+
+/// `--metrics-push https://...`: remote write to a Prometheus served over
+/// TLS, its certificate from a CA the system trusts (`SSL_CERT_FILE`, as
+/// the system's trust store is read); without that trust the push is
+/// refused in words (verified by default; `-k` is the target's).
+#[test]
+fn the_final_figures_are_pushed_over_https() {
+    let _load = load_lock();
+    let server = default_server();
+    let pki = Pki::new();
+    let receiver = ["--web.enable-remote-write-receiver"];
+    let Some(prometheus) = Prometheus::start_with(&[], &receiver, Some(&pki)) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run.json");
+    let write = prometheus.write_url();
+    assert!(write.starts_with("https://"));
+    let target = url(server.addr(), "/");
+    let args =
+        ["-t1", "-c2", "-d1s", "-R100", "--metrics-push", &write, "-e", "-o", path(&out), &target];
+    let ca = pki.ca_file();
+    let trusted = [("SSL_CERT_FILE", path(&ca))];
+    let run = spawn_pace_with_env(&args, &trusted).wait(LIMIT);
+    run.assert_ok();
+    assert!(!run.stderr.contains("cannot push"), "{run}");
+    let requests = report(&out)["requests"].as_u64().unwrap() as f64;
+    assert_eq!(prometheus.value("pace_requests_total"), Some(requests));
+    assert_eq!(prometheus.value("pace_run_finished"), Some(1.0));
+
+    // The system's own trust store does not know the test's CA; -k is
+    // the target's and does not make pace trust the receiver.
+    let run = pace(&["-k", "-d200ms", "--metrics-push", &write, &target], LIMIT);
+    run.assert_code(2);
+    assert!(run.stdout.contains("Requests/sec:"), "the report comes first\n{run}");
+    let said = format!("pace: cannot push the metrics to {write}: ");
+    assert!(run.stderr.contains(&said), "{run}");
+    assert!(run.stderr.contains("certificate"), "{run}");
+}
+
+/// A remote-write receiver written here, over plain HTTP: it keeps every
+/// request's head and answers 204, or (`answers` false) holds the
+/// connection without a word.
+struct Receiver {
+    addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+}
+
+impl Receiver {
+    fn start(answers: bool) -> Receiver {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = listener.local_addr().unwrap();
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let kept = heads.clone();
+        thread::spawn(move || {
+            for socket in listener.incoming() {
+                let Ok(mut socket) = socket else { continue };
+                let _ = socket.set_read_timeout(Some(Duration::from_secs(10)));
+                let mut request = Vec::new();
+                let mut buffer = [0u8; 4096];
+                // The head, then its Content-Length of body.
+                let complete = |request: &[u8]| {
+                    let end = request.windows(4).position(|w| w == b"\r\n\r\n")?;
+                    let head = String::from_utf8_lossy(&request[..end]).into_owned();
+                    let body = &request[end + 4..];
+                    let length = head
+                        .lines()
+                        .find_map(|l| {
+                            l.to_ascii_lowercase().strip_prefix("content-length: ")?.parse().ok()
+                        })
+                        .unwrap_or(0usize);
+                    (body.len() >= length).then_some(head)
+                };
+                let head = loop {
+                    if let Some(head) = complete(&request) {
+                        break head;
+                    }
+                    match socket.read(&mut buffer) {
+                        Ok(0) | Err(_) => break String::new(),
+                        Ok(n) => request.extend_from_slice(&buffer[..n]),
+                    }
+                };
+                kept.lock().unwrap().push(head);
+                if !answers {
+                    // Until pace leaves.
+                    let _ = socket.set_read_timeout(None);
+                    while matches!(socket.read(&mut buffer), Ok(1..)) {}
+                    continue;
+                }
+                let _ = socket.write_all(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n");
+            }
+        });
+        Receiver { addr, heads }
+    }
+}
+
+/// `--metrics-push-token-file`: the token reaches the receiver as
+/// `Authorization: Bearer`, and nowhere else (not in what pace prints).
+#[test]
+fn a_bearer_token_from_a_file_reaches_the_receiver() {
+    let _load = load_lock();
+    let server = default_server();
+    let receiver = Receiver::start(true);
+    let dir = tempfile::tempdir().unwrap();
+    let token_file = dir.path().join("token");
+    fs::write(&token_file, "glc_eyJrIjoiYWJj.ZGVm\n").unwrap();
+    let write = format!("http://{}/api/v1/write", receiver.addr);
+    let target = url(server.addr(), "/");
+    let run = pace(
+        &[
+            "-d200ms",
+            "--metrics-push",
+            &write,
+            "--metrics-push-token-file",
+            path(&token_file),
+            &target,
+        ],
+        LIMIT,
+    );
+    run.assert_ok();
+    let heads = receiver.heads.lock().unwrap().clone();
+    assert_eq!(heads.len(), 1, "{heads:?}\n{run}");
+    let head = &heads[0];
+    assert!(head.starts_with("POST /api/v1/write HTTP/1.1\r\n"), "{head}");
+    assert!(head.contains("\r\nAuthorization: Bearer glc_eyJrIjoiYWJj.ZGVm\r\n"), "{head}");
+    assert!(head.contains("\r\nContent-Encoding: snappy\r\n"), "{head}");
+    assert!(!run.stdout.contains("glc_") && !run.stderr.contains("glc_"), "{run}");
+}
+
+/// A signal during the push (to a receiver that never answers) ends it at
+/// once, with the signal's exit code: the report was printed before.
+#[test]
+fn a_signal_ends_the_push() {
+    let _load = load_lock();
+    let server = default_server();
+    let receiver = Receiver::start(false);
+    let write = format!("http://{}/api/v1/write", receiver.addr);
+    let target = url(server.addr(), "/");
+    let running = spawn_pace(&["-d200ms", "--metrics-push", &write, &target]);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while receiver.heads.lock().unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the push never came");
+        thread::sleep(Duration::from_millis(10));
+    }
+    running.signal(libc::SIGINT);
+    let signalled = Instant::now();
+    let run = running.wait(LIMIT);
+    let after = signalled.elapsed();
+    run.assert_code(130);
+    assert!(after < Duration::from_secs(2), "{after:?} after SIGINT\n{run}");
+    assert!(run.stdout.contains("Requests/sec:"), "the report comes first\n{run}");
+    let said = format!("pace: cannot push the metrics to {write}: stopped by a signal\n");
     assert!(run.stderr.ends_with(&said), "{run}");
 }
 
@@ -473,6 +722,91 @@ fn a_signal_ends_the_linger() {
     run.assert_ok();
     assert!(run.wall < Duration::from_secs(30), "the signal ended the linger\n{run}");
     assert!(run.stdout.contains("Requests/sec:"), "{run}");
+}
+
+/// Connections that trickle a request head, more of them than the
+/// listener serves at once, cannot lock out the scrapes (a new connection
+/// closes the oldest), and none is held longer than the deadline for a
+/// whole head (5 s), however often it sends a byte.
+#[test]
+fn trickling_connections_cannot_lock_out_the_scrapes() {
+    let _load = load_lock();
+    let server = default_server();
+    let metrics = format!("127.0.0.1:{}", free_port());
+    let target = url(server.addr(), "/");
+    let running = spawn_pace(&["-t1", "-c1", "-d60s", "-R10", "--metrics", &metrics, &target]);
+    let addr: SocketAddr = metrics.parse().unwrap();
+    let scraped =
+        |response: Option<String>| response.is_some_and(|r| r.starts_with("HTTP/1.1 200"));
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !scraped(http_get(addr, "/metrics")) {
+        assert!(Instant::now() < deadline, "--metrics never answered");
+        thread::sleep(Duration::from_millis(50));
+    }
+    // 20 connections (the listener serves 16 at once), a byte a second:
+    // every scrape is answered while they trickle.
+    let _many = Trickling::start(addr, 20, Duration::from_secs(1));
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(3) {
+        let response = http_get(addr, "/metrics");
+        assert!(scraped(response.clone()), "a scrape was not answered: {response:?}");
+        thread::sleep(Duration::from_millis(200));
+    }
+    // A few more, and no scrape to make room: none is held past the 5 s
+    // deadline of its whole head (plus a loaded machine's slack).
+    let few = Trickling::start(addr, 3, Duration::from_secs(1));
+    let started = Instant::now();
+    let held_at_most = Duration::from_secs(5) + Duration::from_secs(5);
+    while few.open() > 0 {
+        let held = started.elapsed();
+        assert!(held < held_at_most, "{} connections still held after {held:?}", few.open());
+        thread::sleep(Duration::from_millis(100));
+    }
+    running.signal(libc::SIGINT);
+    let run = running.wait(LIMIT);
+    run.assert_code(130);
+}
+
+/// Connections that send a request head a byte at a time, for ever, on a
+/// thread of their own; the count the listener has not closed yet.
+struct Trickling {
+    open: Arc<Mutex<usize>>,
+}
+
+impl Trickling {
+    fn start(addr: SocketAddr, connections: usize, every: Duration) -> Trickling {
+        let mut sockets: Vec<TcpStream> =
+            (0..connections).map(|_| TcpStream::connect(addr).unwrap()).collect();
+        for socket in &sockets {
+            socket.set_nonblocking(true).unwrap();
+        }
+        let open = Arc::new(Mutex::new(connections));
+        let counted = open.clone();
+        thread::spawn(move || {
+            let head = b"GET /metrics HTTP/1.1\r\nX-Slow: ";
+            for byte in head.iter().chain(std::iter::repeat(&b'a')) {
+                // A socket the listener closed reads its end (or a reset).
+                sockets.retain_mut(|socket| {
+                    let mut buffer = [0u8; 64];
+                    let closed = !matches!(
+                        socket.read(&mut buffer),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock
+                    );
+                    !closed && socket.write_all(&[*byte]).is_ok()
+                });
+                *counted.lock().unwrap() = sockets.len();
+                if sockets.is_empty() {
+                    return;
+                }
+                thread::sleep(every);
+            }
+        });
+        Trickling { open }
+    }
+
+    fn open(&self) -> usize {
+        *self.open.lock().unwrap()
+    }
 }
 
 /// An address that cannot be listened on is a setup error in one line,

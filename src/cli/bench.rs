@@ -50,7 +50,7 @@ use crate::config::origins::Origins;
 use crate::config::targets::{self, Targets, TargetsOrder};
 use crate::config::{BenchConfig, Shard};
 use crate::error::Error;
-use crate::metrics::{parse_push_url, ListenAddr, MetricsOptions};
+use crate::metrics::{parse_push_url, BearerToken, ListenAddr, MetricsOptions};
 use crate::output::OutputOptions;
 use crate::protocol::Protocol;
 use crate::proxy;
@@ -95,6 +95,7 @@ pub(super) enum Flag {
     Metrics,
     MetricsLinger,
     MetricsPush,
+    MetricsPushTokenFile,
     Arrival,
     Stages,
     Warmup,
@@ -269,9 +270,12 @@ pub(super) const SPECS: &[Spec<Flag>] = &[
         .help(&["Keep serving them T after the report,", "for a last scrape (default 0)"]),
     Spec::new(None, "metrics-push", Flag::MetricsPush).takes("U").help(&[
         "Send the final figures to U by",
-        "Prometheus remote write (http://...,",
-        "e.g. http://prom:9090/api/v1/write)",
+        "Prometheus remote write (http:// or",
+        "https://, e.g. http://prom:9090/api/v1/write)",
     ]),
+    Spec::new(None, "metrics-push-token-file", Flag::MetricsPushTokenFile)
+        .takes_file("F")
+        .help(&["Send the token in file F to U as", "Authorization: Bearer"]),
     Spec::new(None, "slo", Flag::Slo).takes("L").help(&[
         "Objectives to judge the run by, e.g.",
         "'p99<10ms,errors<0.1%,rate>99%'",
@@ -397,6 +401,8 @@ struct BenchArgs {
     metrics: Option<ListenAddr>,
     metrics_linger: Option<Duration>,
     metrics_push: Option<Target>,
+    /// `--metrics-push-token-file`: read by [`validate`].
+    metrics_push_token: Option<PathBuf>,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
     http2: bool,
@@ -446,6 +452,7 @@ impl Default for BenchArgs {
             metrics: None,
             metrics_linger: None,
             metrics_push: None,
+            metrics_push_token: None,
             slo: Vec::new(),
             http2: false,
             streams: None,
@@ -539,6 +546,9 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 let text = options.text(name)?;
                 typed.metrics_push =
                     Some(parse_push_url(&text).map_err(|why| bad_value(name, why))?)
+            }
+            Flag::MetricsPushTokenFile => {
+                typed.metrics_push_token = Some(PathBuf::from(options.value(name)?))
             }
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
@@ -816,11 +826,25 @@ fn check_reach(reach: &Reach, proxied: bool) -> Result<(), Error> {
 }
 
 /// `--metrics ADDR` and how long it lingers (`--metrics-linger`, which
-/// needs it), and `--metrics-push URL`.
+/// needs it), and `--metrics-push URL` with its credentials (in the URL,
+/// or `--metrics-push-token-file`, read here).
 fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
     if typed.metrics.is_none() && typed.metrics_linger.is_some() {
         return Err(Error::Usage("--metrics-linger needs --metrics".into()));
     }
+    let push_token =
+        match (&typed.metrics_push, &typed.metrics_push_token) {
+            (None, Some(_)) => {
+                return Err(Error::Usage("--metrics-push-token-file needs --metrics-push".into()))
+            }
+            (Some(url), Some(_)) if url.userinfo.is_some() => return Err(Error::Usage(
+                "--metrics-push-token-file and user:password@ in the --metrics-push URL cannot \
+                 be used together"
+                    .into(),
+            )),
+            (_, Some(file)) => Some(BearerToken::read(file)?),
+            (_, None) => None,
+        };
     if typed.metrics.is_none() && typed.metrics_push.is_none() {
         return Ok(None);
     }
@@ -828,18 +852,13 @@ fn metrics_options(typed: &BenchArgs) -> Result<Option<MetricsOptions>, Error> {
         listen: typed.metrics.clone(),
         linger: typed.metrics_linger.unwrap_or(Duration::ZERO),
         push: typed.metrics_push.clone(),
+        push_token,
     }))
 }
 
 /// `--body-file`: read once, at the start.
 fn body_file(path: &Path) -> Result<Arc<[u8]>, Error> {
-    std::fs::read(path).map(Arc::from).map_err(|err| {
-        Error::Setup(format!(
-            "cannot read --body-file {}: {}",
-            path.display(),
-            crate::error::io_reason(&err)
-        ))
-    })
+    crate::files::read_bounded(path, crate::files::BODY_FILE).map(Arc::from)
 }
 
 /// `-m`: an HTTP method, as typed.
@@ -1194,7 +1213,12 @@ mod tests {
     #[test]
     fn metrics() {
         let addr = |host: &str, port| ListenAddr { host: host.into(), port };
-        let listen = |addr, linger| MetricsOptions { listen: Some(addr), linger, push: None };
+        let listen = |addr, linger| MetricsOptions {
+            listen: Some(addr),
+            linger,
+            push: None,
+            push_token: None,
+        };
         assert_eq!(bench(&[URL]).metrics, None);
         for line in [
             &["--metrics", "127.0.0.1:9464", URL][..],
@@ -1232,11 +1256,30 @@ mod tests {
             ("127.0.0.1", 9090, "/api/v1/write")
         );
         assert!(target.basic_authorization().is_some());
-        let both = bench(&["--metrics", ":1", "--metrics-p", write, URL]).metrics.unwrap();
+        let both = bench(&["--metrics", ":1", "--metrics-push", write, URL]).metrics.unwrap();
         assert!(both.listen.is_some() && both.push.is_some());
-        let tls = error(&["--metrics-push", "https://prom/api/v1/write", URL]);
-        assert!(tls.ends_with("is not an http:// URL (remote write over TLS is not supported)"));
+        let tls = bench(&["--metrics-push", "https://prom/api/v1/write", URL]).metrics.unwrap();
+        assert_eq!(tls.push.unwrap().scheme, Scheme::Https);
         assert!(error(&["--metrics-push", "prom:9090", URL]).contains("invalid URL"));
+
+        // A bearer token, from a file, for the push alone.
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "abc.def\n").unwrap();
+        let token = token.to_str().unwrap();
+        let plain = "https://prom/api/v1/write";
+        let with_token =
+            bench(&["--metrics-push", plain, "--metrics-push-token-file", token, URL]).metrics;
+        assert!(with_token.unwrap().push_token.is_some());
+        assert_eq!(
+            error(&["--metrics-push-token-file", token, URL]),
+            "--metrics-push-token-file needs --metrics-push"
+        );
+        assert_eq!(
+            error(&["--metrics-push", write, "--metrics-push-token-file", token, URL]),
+            "--metrics-push-token-file and user:password@ in the --metrics-push URL cannot be \
+             used together"
+        );
     }
 
     #[test]

@@ -109,10 +109,18 @@ fn help_lines(option: &Described) -> Vec<String> {
     lines
 }
 
-/// `label` indented, then `lines`, the first after it, all from `column` + 2.
+/// `label` indented, then `lines`, the first after it, all from `column` + 2
+/// (a label too long for the column has a line of its own).
 fn item(label: &str, lines: &[impl AsRef<str>], column: usize) -> String {
     let width = column + 2 - 4;
     let mut text = String::new();
+    let label = match label.len() + 2 > width {
+        true => {
+            text += &format!("    {label}\n");
+            ""
+        }
+        false => label,
+    };
     for (i, line) in lines.iter().enumerate() {
         let label = if i == 0 { label } else { "" };
         text += &format!("    {label:<width$}{}\n", line.as_ref());
@@ -147,16 +155,21 @@ mod tests {
     }
 
     /// Every option of a command's table is on a line of its own in its
-    /// help, the names in the column and the description after them.
+    /// help, the names in the column and the description after them (or,
+    /// for names too long for the column, on the next line).
     #[test]
     fn usage_lists_every_option() {
         for (command, text) in commands::all().iter().zip(every_text()) {
             let lines: Vec<&str> = text.lines().collect();
             for option in &command.options {
                 let start = option_column(option, command.column);
-                let line = lines.iter().find(|line| line.starts_with(&format!("    {start} ")));
-                let line =
-                    line.unwrap_or_else(|| panic!("{}: --{} missing", command.name, option.long));
+                let at = lines.iter().position(|line| {
+                    line.starts_with(&format!("    {start} ")) || *line == format!("    {start}")
+                });
+                let at =
+                    at.unwrap_or_else(|| panic!("{}: --{} missing", command.name, option.long));
+                let alone = lines[at] == format!("    {start}");
+                let line = if alone { lines[at + 1] } else { lines[at] };
                 assert_eq!(&line[command.column + 2..], help_lines(option)[0]);
                 assert_eq!(line.as_bytes()[command.column + 1], b' ', "{line}");
                 assert_eq!(line.as_bytes()[command.column], b' ', "{line}");

@@ -30,8 +30,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::error::io_reason;
 use crate::error::Error;
+use crate::files;
 use crate::target::Target;
 
 /// The requests of a targets file, in the order of the file.
@@ -84,9 +84,7 @@ impl Targets {
     /// mistake on the command line.
     pub fn read(file: &Path) -> Result<Targets, Error> {
         let name = file.display().to_string();
-        let text = std::fs::read(file).map_err(|err| {
-            Error::Setup(format!("cannot read --targets file {name}: {}", io_reason(&err)))
-        })?;
+        let text = files::read_bounded(file, files::TARGETS)?;
         let dir = match file.parent() {
             Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
             _ => PathBuf::from("."),
@@ -98,10 +96,11 @@ impl Targets {
             if let Some(body) = read.get(&path) {
                 return Ok(body.clone());
             }
-            let body: Arc<[u8]> = std::fs::read(&path)
-                .map_err(|err| {
+            let body: Arc<[u8]> = files::read_at_most(&path, files::TARGETS_BODY.bytes)
+                .map_err(|why| {
                     body_unreadable = true;
-                    format!("cannot read body file {}: {}", path.display(), io_reason(&err))
+                    let what = files::TARGETS_BODY.what;
+                    format!("cannot read {what} {}: {}", path.display(), why.reason())
                 })?
                 .into();
             read.insert(path, body.clone());

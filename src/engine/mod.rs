@@ -39,7 +39,7 @@ use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::protocol::Protocol as Choice;
-use crate::signals::Signals;
+use crate::signals::{Signals, Stop};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
@@ -170,15 +170,16 @@ struct Running<S> {
 impl<'a> Engine<'a> {
     /// Checks every origin (`places`: its target and resolved endpoint,
     /// in the order of [`crate::config::origins::Origins`]) before the run
-    /// (see [`Origin::prepare`]).
+    /// (see [`Origin::prepare`]; a signal heard by `stop` ends the checks).
     pub fn prepare(
         cfg: &'a BenchConfig,
         places: Vec<(Target, Endpoint)>,
+        stop: &Stop,
     ) -> Result<Engine<'a>, Error> {
         let named = places.len() > 1;
         let origins = places
             .into_iter()
-            .map(|(target, endpoint)| Origin::prepare(cfg, target, endpoint, named))
+            .map(|(target, endpoint)| Origin::prepare(cfg, target, endpoint, named, stop))
             .collect::<Result<_, _>>()?;
         Ok(Engine { cfg, origins })
     }

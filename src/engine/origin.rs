@@ -6,12 +6,14 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::blocking::Deadline;
 use crate::config::origins::origin_name;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::protocol::Protocol;
 use crate::proxy::tunnel::Tunnel;
+use crate::signals::Stop;
 use crate::target::{Scheme, Target};
 use crate::tls::TlsClient;
 
@@ -38,13 +40,18 @@ impl Origin {
     /// (`endpoint` is then the proxy's), the checks go through a CONNECT tunnel, whose
     /// refusal is the error. With several origins (`named`), a failure
     /// says which origin failed.
+    ///
+    /// The checks of an origin (CONNECT and what goes through it) have one
+    /// deadline in all, and end early when `stop` hears a signal (see
+    /// [`crate::blocking`]).
     pub fn prepare(
         cfg: &BenchConfig,
         target: Target,
         endpoint: Endpoint,
         named: bool,
+        stop: &Stop,
     ) -> Result<Origin, Error> {
-        let check_within = cfg.timeout.min(Duration::from_secs(5));
+        let deadline = Deadline::after(cfg.timeout.min(Duration::from_secs(5)), stop);
         let named_error = |error: Error| match error {
             Error::Setup(why) if named => {
                 Error::Setup(format!("origin {}: {why}", origin_name(&target)))
@@ -56,7 +63,7 @@ impl Origin {
             .map(Arc::new);
         let tunnel_open = || {
             match (&tunnel, &endpoint) {
-                (Some(tunnel), Endpoint::Tcp(proxy)) => tunnel.open(*proxy, check_within).map(Some),
+                (Some(tunnel), Endpoint::Tcp(proxy)) => tunnel.open(*proxy, &deadline).map(Some),
                 // The command line refuses --proxy with --unix-socket.
                 (Some(_), Endpoint::Unix(_)) => {
                     Err("a proxy is reached over TCP, not a Unix socket".to_string())
@@ -79,16 +86,16 @@ impl Origin {
             Scheme::Https => {
                 let tls = TlsClient::new(&target.host, &cfg.tls, cfg.protocol.alpn())?;
                 match tunnel_open().map_err(named_error)? {
-                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, check_within),
-                    None => tls.check_handshake(&endpoint, check_within),
+                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, &deadline),
+                    None => tls.check_handshake(&endpoint, &deadline),
                 }
                 .map_err(named_error)?;
                 Some(tls)
             }
             Scheme::Http if cfg.protocol == Protocol::Http2 => {
                 let checked = match tunnel_open().map_err(named_error)? {
-                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, check_within),
-                    None => crate::http2::check_prior_knowledge(&endpoint, check_within),
+                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, &deadline),
+                    None => crate::http2::check_prior_knowledge(&endpoint, &deadline),
                 };
                 checked
                     .map_err(|why| {
@@ -134,7 +141,7 @@ mod tests {
 
     fn prepare(cfg: &BenchConfig, named: bool) -> Result<Origin, Error> {
         let endpoint = Endpoint::Tcp(format!("127.0.0.1:{}", cfg.target.port).parse().unwrap());
-        Origin::prepare(cfg, cfg.target.clone(), endpoint, named)
+        Origin::prepare(cfg, cfg.target.clone(), endpoint, named, &crate::signals::Stop::never())
     }
 
     #[test]

@@ -22,11 +22,12 @@ pub fn canonical_name(name: &[u8]) -> String {
         .collect()
 }
 
-use std::io::{Read, Write};
-use std::time::Duration;
+use std::io::{self, Read, Write};
 
+use crate::blocking::{self, Deadline, Ended};
 use crate::endpoint::Endpoint;
 use crate::http::stream::Stream;
+use crate::units::format_time_us;
 
 /// The client connection preface, then an empty SETTINGS frame.
 const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
@@ -34,37 +35,26 @@ const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x0
 /// Checks, with one blocking connection to `endpoint`, that the server speaks
 /// HTTP/2 without TLS (h2c with prior knowledge: pace sends no HTTP/1.1
 /// Upgrade): it must answer the preface with a SETTINGS frame. A server
-/// that does not is reported once, in words, before the run.
-pub fn check_prior_knowledge(endpoint: &Endpoint, timeout: Duration) -> Result<(), String> {
-    let failed = |e: std::io::Error| crate::error::io_reason(&e);
-    let socket = endpoint.connect(timeout).map_err(failed)?;
-    check_prior_knowledge_on(socket, timeout)
+/// that does not is reported once, in words, before the run. The whole
+/// exchange is within `deadline`.
+pub fn check_prior_knowledge(endpoint: &Endpoint, deadline: &Deadline) -> Result<(), String> {
+    let socket = blocking::connect(endpoint, deadline).map_err(|e| failed(&e, deadline))?;
+    check_prior_knowledge_on(socket, deadline)
 }
 
 /// [`check_prior_knowledge`] on `socket` (a proxy's tunnel to the server).
-pub fn check_prior_knowledge_on(mut socket: Stream, timeout: Duration) -> Result<(), String> {
-    let failed = |e: std::io::Error| crate::error::io_reason(&e);
-    socket.set_timeouts(timeout).map_err(failed)?;
-    socket.write_all(PREFACE).map_err(failed)?;
-    let mut answer = [0u8; 64];
+pub fn check_prior_knowledge_on(socket: Stream, deadline: &Deadline) -> Result<(), String> {
+    let mut exchange = deadline.on(&socket);
+    exchange.write_all(PREFACE).map_err(|e| failed(&e, deadline))?;
+    let mut answer = [0u8; 80];
     let mut got = 0;
-    // A frame header is 9 bytes; an HTTP/1.1 status line is longer.
+    // A frame header is 9 bytes; an HTTP/1.1 status line is longer (and
+    // usually comes whole, for the message).
     while got < 9 {
-        match socket.read(&mut answer[got..]) {
+        match exchange.read(&mut answer[got..]) {
             Ok(0) => break,
             Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e)
-                if matches!(
-                    e.kind(),
-                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-                ) =>
-            {
-                return Err(format!(
-                    "no answer to the HTTP/2 connection preface within {timeout:?}"
-                ))
-            }
-            Err(e) => return Err(failed(e)),
+            Err(e) => return Err(failed(&e, deadline)),
         }
     }
     let answer = &answer[..got];
@@ -73,11 +63,10 @@ pub fn check_prior_knowledge_on(mut socket: Stream, timeout: Duration) -> Result
         return Ok(());
     }
     Err(if answer.starts_with(b"HTTP/") {
-        let line = answer.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
         format!(
             "it answered the HTTP/2 connection preface in HTTP/1.x ('{}'): it does not speak h2c \
              (HTTP/2 without TLS)",
-            String::from_utf8_lossy(line)
+            blocking::first_line(answer, 80)
         )
     } else if answer.is_empty() {
         "it closed the connection on the HTTP/2 connection preface: it does not speak h2c \
@@ -88,6 +77,17 @@ pub fn check_prior_knowledge_on(mut socket: Stream, timeout: Duration) -> Result
          (HTTP/2 without TLS)"
             .to_string()
     })
+}
+
+/// A failed exchange in words.
+fn failed(error: &io::Error, deadline: &Deadline) -> String {
+    match blocking::ended(error) {
+        Some(Ended::TimedOut) => format!(
+            "no answer to the HTTP/2 connection preface within {}",
+            format_time_us(deadline.within().as_micros() as f64)
+        ),
+        _ => crate::error::io_reason(error),
+    }
 }
 
 #[cfg(test)]

@@ -21,9 +21,10 @@ use crate::stats::Stats;
 use crate::units::{format_rfc3339, format_time_us};
 
 /// Whether `path` holds an interval log rather than JSON: a log starts
-/// with its `#[...]` comments (or its legend, or a first interval).
+/// with its `#[...]` comments (or its legend, or a first interval). Only
+/// the file's start is read.
 pub fn is_log(path: &Path) -> bool {
-    let Ok(text) = std::fs::read(path) else { return false };
+    let Ok(text) = crate::files::start_of(path, 4096) else { return false };
     let start = text.iter().position(|b| !b.is_ascii_whitespace()).unwrap_or(text.len());
     matches!(text.get(start), Some(b'#' | b'"')) || text[start..].starts_with(b"Tag=")
 }
@@ -46,8 +47,10 @@ pub fn merge(files: &[impl AsRef<Path>]) -> Result<MergedLogs, String> {
     for path in files {
         let path = path.as_ref();
         let source = path.display().to_string();
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("cannot read {source}: {}", crate::error::io_reason(&e)))?;
+        let bytes = crate::files::read_at_most(path, crate::files::HLOG.bytes)
+            .map_err(|why| format!("cannot read {source}: {}", why.reason()))?;
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("cannot read {source}: not text (an interval log is text)"))?;
         let log = read(&source, &text)?;
         ends.push(log.from + log.span);
         match &mut merged {

@@ -8,7 +8,8 @@
 //! a setup error before any load; the listener serves until pace exits,
 //! and `--metrics-linger T` keeps pace up T after its report so that a
 //! scrape sees the final figures. `--metrics-push URL` sends the final
-//! figures once instead, by remote write ([`push`]).
+//! figures once instead, by remote write ([`push`]), over http or https,
+//! with Basic credentials or a bearer token.
 
 mod exposition;
 mod figures;
@@ -24,7 +25,7 @@ use std::time::{Duration, Instant};
 use crate::config::Mode;
 use crate::description::Description;
 use crate::error::{io_reason, Error};
-use crate::signals::Signals;
+use crate::signals::{Signals, Stop};
 use crate::stats::Interval;
 use crate::target::Target;
 use figures::{Figures, PlanRate};
@@ -43,9 +44,11 @@ pub struct MetricsOptions {
     pub linger: Duration,
     /// Where to send the final figures (remote write).
     pub push: Option<Target>,
+    /// `--metrics-push-token-file`: the receiver's bearer token.
+    pub push_token: Option<BearerToken>,
 }
 
-pub use push::parse_url as parse_push_url;
+pub use push::{parse_url as parse_push_url, BearerToken};
 
 /// Where `--metrics` listens: a host (empty: every interface) and a port
 /// (0: any free one, said on stderr).
@@ -103,6 +106,7 @@ pub struct Metrics {
     /// How long to keep serving after the report (zero when not serving).
     linger: Duration,
     push: Option<Target>,
+    push_token: Option<BearerToken>,
 }
 
 impl Metrics {
@@ -134,15 +138,17 @@ impl Metrics {
             })?;
         }
         let linger = if options.listen.is_some() { options.linger } else { Duration::ZERO };
-        Ok(Some(Metrics { figures, linger, push: options.push.clone() }))
+        let (push, push_token) = (options.push.clone(), options.push_token.clone());
+        Ok(Some(Metrics { figures, linger, push, push_token }))
     }
 
     /// `--metrics-push`: sends the final figures (a setup error when the
-    /// receiver cannot be reached or refuses them).
-    pub fn push(&self) -> Result<(), Error> {
+    /// receiver cannot be reached or refuses them, or `stop` hears a
+    /// signal first).
+    pub fn push(&self, stop: &Stop) -> Result<(), Error> {
         let Some(target) = &self.push else { return Ok(()) };
         let figures = self.figures().clone();
-        push::push(target, &figures).map_err(Error::Setup)
+        push::push(target, self.push_token.as_ref(), &figures, stop).map_err(Error::Setup)
     }
 
     /// Adds the engine's next short period.

@@ -1,70 +1,117 @@
 //! The HTTP side of `--metrics`: a listener thread answering `GET
 //! /metrics` with the figures, one request per connection.
 //!
-//! Small and defensive rather than general: the request head is read
-//! with a time limit and a size limit, each connection gets its own
-//! short-lived thread (at most [`MAX_CONNECTIONS`] at once: a client that
-//! holds connections open cannot stop the scrapes), and the answer says
-//! `Connection: close`. The engine never waits for any of it: the figures
-//! are behind a mutex the collector holds only to add a period, and a
-//! scrape only to write them out.
+//! Small and defensive rather than general, since anything that reaches
+//! the port can connect: each connection gets its own short-lived thread,
+//! its request head is bounded in size ([`MAX_HEAD`]) and in time, one
+//! deadline for the whole head ([`HEAD_WITHIN`], not a timeout per read,
+//! which a client sending a byte now and then would restart forever), and
+//! so is the answer ([`ANSWER_WITHIN`]); the answer says `Connection:
+//! close`. At most [`MAX_CONNECTIONS`] are served at once, and when all
+//! are taken a new one closes the oldest: a scrape is over in
+//! milliseconds, so the oldest connection is the one least likely to be a
+//! scrape, and clients that hold connections open (slowly, or saying
+//! nothing) cannot lock the scraper out. The engine never waits for any of
+//! it: the figures are behind a mutex the collector holds only to add a
+//! period, and a scrape only to write them out.
 
+use std::collections::VecDeque;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread;
 use std::time::Duration;
 
 use super::exposition::{self, Format};
 use super::figures::Figures;
+use crate::blocking::{self, Deadline, HeadError};
+use crate::http::stream::Stream;
+use crate::signals::Stop;
 
-/// Connections served at once; more are closed at once.
+/// Connections served at once; a new one beyond closes the oldest.
 const MAX_CONNECTIONS: usize = 16;
 /// The longest request head read.
 const MAX_HEAD: usize = 16 * 1024;
-/// How long a client gets to send its request, and to take the answer.
-const IO_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a client gets to send its whole request head (a scraper sends
+/// it in one write, at once).
+const HEAD_WITHIN: Duration = Duration::from_secs(5);
+/// How long a client gets to take the whole answer (some tens of KB).
+const ANSWER_WITHIN: Duration = Duration::from_secs(10);
+/// After a refusal sent before the request was read whole, how long what
+/// the client still sends is read (see [`drain`]).
+const DRAIN_WITHIN: Duration = Duration::from_secs(1);
+
+/// The connections being served, oldest first: the number each was
+/// accepted as (its thread removes it by it) and a handle on its socket,
+/// to close it from the listener's thread.
+type Serving = Mutex<VecDeque<(u64, TcpStream)>>;
 
 /// Serves `figures` on `listener` until the process ends.
 pub fn spawn(listener: TcpListener, figures: Arc<Mutex<Figures>>) -> io::Result<()> {
-    let open = Arc::new(AtomicUsize::new(0));
+    let serving: Arc<Serving> = Arc::new(Mutex::new(VecDeque::new()));
     thread::Builder::new().name("pace-metrics".into()).spawn(move || {
-        for stream in listener.incoming() {
+        for (number, stream) in (0u64..).zip(listener.incoming()) {
             // A failed accept (a reset before it, no file descriptors
             // left) only loses that connection.
             let Ok(stream) = stream else {
                 thread::sleep(Duration::from_millis(10));
                 continue;
             };
-            if open.fetch_add(1, Ordering::SeqCst) >= MAX_CONNECTIONS {
-                open.fetch_sub(1, Ordering::SeqCst);
-                continue;
-            }
-            let (figures, still_open) = (figures.clone(), open.clone());
+            let Ok(handle) = stream.try_clone() else { continue };
+            make_room(&serving);
+            lock(&serving).push_back((number, handle));
+            let (figures, still_serving) = (figures.clone(), serving.clone());
             let spawned =
                 thread::Builder::new().name("pace-metrics-conn".into()).spawn(move || {
                     let _ = serve(stream, &figures);
-                    still_open.fetch_sub(1, Ordering::SeqCst);
+                    lock(&still_serving).retain(|(n, _)| *n != number);
                 });
             if spawned.is_err() {
-                open.fetch_sub(1, Ordering::SeqCst);
+                lock(&serving).retain(|(n, _)| *n != number);
             }
         }
     })?;
     Ok(())
 }
 
-/// Answers one request on `stream`.
-fn serve(mut stream: TcpStream, figures: &Mutex<Figures>) -> io::Result<()> {
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let head = match read_head(&mut stream)? {
-        Some(head) => head,
-        None => {
-            respond(&mut stream, 431, "text/plain", b"request head too large\n", true)?;
-            return drain(stream);
+/// With every connection taken, closes the oldest: its thread's read or
+/// write fails at once, and it ends.
+fn make_room(serving: &Serving) {
+    let mut serving = lock(serving);
+    while serving.len() >= MAX_CONNECTIONS {
+        if let Some((_, oldest)) = serving.pop_front() {
+            let _ = oldest.shutdown(Shutdown::Both);
         }
+    }
+}
+
+fn lock(serving: &Serving) -> MutexGuard<'_, VecDeque<(u64, TcpStream)>> {
+    // The list is whole after every change, even if a thread panicked.
+    serving.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Answers one request on `stream`.
+fn serve(stream: TcpStream, figures: &Mutex<Figures>) -> io::Result<()> {
+    let stream = Stream::from(stream);
+    // Nothing stops these exchanges but their deadlines (and pace's exit).
+    let head_deadline = Deadline::after(HEAD_WITHIN, &Stop::never());
+    let answer_deadline = || Deadline::after(ANSWER_WITHIN, &Stop::never());
+    let head = match blocking::read_head(&mut head_deadline.on(&stream), MAX_HEAD) {
+        Ok(head) => head,
+        Err(HeadError::TooLong) => {
+            let deadline = answer_deadline();
+            respond(
+                &mut deadline.on(&stream),
+                431,
+                "text/plain",
+                b"request head too large\n",
+                true,
+            )?;
+            return drain(&stream);
+        }
+        // Closed, too slow or failed: nobody to answer.
+        Err(HeadError::Closed(_)) => return Ok(()),
+        Err(HeadError::Io(e)) => return Err(e),
     };
     let answer = answer(&head, |format| {
         // A panic elsewhere must not stop the scrapes: the figures are
@@ -72,7 +119,9 @@ fn serve(mut stream: TcpStream, figures: &Mutex<Figures>) -> io::Result<()> {
         let figures = figures.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         exposition::render(&figures, format)
     });
-    respond(&mut stream, answer.status, answer.content_type, answer.body.as_bytes(), answer.full)
+    let deadline = answer_deadline();
+    let mut out = deadline.on(&stream);
+    respond(&mut out, answer.status, answer.content_type, answer.body.as_bytes(), answer.full)
 }
 
 /// What to send back for a request head.
@@ -126,45 +175,19 @@ fn answer(head: &[u8], render: impl FnOnce(Format) -> String) -> Answer {
     }
 }
 
-/// The request head, or None when it is longer than [`MAX_HEAD`].
-fn read_head(stream: &mut TcpStream) -> io::Result<Option<Vec<u8>>> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buffer = [0; 4096];
-    loop {
-        let n = stream.read(&mut buffer)?;
-        if n == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        head.extend_from_slice(&buffer[..n]);
-        if let Some(end) = head.windows(4).position(|w| w == b"\r\n\r\n") {
-            head.truncate(end + 4);
-            return Ok(Some(head));
-        }
-        if head.len() > MAX_HEAD {
-            return Ok(None);
-        }
-    }
-}
-
 /// After an answer sent before the whole request was read: closes our
-/// side and reads what the client still sends, for a while, so that the
-/// kernel does not reset the connection (and lose the answer) on close.
-fn drain(mut stream: TcpStream) -> io::Result<()> {
+/// side and reads what the client still sends, for a while (at most
+/// [`DRAIN_WITHIN`] and 1 MiB), so that the kernel does not reset the
+/// connection (and lose the answer) on close.
+fn drain(stream: &Stream) -> io::Result<()> {
     stream.shutdown(Shutdown::Write)?;
-    stream.set_read_timeout(Some(Duration::from_secs(1)))?;
-    let mut buffer = [0; 4096];
-    let mut left: usize = 1 << 20;
-    while left > 0 {
-        match stream.read(&mut buffer)? {
-            0 => break,
-            n => left = left.saturating_sub(n),
-        }
-    }
+    let deadline = Deadline::after(DRAIN_WITHIN, &Stop::never());
+    let _ = io::copy(&mut deadline.on(stream).take(1 << 20), &mut io::sink());
     Ok(())
 }
 
 fn respond(
-    stream: &mut TcpStream,
+    stream: &mut impl Write,
     status: u16,
     content_type: &str,
     body: &[u8],

@@ -27,6 +27,7 @@ use crate::error::Error;
 use crate::protocol::Protocol;
 use crate::reach::{host_port, Reach};
 use crate::resolve::resolve_origin;
+use crate::signals::Stop;
 use crate::target::{Scheme, Target};
 use absolute::AbsoluteForm;
 use tunnel::Tunnel;
@@ -81,10 +82,15 @@ impl Proxy {
     /// The addresses of the proxy that accept a connection, as
     /// [`resolve_origin`] checks an origin's (`-4`/`-6` apply; the command
     /// line refuses `--connect-to` and `--unix-socket` with `--proxy`); the
-    /// error names the proxy.
-    pub fn resolve(&self, reach: &Reach, timeout: Duration) -> Result<Vec<Endpoint>, Error> {
+    /// error names the proxy. A signal heard by `stop` ends the checks.
+    pub fn resolve(
+        &self,
+        reach: &Reach,
+        timeout: Duration,
+        stop: &Stop,
+    ) -> Result<Vec<Endpoint>, Error> {
         let timeout = timeout.max(Duration::from_millis(1));
-        resolve_origin(&self.host, self.port, reach, timeout).map_err(|error| match error {
+        resolve_origin(&self.host, self.port, reach, timeout, stop).map_err(|error| match error {
             Error::Setup(why) => {
                 Error::Setup(format!("the proxy {} is unreachable: {why}", self.shown()))
             }

@@ -10,11 +10,13 @@
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::blocking::{self, Deadline, Ended, HeadError};
 use crate::endpoint::Endpoint;
 use crate::error::io_reason;
 use crate::http::stream::Stream;
+use crate::units::format_time_us;
 
 /// The longest answer head read from a proxy: a real one is a few hundred
 /// bytes.
@@ -47,26 +49,40 @@ impl Tunnel {
         }
     }
 
-    /// Connects to the proxy at `proxy` and opens the tunnel, blocking, all
-    /// within `timeout`: the socket is then the target's.
-    pub fn open(&self, proxy: SocketAddr, timeout: Duration) -> Result<Stream, String> {
-        let deadline = Instant::now() + timeout;
-        let failed = |e: io::Error| format!("the proxy at {proxy}: {}", io_reason(&e));
-        let socket = Endpoint::Tcp(proxy).connect(timeout).map_err(failed)?;
-        socket.set_timeouts(timeout).map_err(failed)?;
-        let mut handshake = Handshake::default();
-        // A blocking socket's timeout shows as "would block".
-        while !handshake.advance(&socket, self)? {
-            if Instant::now() >= deadline {
-                return Err(self.timed_out());
-            }
-        }
+    /// Connects to the proxy at `proxy` and opens the tunnel, blocking, the
+    /// whole exchange within `deadline` (a proxy that trickles its answer
+    /// does not stretch it): the socket is then the target's.
+    pub fn open(&self, proxy: SocketAddr, deadline: &Deadline) -> Result<Stream, String> {
+        let failed = |e: io::Error| match blocking::ended(&e) {
+            Some(Ended::TimedOut) => self.timed_out_within(deadline.within()),
+            Some(Ended::Stopped) => format!("CONNECT to {}: {e}", self.target),
+            None => format!("the proxy at {proxy}: {}", io_reason(&e)),
+        };
+        let socket = blocking::connect(&Endpoint::Tcp(proxy), deadline).map_err(failed)?;
+        let mut exchange = deadline.on(&socket);
+        exchange.write_all(&self.request).map_err(failed)?;
+        let head = match blocking::read_head(&mut exchange, MAX_HEAD) {
+            Ok(head) => head,
+            Err(HeadError::Closed(_)) => return Err(closed(self)),
+            Err(HeadError::TooLong) => return Err(too_long(self)),
+            Err(HeadError::Io(e)) => return Err(failed(e)),
+        };
+        judge(&head, self)?;
         Ok(socket)
     }
 
     /// The connection timeout ran out before the tunnel was up.
     pub fn timed_out(&self) -> String {
         format!("the proxy did not answer CONNECT to {} within the timeout", self.target)
+    }
+
+    /// The check's deadline, `within`, ran out before the tunnel was up.
+    fn timed_out_within(&self, within: Duration) -> String {
+        format!(
+            "the proxy did not answer CONNECT to {} within {}",
+            self.target,
+            format_time_us(within.as_micros() as f64)
+        )
     }
 }
 
@@ -117,14 +133,18 @@ impl Handshake {
                 return judge(&self.head, tunnel).map(|()| true);
             }
             if self.head.len() > MAX_HEAD {
-                return Err(format!(
-                    "the proxy's answer to CONNECT to {} has no end of its head within {} KiB",
-                    tunnel.target,
-                    MAX_HEAD / 1024
-                ));
+                return Err(too_long(tunnel));
             }
         }
     }
+}
+
+fn too_long(tunnel: &Tunnel) -> String {
+    format!(
+        "the proxy's answer to CONNECT to {} has no end of its head within {} KiB",
+        tunnel.target,
+        MAX_HEAD / 1024
+    )
 }
 
 fn closed(tunnel: &Tunnel) -> String {
@@ -145,11 +165,10 @@ fn judge(head: &[u8], tunnel: &Tunnel) -> Result<(), String> {
     let (code, reason) = match answer.parse(head) {
         Ok(httparse::Status::Complete(_)) => (answer.code.unwrap_or(0), answer.reason),
         _ => {
-            let line = head.split(|&b| b == b'\r' || b == b'\n').next().unwrap_or_default();
             return Err(format!(
                 "the proxy's answer to CONNECT to {} is not HTTP: '{}'",
                 tunnel.target,
-                String::from_utf8_lossy(&line[..line.len().min(80)])
+                blocking::first_line(head, 80)
             ));
         }
     };
@@ -172,9 +191,14 @@ mod tests {
     use std::thread;
 
     use super::*;
+    use crate::signals::Stop;
 
     fn tunnel() -> Tunnel {
         Tunnel::new("example.com:443", None)
+    }
+
+    fn within(seconds: u64) -> Deadline {
+        Deadline::after(Duration::from_secs(seconds), &Stop::never())
     }
 
     #[test]
@@ -251,7 +275,7 @@ mod tests {
     #[test]
     fn opens_a_tunnel_and_leaves_what_follows_the_head() {
         let proxy = fake_proxy(&[b"HTTP/1.1 200 Connection", b" established\r\n\r", b"\nSERVER"]);
-        let mut socket = tunnel().open(proxy, Duration::from_secs(5)).unwrap();
+        let mut socket = tunnel().open(proxy, &within(5)).unwrap();
         let mut first = [0u8; 6];
         socket.read_exact(&mut first).unwrap();
         assert_eq!(&first, b"SERVER");
@@ -260,10 +284,10 @@ mod tests {
     #[test]
     fn a_refusal_and_a_silent_close_are_said() {
         let proxy = fake_proxy(&[b"HTTP/1.1 403 Forbidden\r\n\r\n<html>"]);
-        let error = tunnel().open(proxy, Duration::from_secs(5)).unwrap_err();
+        let error = tunnel().open(proxy, &within(5)).unwrap_err();
         assert_eq!(error, "proxy refused CONNECT to example.com:443: 403 Forbidden");
         let proxy = fake_proxy(&[]);
-        let error = tunnel().open(proxy, Duration::from_secs(5)).unwrap_err();
+        let error = tunnel().open(proxy, &within(5)).unwrap_err();
         assert_eq!(
             error,
             "the proxy closed the connection before answering CONNECT to example.com:443"
@@ -271,11 +295,30 @@ mod tests {
     }
 
     #[test]
+    fn a_trickled_answer_has_the_whole_deadline_not_one_per_byte() {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let proxy = listener.local_addr().unwrap();
+        thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            for byte in b"HTTP/1.1 200 OK\r\nX: ".iter().cycle() {
+                if socket.write_all(&[*byte]).is_err() {
+                    return;
+                }
+                thread::sleep(Duration::from_millis(50));
+            }
+        });
+        let started = std::time::Instant::now();
+        let error = tunnel().open(proxy, &within(1)).unwrap_err();
+        assert_eq!(error, "the proxy did not answer CONNECT to example.com:443 within 1.00s");
+        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+    }
+
+    #[test]
     fn an_endless_head_is_refused() {
         static LONG: [u8; 20_000] = [b'x'; 20_000];
         static ANSWER: [&[u8]; 2] = [b"HTTP/1.1 200 OK\r\nX: ", &LONG];
         let proxy = fake_proxy(&ANSWER);
-        let error = tunnel().open(proxy, Duration::from_secs(5)).unwrap_err();
+        let error = tunnel().open(proxy, &within(5)).unwrap_err();
         assert!(error.contains("no end of its head within 16 KiB"), "{error}");
     }
 }

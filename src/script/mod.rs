@@ -47,7 +47,7 @@ use mlua::{Function, Lua, Table, Value};
 
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
-use crate::error::{io_reason, Error};
+use crate::error::Error;
 use crate::stats::RunResult;
 use crate::workload::{Interrupt, Scripted};
 
@@ -80,9 +80,7 @@ impl Script {
     /// raised while the script runs is [`Error::Script`]
     /// (`<file>:<line>: <message>`, then the traceback for runtime errors).
     pub fn load(path: &Path, cfg: &BenchConfig) -> Result<Script, Error> {
-        let source = std::fs::read(path).map_err(|err| {
-            Error::Setup(format!("cannot read script {}: {}", path.display(), io_reason(&err)))
-        })?;
+        let source = crate::files::read_bounded(path, crate::files::SCRIPT)?;
         let recipe = Recipe::new(path, source, cfg);
         let (main, wrk) = recipe.create().map_err(script_error)?;
         let args = std::iter::once(cfg.target.url.clone())

@@ -28,6 +28,7 @@ pub(super) const SECTIONS: &[Section] = &[
     Section { title: "SLO OBJECTIVES", parts: SLO },
     Section { title: "REGRESSION LIMITS", parts: REGRESSION },
     Section { title: "WARNINGS", parts: WARNINGS },
+    Section { title: "FILES", parts: FILES },
 ];
 
 const LUA: &[Part] = &[
@@ -74,6 +75,30 @@ const TARGETS: &[Part] = &[
         "They are sent in turn (--targets-order sequential), or drawn at random from the \
          run's seed (--targets-order random). A line that cannot be used is an error naming \
          the file and the line (exit status 1).",
+    ),
+];
+
+/// The bounds of `crate::files` (a test there compares).
+const FILES: &[Part] = &[
+    Text(
+        "Every file pace reads is read whole before it is checked, so each kind has a bound: \
+         a larger file is refused (exit status 2), naming the option, the file and the bound, \
+         and no more than the bound is read.",
+    ),
+    Item("--cacert", "4 MiB."),
+    Item("--cert, --key", "1 MiB each."),
+    Item("--body-file", "256 MiB."),
+    Item("--targets", "256 MiB, and 256 MiB for each body file it names."),
+    Item("-s", "16 MiB (what the script loads itself is Lua's)."),
+    Item("--metrics-push-token-file", "64 KiB."),
+    Item(
+        "pace merge",
+        "1 GiB an interval log; 1 GiB a saved run (64 MiB a line), as for pace report and compare.",
+    ),
+    Text(
+        "A named pipe is read as its writer writes, up to the same bound; one that no program \
+         has open for writing is refused at once, and a writer that neither writes nor closes \
+         is waited for (Ctrl-C ends pace).",
     ),
 ];
 
