@@ -115,7 +115,10 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     let outcome = match script.take() {
         Some(mut script) => {
             requests::note_script_overrides(cfg);
-            let workload = scripted_workload(cfg, endpoints, &mut script)?;
+            let workload = {
+                let _at_once = signals.exit_at_once();
+                scripted_workload(cfg, endpoints, &mut script)?
+            };
             let engine = match checked_engine(cfg, places, &signals) {
                 Ok(engine) => engine,
                 Err(stopped) => return stopped,

@@ -3,7 +3,9 @@
 //! files are completed. A second one cuts the waiting short (for late
 //! responses, for a script that does not return) but still prints and
 //! completes. A third one exits at once, removing the unfinished output
-//! files first.
+//! files first. While the script's calls before the run go on (setup(),
+//! init(), the first request()), which may not return and have nothing
+//! measured to keep, the first signal exits at once.
 
 use std::ffi::{c_char, CString};
 use std::path::Path;
@@ -56,6 +58,19 @@ pub struct Signals {
     first: Arc<AtomicUsize>,
     /// How many signals arrived.
     count: Arc<AtomicUsize>,
+    /// Set while the first signal exits at once ([`Signals::exit_at_once`]).
+    at_once: Arc<AtomicBool>,
+}
+
+/// While it lives, the first signal exits at once ([`Signals::exit_at_once`]).
+pub struct ExitAtOnce {
+    at_once: Arc<AtomicBool>,
+}
+
+impl Drop for ExitAtOnce {
+    fn drop(&mut self) {
+        self.at_once.store(false, Ordering::SeqCst);
+    }
 }
 
 impl Signals {
@@ -65,28 +80,34 @@ impl Signals {
             hurry: Arc::new(AtomicBool::new(false)),
             first: Arc::new(AtomicUsize::new(0)),
             count: Arc::new(AtomicUsize::new(0)),
+            at_once: Arc::new(AtomicBool::new(false)),
         };
         for signal in [SIGINT, SIGTERM] {
             let (stop, hurry, first) =
                 (signals.stop.clone(), signals.hurry.clone(), signals.first.clone());
-            let received = signals.count.clone();
+            let (received, at_once) = (signals.count.clone(), signals.at_once.clone());
             let handler = move || {
-                // Only atomics, unlink and _exit: async-signal-safe.
+                // Only atomics, write, unlink and _exit: async-signal-safe.
                 let _ =
                     first.compare_exchange(0, signal as usize, Ordering::SeqCst, Ordering::SeqCst);
                 stop.store(true, Ordering::SeqCst);
+                if at_once.load(Ordering::SeqCst) {
+                    let said: &[u8] = match signal {
+                        SIGINT => b"pace: stopped by SIGINT before the run\n",
+                        _ => b"pace: stopped by SIGTERM before the run\n",
+                    };
+                    // SAFETY: write(2) of a static buffer to stderr.
+                    unsafe { libc::write(2, said.as_ptr().cast(), said.len()) };
+                    exit_at_once(128 + signal);
+                }
                 match received.fetch_add(1, Ordering::SeqCst) + 1 {
                     1 => {}
                     2 => hurry.store(true, Ordering::SeqCst),
-                    _ => {
-                        remove_temporary_files();
-                        // SAFETY: _exit ends the process at once, as asked.
-                        unsafe { libc::_exit(128 + first.load(Ordering::SeqCst) as i32) }
-                    }
+                    _ => exit_at_once(128 + first.load(Ordering::SeqCst) as i32),
                 }
             };
-            // SAFETY: the handler only touches atomics and calls unlink and
-            // _exit, all async-signal-safe.
+            // SAFETY: the handler only touches atomics and calls write,
+            // unlink and _exit, all async-signal-safe.
             unsafe { signal_hook::low_level::register(signal, handler) }.map_err(|e| {
                 Error::Setup(format!("cannot install signal handlers: {}", io_reason(&e)))
             })?;
@@ -106,6 +127,15 @@ impl Signals {
             SIGTERM => Some(Interruption::Terminate),
             _ => None,
         }
+    }
+
+    /// Until the returned guard is dropped, the first signal exits at once
+    /// (removing the unfinished output files): for the script's calls
+    /// before the run, which may never return (LuaJIT cannot interrupt a
+    /// loop it compiled) and have measured nothing.
+    pub fn exit_at_once(&self) -> ExitAtOnce {
+        self.at_once.store(true, Ordering::SeqCst);
+        ExitAtOnce { at_once: self.at_once.clone() }
     }
 
     /// What the blocking checks before the run heed: any signal since the
@@ -193,6 +223,14 @@ impl Drop for TemporaryFile {
             TEMPORARY_FILES[slot].store(ptr::null_mut(), Ordering::SeqCst);
         }
     }
+}
+
+/// Removes the unfinished output files and ends the process with `code`;
+/// async-signal-safe.
+fn exit_at_once(code: i32) -> ! {
+    remove_temporary_files();
+    // SAFETY: _exit ends the process at once, as asked.
+    unsafe { libc::_exit(code) }
 }
 
 fn remove_temporary_files() {

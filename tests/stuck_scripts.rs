@@ -120,6 +120,42 @@ fn sigterm_keeps_what_a_stuck_thread_measured_and_ends_on_time() {
     report.assert_rate_is_requests_over_runtime();
 }
 
+/// Before the run nothing is measured yet: a signal while setup() or
+/// init() is stuck (even in a loop no interrupt reaches) ends pace at once,
+/// leaving no temporary output file.
+#[test]
+fn a_signal_ends_a_script_stuck_before_the_run() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    for (function, signal, code) in [("setup", libc::SIGINT, 130), ("init", libc::SIGTERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let hlog = dir.path().join("run.hlog");
+        let args = ["-t1", "-c1", "-d5s", "--hlog", hlog.to_str().unwrap(), "-s", SCRIPT, &target];
+        let stuck = format!("{function} compiled");
+        let mark = dir.path().join("stuck");
+        let env =
+            [("PACE_TEST_STUCK", stuck.as_str()), ("PACE_TEST_STUCK_MARK", mark.to_str().unwrap())];
+        let mut running = spawn_pace_with_env(&args, &env);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !mark.exists() {
+            assert!(running.is_running(), "{function}: pace exited");
+            assert!(Instant::now() < deadline, "{function}: never got stuck");
+            thread::sleep(Duration::from_millis(5));
+        }
+        running.signal(signal);
+        let signalled = Instant::now();
+        let run = running.wait(Duration::from_secs(30));
+        run.assert_code(code);
+        assert!(signalled.elapsed() < SLACK, "{function}: took {:?}\n{run}", signalled.elapsed());
+        assert!(run.stderr.contains("before the run"), "{function}\n{run}");
+        assert_eq!(server.stats().requests, 0, "{function}");
+        std::fs::remove_file(&mark).unwrap();
+        assert_no_temporary_file(dir.path());
+        assert!(!hlog.exists(), "{function}: a log of no run was committed");
+    }
+}
+
 /// No temporary output file is left in `dir`.
 fn assert_no_temporary_file(dir: &Path) {
     let names: Vec<_> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name()).collect();
