@@ -147,6 +147,12 @@ fn wait_connected(socket: &Socket, deadline: &Deadline) -> io::Result<()> {
     socket.peer_addr().map(drop)
 }
 
+/// A two-way byte exchange with a server before the run (a bounded
+/// socket, or TLS over one).
+pub trait Exchange: Read + Write {}
+
+impl<T: Read + Write> Exchange for T {}
+
 /// A stream whose reads and writes wait at most until a deadline, in
 /// short waits that heed a signal ([`Deadline::on`]).
 pub struct Bounded<'a> {

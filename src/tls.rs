@@ -36,7 +36,7 @@ use rustls::{
     ProtocolVersion, RootCertStore, SignatureScheme,
 };
 
-use crate::blocking::{self, Deadline};
+use crate::blocking::{self, Deadline, Exchange};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::files::{self, read_bounded};
@@ -113,21 +113,28 @@ impl TlsClient {
     /// the client does not trust, a client certificate the server refuses
     /// (or, with HTTP/2, a server that does not choose `h2`) is reported
     /// once, clearly, before the run instead of as an error on every
-    /// connection. The whole exchange is within `deadline` (a server that
-    /// trickles its handshake does not stretch it).
-    pub fn check_handshake(&self, endpoint: &Endpoint, deadline: &Deadline) -> Result<(), Error> {
+    /// connection. `then` goes on over the connection (HTTP/2 reads the
+    /// server's settings). The whole exchange is within `deadline` (a
+    /// server that trickles its handshake does not stretch it).
+    pub fn check_handshake<T>(
+        &self,
+        endpoint: &Endpoint,
+        deadline: &Deadline,
+        then: impl FnOnce(&mut dyn Exchange) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let socket = blocking::connect(endpoint, deadline);
-        self.check_handshake_on(socket, &endpoint.to_string(), deadline)
+        self.check_handshake_on(socket, &endpoint.to_string(), deadline, then)
     }
 
     /// [`TlsClient::check_handshake`] on `socket`, connected to `addr` (a
     /// proxy's tunnel to it), or the error of connecting.
-    pub fn check_handshake_on(
+    pub fn check_handshake_on<T>(
         &self,
         socket: io::Result<Stream>,
         addr: &str,
         deadline: &Deadline,
-    ) -> Result<(), Error> {
+        then: impl FnOnce(&mut dyn Exchange) -> Result<T, Error>,
+    ) -> Result<T, Error> {
         let timeout = deadline.within();
         // This session alone notes whether the server asks for a client
         // certificate, to say so when it refuses the connection.
@@ -168,18 +175,19 @@ impl TlsClient {
         }
         let offered_h2 = self.config.alpn_protocols.iter().any(|p| p == b"h2");
         match session.alpn_protocol() {
-            _ if !offered_h2 => Ok(()),
-            Some(b"h2") => Ok(()),
+            _ if !offered_h2 => {}
+            Some(b"h2") => {}
             chosen => {
                 let chose = chosen.map_or("no protocol by ALPN".to_string(), |p| {
                     format!("{} by ALPN", String::from_utf8_lossy(p))
                 });
-                Err(Error::Setup(format!(
+                return Err(Error::Setup(format!(
                     "--http2: the server at {addr} does not speak HTTP/2 over TLS: offered h2 and \
                      http/1.1, it chose {chose} (leave out --http2 to benchmark it over HTTP/1.1)"
-                )))
+                )));
             }
         }
+        then(&mut rustls::Stream::new(&mut session, &mut exchange))
     }
 
     /// A new client session (one per TCP connection; rustls resumes

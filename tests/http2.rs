@@ -345,8 +345,9 @@ enum Hostile {
     /// Resets every stream with `code` (`None`: a new code no RFC names
     /// for every stream) after `Answer`.
     Reset(Option<u32>, Answer),
-    /// Says in its SETTINGS that it allows no stream at all.
-    NoStreams,
+    /// Says in its SETTINGS that it allows no stream at all, from its
+    /// connection with this number on (1: the first).
+    NoStreams { from: usize },
     /// Answers every request with a GOAWAY that processed nothing (last
     /// stream 0), with this error code.
     GoAwayAtOnce(u32),
@@ -364,8 +365,8 @@ impl ResettingServer {
         let counted = connections.clone();
         thread::spawn(move || {
             for socket in listener.incoming().flatten() {
-                counted.fetch_add(1, Ordering::Relaxed);
-                thread::spawn(move || serve_hostile(socket, how));
+                let number = counted.fetch_add(1, Ordering::Relaxed) + 1;
+                thread::spawn(move || serve_hostile(socket, how, number));
             }
         });
         ResettingServer { addr, connections }
@@ -376,16 +377,16 @@ impl ResettingServer {
     }
 }
 
-/// The server side of one connection: SETTINGS, then for each HEADERS
-/// frame its hostile answer, until the client goes.
-fn serve_hostile(mut socket: TcpStream, how: Hostile) {
+/// The server side of connection `number`: SETTINGS, then for each
+/// HEADERS frame its hostile answer, until the client goes.
+fn serve_hostile(mut socket: TcpStream, how: Hostile, number: usize) {
     let mut preface = [0u8; 24];
     if socket.read_exact(&mut preface).is_err() {
         return;
     }
     // SETTINGS: empty, or SETTINGS_MAX_CONCURRENT_STREAMS (0x3) = 0.
     let settings = match how {
-        Hostile::NoStreams => frame(4, 0, 0, &[0, 3, 0, 0, 0, 0]),
+        Hostile::NoStreams { from } if number >= from => frame(4, 0, 0, &[0, 3, 0, 0, 0, 0]),
         _ => frame(4, 0, 0, &[]),
     };
     let _ = socket.write_all(&settings);
@@ -450,13 +451,33 @@ fn new_error_codes_for_every_stream_are_one_cause() {
     );
 }
 
-/// A server whose SETTINGS allow no stream: each connection fails in words
-/// (a connect error, backed off), the run ends on time, and no script is
-/// blamed (there is none).
+/// A server whose SETTINGS allow no stream is refused before the run, in
+/// words.
 #[test]
-fn a_server_that_allows_no_streams_fails_in_words_on_time() {
+fn a_server_that_allows_no_streams_is_refused_before_the_run() {
     let _load = load_lock();
-    let server = ResettingServer::hostile(Hostile::NoStreams);
+    let server = ResettingServer::hostile(Hostile::NoStreams { from: 1 });
+    let target = format!("http://{}/", server.addr);
+    let run = pace(&["--http2", "-t1", "-c2", "-d1s", "-T1s", &target], LIMIT);
+    run.assert_code(2);
+    let says = format!(
+        "pace: --http2: the server at {} allows no streams (its SETTINGS_MAX_CONCURRENT_STREAMS \
+         is 0): it takes no HTTP/2 requests",
+        server.addr
+    );
+    assert!(run.stderr.contains(&says), "{run}");
+    // The reachability probe and the check, no run.
+    assert!(server.connections() <= 2, "{} connections\n{run}", server.connections());
+}
+
+/// A server whose SETTINGS allow no stream after the checks (the probe's
+/// connection, then the HTTP/2 check's): each
+/// connection fails in words (a connect error, backed off), the run ends on
+/// time, and no script is blamed (there is none).
+#[test]
+fn a_server_that_stops_allowing_streams_fails_in_words_on_time() {
+    let _load = load_lock();
+    let server = ResettingServer::hostile(Hostile::NoStreams { from: 3 });
     let target = format!("http://{}/", server.addr);
     let run = pace(&["--http2", "-t1", "-c2", "-d1s", "-T1s", &target], LIMIT);
     run.assert_ok();

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::blocking::Deadline;
+use crate::blocking::{Deadline, Exchange};
 use crate::config::origins::origin_name;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
+use crate::http2::check::{self, ServerSettings};
 use crate::protocol::Protocol;
 use crate::proxy::tunnel::Tunnel;
 use crate::signals::Stop;
@@ -35,8 +36,8 @@ pub struct Origin {
 impl Origin {
     /// Checks what can be checked before the run: for https, a complete
     /// handshake with `endpoint` (so an untrusted certificate is one clear
-    /// error, not an error on every connection); with `--http2` over
-    /// plain TCP, that the server speaks HTTP/2. Through a proxy
+    /// error, not an error on every connection); with `--http2`, that the
+    /// server speaks HTTP/2 and allows streams (its settings). Through a proxy
     /// (`endpoint` is then the proxy's), the checks go through a CONNECT tunnel, whose
     /// refusal is the error. With several origins (`named`), a failure
     /// says which origin failed.
@@ -82,22 +83,28 @@ impl Origin {
             }
             None => endpoint.to_string(),
         };
-        let tls = match target.scheme {
+        let http2 = cfg.protocol == Protocol::Http2;
+        let (tls, settings) = match target.scheme {
             Scheme::Https => {
                 let tls = TlsClient::new(&target.host, &cfg.tls, cfg.protocol.alpn())?;
-                match tunnel_open().map_err(named_error)? {
-                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, &deadline),
-                    None => tls.check_handshake(&endpoint, &deadline),
+                // Over h2, the server's settings after the handshake.
+                let then = |exchange: &mut dyn Exchange| match http2 {
+                    true => http2_settings_over_tls(exchange, &server, &deadline).map(Some),
+                    false => Ok(None),
+                };
+                let settings = match tunnel_open().map_err(named_error)? {
+                    Some(socket) => tls.check_handshake_on(Ok(socket), &server, &deadline, then),
+                    None => tls.check_handshake(&endpoint, &deadline, then),
                 }
                 .map_err(named_error)?;
-                Some(tls)
+                (Some(tls), settings)
             }
-            Scheme::Http if cfg.protocol == Protocol::Http2 => {
+            Scheme::Http if http2 => {
                 let checked = match tunnel_open().map_err(named_error)? {
-                    Some(socket) => crate::http2::check_prior_knowledge_on(socket, &deadline),
-                    None => crate::http2::check_prior_knowledge(&endpoint, &deadline),
+                    Some(socket) => check::prior_knowledge_on(socket, &deadline),
+                    None => check::prior_knowledge(&endpoint, &deadline),
                 };
-                checked
+                let settings = checked
                     .map_err(|why| {
                         Error::Setup(format!(
                             "--http2: the server at {server} does not speak HTTP/2: {why} (leave \
@@ -106,12 +113,35 @@ impl Origin {
                         ))
                     })
                     .map_err(named_error)?;
-                None
+                (None, Some(settings))
             }
-            Scheme::Http => None,
+            Scheme::Http => (None, None),
         };
+        let allowed_streams = settings.and_then(|settings| settings.max_concurrent_streams);
+        if allowed_streams == Some(0) {
+            return Err(named_error(Error::Setup(format!(
+                "--http2: the server at {server} allows no streams (its \
+                 SETTINGS_MAX_CONCURRENT_STREAMS is 0): it takes no HTTP/2 requests"
+            ))));
+        }
         Ok(Origin { target, endpoint, tls, tunnel })
     }
+}
+
+/// The server's HTTP/2 settings over a TLS connection to `server` that
+/// chose h2 by ALPN, or why not, in words.
+fn http2_settings_over_tls(
+    exchange: &mut dyn Exchange,
+    server: &str,
+    deadline: &Deadline,
+) -> Result<ServerSettings, Error> {
+    check::server_settings(exchange, deadline).map_err(|failure| {
+        let why = match failure {
+            check::Failure::NotHttp2(why) => format!("it chose h2 by ALPN, but {why}"),
+            check::Failure::Exchange(why) => why,
+        };
+        Error::Setup(format!("--http2: the server at {server} does not speak HTTP/2: {why}"))
+    })
 }
 
 /// The checks before the run, against real servers on loopback.
