@@ -50,6 +50,8 @@ mod slo;
 mod stats;
 mod sys;
 mod target;
+#[cfg(test)]
+mod timing;
 mod tls;
 mod units;
 mod workload;

@@ -6,7 +6,9 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{default_server, load_lock, pace, serve, serve_options, spawn_pace, url, Block};
+use common::{
+    default_server, load_lock, pace, serve, serve_options, spawn_pace, stretched, url, Block,
+};
 use pace::serve::ServeOptions;
 
 #[test]
@@ -112,7 +114,7 @@ fn hung_requests_time_out_and_the_run_ends_on_time() {
     // The run lasts its 2 s plus at most one timeout (300 ms) for what is
     // in flight; 2.7 s more for starting and stopping the process on a
     // loaded machine. Waiting on the hung requests would take much longer.
-    assert!(run.wall < Duration::from_secs(5), "the 2 s run took {:?}\n{run}", run.wall);
+    assert!(run.wall < stretched(Duration::from_secs(5)), "the 2 s run took {:?}\n{run}", run.wall);
 }
 
 #[test]
@@ -154,7 +156,7 @@ fn server_dies_mid_run_reconnects_back_off() {
     );
     // The run still lasts its 3 s (at most 2.5 s after the death), no
     // more than a second (the longest back-off) past the plan.
-    assert!(stopped.elapsed() < Duration::from_secs(4), "{run}");
+    assert!(stopped.elapsed() < stretched(Duration::from_secs(4)), "{run}");
 }
 
 /// The text report names the cause in its own words, one line each (the

@@ -8,7 +8,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{default_server, load_lock, pace, url, Block, Report, Run};
+use common::{default_server, load_lock, pace, stretched, url, Block, Report, Run};
 
 /// The path of `tests/scripts/<name>.lua`.
 macro_rules! script {
@@ -235,7 +235,10 @@ fn delay_precedes_even_the_first_request() {
     let run = pace(&["-t1", "-c2", "-d500ms", "-s", script!("delay_long"), &target], LIMIT);
     run.assert_ok();
     // Waiting for the 5 s delays would take 5.5 s or more.
-    assert!(run.wall < Duration::from_millis(4500), "pending delays held the run\n{run}");
+    assert!(
+        run.wall < stretched(Duration::from_millis(4500)),
+        "pending delays held the run\n{run}"
+    );
     let served = server.stats().requests;
     assert_eq!(
         (served, run.report().requests()),
@@ -473,7 +476,10 @@ fn stop_ends_each_thread_after_100_responses() {
         let run = pace(&args, LIMIT);
         run.assert_ok();
         assert_clean(&run);
-        assert!(run.wall < Duration::from_secs(4), "thread:stop() did not end the run\n{run}");
+        assert!(
+            run.wall < stretched(Duration::from_secs(4)),
+            "thread:stop() did not end the run\n{run}"
+        );
         let requests = run.report().requests();
         // 100 per thread, plus what the thread's other connection had in
         // flight when it stopped.
@@ -660,7 +666,7 @@ fn runtime_error_in_request_stops_the_run_with_the_report() {
     let run = pace(&["-t2", "-c2", "-d10s", "-s", script!("request_error"), &target], LIMIT);
     run.assert_code(3);
     assert!(!run.stderr.contains("panicked"), "{run}");
-    assert!(run.wall < Duration::from_secs(4), "the error did not stop the run\n{run}");
+    assert!(run.wall < stretched(Duration::from_secs(4)), "the error did not stop the run\n{run}");
     // The report of what was measured: at most 10 request() calls per
     // thread succeeded (one of thread 0's found the pipelining depth).
     let requests = run.report().requests();

@@ -22,8 +22,8 @@ use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, 
 use serde_json::Value;
 
 use common::{
-    default_server, http_get, installed, load_lock, pace, spawn_pace, spawn_pace_with_env, url,
-    DieWithTest, Run,
+    default_server, http_get, installed, load_lock, pace, spawn_pace, spawn_pace_with_env,
+    stretched, url, DieWithTest, Run,
 };
 
 const PROMETHEUS: &str = "/usr/bin/prometheus";
@@ -720,7 +720,7 @@ fn a_signal_ends_the_linger() {
     running.signal(libc::SIGTERM);
     let run = running.wait(Duration::from_secs(30));
     run.assert_ok();
-    assert!(run.wall < Duration::from_secs(30), "the signal ended the linger\n{run}");
+    assert!(run.wall < stretched(Duration::from_secs(30)), "the signal ended the linger\n{run}");
     assert!(run.stdout.contains("Requests/sec:"), "{run}");
 }
 

@@ -17,7 +17,7 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{default_server, load_lock, spawn_pace_with_env, url, Running};
+use common::{default_server, load_lock, spawn_pace_with_env, stretched, url, Running};
 use pace::serve::ServerHandle;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/stuck.lua");
@@ -49,7 +49,7 @@ fn a_call_still_running_after_the_run_is_interrupted() {
         let run = running.wait(Duration::from_secs(20));
         run.assert_code(3);
         let limit = Duration::from_millis(1500) + GRACE + SLACK;
-        assert!(run.wall < limit, "{function}: took {:?}\n{run}", run.wall);
+        assert!(run.wall < stretched(limit), "{function}: took {:?}\n{run}", run.wall);
         let said = format!("thread 0's script's {function}() was still running after the end of the run; it was interrupted");
         assert!(run.stderr.contains(&said), "{run}");
         assert!(run.stderr.contains("stuck.lua:"), "no script location\n{run}");
@@ -65,7 +65,7 @@ fn a_compiled_loop_is_given_up_and_the_report_still_printed() {
     let run = running.wait(Duration::from_secs(20));
     run.assert_code(3);
     let limit = Duration::from_millis(1500) + 2 * GRACE + SLACK;
-    assert!(run.wall < limit, "took {:?}\n{run}", run.wall);
+    assert!(run.wall < stretched(limit), "took {:?}\n{run}", run.wall);
     assert!(run.stderr.contains("could not be interrupted"), "{run}");
     assert!(run.stdout.contains(" requests in "), "no report\n{run}");
 }
@@ -80,7 +80,7 @@ fn sigint_ends_a_run_stuck_in_a_compiled_loop() {
     let run = running.wait(Duration::from_secs(20));
     run.assert_code(130);
     // The announced wait (-T 500ms), then the interrupt and 0.1 s.
-    assert!(signalled.elapsed() < Duration::from_millis(600) + SLACK, "{run}");
+    assert!(signalled.elapsed() < stretched(Duration::from_millis(600) + SLACK), "{run}");
     assert!(run.stderr.contains("response() did not return after SIGINT"), "{run}");
     assert!(run.stdout.contains(" requests in "), "no report\n{run}");
 }
@@ -110,7 +110,10 @@ fn sigterm_keeps_what_a_stuck_thread_measured_and_ends_on_time() {
     // The announced 2 s, then the interrupt and 0.1 s (the build that
     // added a grace of 1 s twice took 4 s).
     let took = signalled.elapsed();
-    assert!(took < Duration::from_millis(2100) + Duration::from_millis(1400), "{took:?}\n{run}");
+    assert!(
+        took < stretched(Duration::from_millis(2100) + Duration::from_millis(1400)),
+        "{took:?}\n{run}"
+    );
     assert!(run.stderr.contains("response() did not return after SIGTERM"), "{run}");
     let report = run.report();
     let requests = report.requests();
@@ -147,7 +150,11 @@ fn a_signal_ends_a_script_stuck_before_the_run() {
         let signalled = Instant::now();
         let run = running.wait(Duration::from_secs(30));
         run.assert_code(code);
-        assert!(signalled.elapsed() < SLACK, "{function}: took {:?}\n{run}", signalled.elapsed());
+        assert!(
+            signalled.elapsed() < stretched(SLACK),
+            "{function}: took {:?}\n{run}",
+            signalled.elapsed()
+        );
         assert!(run.stderr.contains("before the run"), "{function}\n{run}");
         assert_eq!(server.stats().requests, 0, "{function}");
         std::fs::remove_file(&mark).unwrap();
@@ -176,7 +183,7 @@ fn a_second_signal_cuts_the_wait_short_and_still_completes_everything() {
     let run = running.wait(Duration::from_secs(20));
     run.assert_code(130);
     // Without the second signal the wait would be two grace periods.
-    assert!(signalled.elapsed() < GRACE + SLACK, "{run}");
+    assert!(signalled.elapsed() < stretched(GRACE + SLACK), "{run}");
     assert!(run.stdout.contains(" requests in "), "no report\n{run}");
     let log = std::fs::read_to_string(&hlog).expect("the log was written");
     assert!(log.contains("#[Histogram log format version 1.3]"), "{log}");
@@ -214,7 +221,7 @@ fn a_signal_interrupts_a_stuck_done() {
         let signalled = Instant::now();
         let run = running.wait(Duration::from_secs(20));
         run.assert_code(130);
-        assert!(signalled.elapsed() < GRACE + SLACK, "{how}\n{run}");
+        assert!(signalled.elapsed() < stretched(GRACE + SLACK), "{how}\n{run}");
         assert!(run.stderr.contains("stuck.lua: stuck in done"), "{how}\n{run}");
         assert!(run.stderr.contains(said), "{how}\n{run}");
         assert!(run.stdout.contains(" requests in "), "{how}: no report\n{run}");

@@ -310,7 +310,8 @@ mod tests {
         let started = std::time::Instant::now();
         let error = tunnel().open(proxy, &within(1)).unwrap_err();
         assert_eq!(error, "the proxy did not answer CONNECT to example.com:443 within 1.00s");
-        assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+        let most = crate::timing::stretched(Duration::from_secs(4));
+        assert!(started.elapsed() < most, "{:?}", started.elapsed());
     }
 
     #[test]

@@ -114,6 +114,7 @@ mod tests {
 
     #[test]
     fn thread_cpu_time_counts_work_not_sleep() {
+        let _timing = crate::timing::lock();
         let before = thread_cpu_ns();
         std::thread::sleep(Duration::from_millis(20));
         let slept = thread_cpu_ns() - before;
@@ -128,6 +129,7 @@ mod tests {
 
     #[test]
     fn cpu_wait_counts_time_runnable_without_the_cpu() {
+        let _timing = crate::timing::lock();
         if thread_cpu_wait_ns().is_none() {
             return; // a kernel without schedstats: nothing to read
         }

@@ -158,6 +158,7 @@ mod tests {
 
     #[test]
     fn a_spinning_wait_says_how_long_the_first_event_took() {
+        let _timing = crate::timing::lock();
         use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
@@ -203,6 +204,7 @@ mod tests {
     /// resolution, and only rounding can push it to 1 ms or more.
     #[test]
     fn short_timeout_is_sub_millisecond() {
+        let _timing = crate::timing::lock();
         set_minimal_timer_slack();
         let mut p = Poller::new(8).unwrap();
         let timeout = Duration::from_micros(200);

@@ -74,6 +74,7 @@ mod tests {
 
     #[test]
     fn receive_timestamps_come_with_the_data() {
+        let _timing = crate::timing::lock();
         use std::io::Write;
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let mut client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
