@@ -161,8 +161,15 @@ impl State {
 /// An HTTP/2 session over bytes the caller reads and writes.
 pub struct Session {
     raw: *mut ng::nghttp2_session,
-    /// Boxed: nghttp2 holds its address as the session's user data.
-    state: Box<State>,
+    /// The callbacks' state, owned through this one pointer: made by
+    /// `Box::into_raw` in [`Session::new`], freed in `Drop` after the
+    /// session. nghttp2 holds the same pointer as its user data. No `Box`
+    /// or lasting reference to the state exists, so nothing this side does
+    /// invalidates nghttp2's pointer (as writing through a `Box` would,
+    /// under Rust's aliasing rules); every access, here and in the
+    /// callbacks, takes a reference from the pointer for its own duration
+    /// ([`Session::state`], [`Session::state_mut`], [`state`]).
+    state: *mut State,
     /// Scratch for the header fields of a submit, reused.
     nva: Vec<ng::nghttp2_nv>,
 }
@@ -177,7 +184,7 @@ impl Session {
     /// queued for [`Session::send`]. With `capture`, every header field
     /// and body is kept (else only a response's `:status`).
     pub fn new(role: Role, capture: bool) -> Result<Session, String> {
-        let state = Box::new(State {
+        let state = Box::into_raw(Box::new(State {
             role,
             capture,
             messages: Vec::new(),
@@ -186,12 +193,13 @@ impl Session {
             events: Vec::new(),
             complaint: None,
             failure: None,
-        });
+        }));
+        // From here on, Drop frees the state (and the session once made).
         let mut session = Session { raw: ptr::null_mut(), state, nva: Vec::new() };
-        let user_data: *mut State = &mut *session.state;
+        let user_data = session.state;
         // SAFETY: the callbacks and the option are made, used and freed
-        // here (the session copies them). `user_data` points into the boxed
-        // state, which outlives the session (dropped after it in Drop).
+        // here (the session copies them). `user_data` is the state's own
+        // pointer, which outlives the session (freed after it in Drop).
         let rv = unsafe {
             let mut callbacks = ptr::null_mut();
             let mut option = ptr::null_mut();
@@ -282,8 +290,9 @@ impl Session {
     /// protocol error in what was received, for which nghttp2 queues a
     /// GOAWAY: once it is sent, [`Session::failure`] says why.
     pub fn receive(&mut self, data: &[u8]) -> Result<(), String> {
-        // SAFETY: a live session; the callbacks touch only the boxed state,
-        // which no Rust reference aliases during the call.
+        // SAFETY: a live session; the callbacks touch only the state,
+        // through its pointer, and no reference to it is alive during the
+        // call (this takes `&mut self`).
         let rv = unsafe { ng::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
         if rv < 0 {
             return Err(library_error(rv));
@@ -294,29 +303,29 @@ impl Session {
     /// Why this end ended the connection, once its GOAWAY with an error
     /// code went out: what was wrong with what the peer sent.
     pub fn failure(&self) -> Option<&str> {
-        self.state.failure.as_deref()
+        self.state().failure.as_deref()
     }
 
     /// What happened since the last call, in order.
     pub fn events(&mut self) -> std::vec::Drain<'_, Event> {
-        self.state.events.drain(..)
+        self.state_mut().events.drain(..)
     }
 
     /// The message received on `slot` so far.
     pub fn message(&self, slot: usize) -> Option<&Message> {
-        self.state.messages.get(slot)
+        self.state().messages.get(slot)
     }
 
     /// Takes the message of `slot`, leaving the slot empty for the next
     /// stream (its vectors keep their memory when nothing was captured).
     pub fn take_message(&mut self, slot: usize) -> Message {
-        self.state.message(slot).map(std::mem::take).unwrap_or_default()
+        self.state_mut().message(slot).map(std::mem::take).unwrap_or_default()
     }
 
     /// Empties the message of `slot` for its next stream, keeping the
     /// memory of what it captured.
     pub fn clear_message(&mut self, slot: usize) {
-        if let Some(message) = self.state.message(slot) {
+        if let Some(message) = self.state_mut().message(slot) {
             message.status = 0;
             message.fields.clear();
             message.body.clear();
@@ -335,10 +344,11 @@ impl Session {
         body: Option<Body>,
         slot: usize,
     ) -> Result<i32, String> {
-        self.state.make_room(slot);
-        self.state.messages[slot] = Message::default();
+        let state = self.state_mut();
+        state.make_room(slot);
+        state.messages[slot] = Message::default();
         let has_body = body.is_some();
-        self.state.bodies[slot] = body;
+        state.bodies[slot] = body;
         self.fill_nva(fields);
         let provider = data_provider(slot);
         // SAFETY: a live session; nghttp2 copies the fields (no NO_COPY
@@ -355,7 +365,7 @@ impl Session {
             )
         };
         if id < 0 {
-            self.state.bodies[slot] = None;
+            self.state_mut().bodies[slot] = None;
             return Err(library_error(id as isize));
         }
         Ok(id)
@@ -370,9 +380,10 @@ impl Session {
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
         body: Option<Body>,
     ) -> Result<(), String> {
-        self.state.make_room(slot);
+        let state = self.state_mut();
+        state.make_room(slot);
         let has_body = body.is_some();
-        self.state.bodies[slot] = body;
+        state.bodies[slot] = body;
         self.fill_nva(fields);
         let provider = data_provider(slot);
         // SAFETY: as in submit_request.
@@ -467,6 +478,21 @@ impl Session {
         }
     }
 
+    /// The state, for as long as `self` is borrowed: nghttp2 runs no
+    /// callback meanwhile (only `&mut self` methods call into it in ways
+    /// that call back).
+    fn state(&self) -> &State {
+        // SAFETY: the pointer is the live state's (freed only in Drop),
+        // and no `&mut` to it exists while `self` is borrowed shared.
+        unsafe { &*self.state }
+    }
+
+    /// The state, mutably, for as long as `self` is borrowed.
+    fn state_mut(&mut self) -> &mut State {
+        // SAFETY: as in `state`; `&mut self` makes this the only reference.
+        unsafe { &mut *self.state }
+    }
+
     /// Fills the scratch header array with `fields` (nghttp2 copies them).
     fn fill_nva<'f>(&mut self, fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>) {
         self.nva.clear();
@@ -483,10 +509,13 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if !self.raw.is_null() {
-            // SAFETY: deleted once; the state it calls back into is still
-            // alive (dropped after this).
+            // SAFETY: deleted once; the state it could call back into is
+            // still alive (freed after this).
             unsafe { ng::nghttp2_session_del(self.raw) };
         }
+        // SAFETY: made by Box::into_raw in `new`, freed only here, and
+        // nghttp2, which held it too, is gone.
+        drop(unsafe { Box::from_raw(self.state) });
     }
 }
 
@@ -541,10 +570,12 @@ fn library_error(code: isize) -> String {
 
 // ----- callbacks (run inside receive and send) --------------------------------
 
-/// The state behind a callback's user data.
+/// The state behind a callback's user data, for the callback's duration.
 ///
-/// SAFETY (callers): `user_data` is the `State` the session was made with,
-/// alive, and not otherwise borrowed while nghttp2 runs.
+/// SAFETY (callers): `user_data` is the `State` pointer the session was
+/// made with (alive until the session is dropped), and no other reference
+/// to it is alive while nghttp2 runs (the safe side calls into nghttp2
+/// only from `&mut self` methods that hold none).
 unsafe fn state<'a>(user_data: *mut c_void) -> &'a mut State {
     &mut *user_data.cast::<State>()
 }
