@@ -137,6 +137,9 @@ struct State {
     /// Why this end ended the connection (it sent a GOAWAY with an error
     /// code): the connection is over.
     failure: Option<String>,
+    /// How much of a captured body to keep, given its message so far
+    /// ([`Session::keep_bodies_up_to`]); None: all of it.
+    kept_body: Option<fn(&Message) -> usize>,
 }
 
 impl State {
@@ -193,6 +196,7 @@ impl Session {
             events: Vec::new(),
             complaint: None,
             failure: None,
+            kept_body: None,
         }));
         // From here on, Drop frees the state (and the session once made).
         let mut session = Session { raw: ptr::null_mut(), state, nva: Vec::new() };
@@ -429,11 +433,30 @@ impl Session {
         };
     }
 
+    /// How much of each captured body to keep: `limit` is asked, with the
+    /// message as received so far (its header fields complete), each time
+    /// body bytes arrive; what is over it is counted in
+    /// [`Message::body_len`] and dropped. A server keeps what the endpoint
+    /// a request names uses, so that a body that never ends takes no
+    /// memory. By default a captured body is kept whole.
+    pub fn keep_bodies_up_to(&mut self, limit: fn(&Message) -> usize) {
+        self.state_mut().kept_body = Some(limit);
+    }
+
     /// Appends every frame ready to go to `out`. Streams may close during
     /// it (a request that may no longer start after a GOAWAY): see
     /// [`Session::events`].
     pub fn send(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        loop {
+        self.send_up_to(out, usize::MAX)
+    }
+
+    /// [`Session::send`], but only while `out` holds less than `limit`
+    /// bytes (the last frame may take it past): what the peer's
+    /// flow-control windows allow is pulled from the bodies bit by bit,
+    /// never rendered all at once. Call again once `out` is written;
+    /// whether frames are left shows as a non-empty `out`.
+    pub fn send_up_to(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+        while out.len() < limit {
             let mut data = ptr::null();
             // SAFETY: a live session; `data` stays valid until the next
             // call into the session.
@@ -447,6 +470,7 @@ impl Session {
             // SAFETY: nghttp2 returned `n` readable bytes at `data`.
             out.extend_from_slice(unsafe { std::slice::from_raw_parts(data, n as usize) });
         }
+        Ok(())
     }
 
     /// The peer's limit of concurrent streams we may open (unlimited until
@@ -667,10 +691,14 @@ unsafe extern "C" fn on_data_chunk(
 ) -> i32 {
     let state = state(user_data);
     let capture = state.capture || matches!(state.role, Role::Server { .. });
+    let kept_body = state.kept_body;
     if let Some(message) = slot_of(session, stream_id).and_then(|slot| state.message(slot)) {
         message.body_len += len as u64;
         if capture {
-            message.body.extend_from_slice(std::slice::from_raw_parts(data, len));
+            let limit = kept_body.map_or(usize::MAX, |limit| limit(message));
+            let room = limit.saturating_sub(message.body.len());
+            let data = std::slice::from_raw_parts(data, len);
+            message.body.extend_from_slice(&data[..len.min(room)]);
         }
     }
     0
@@ -911,6 +939,51 @@ mod tests {
         assert!(events.contains(&Event::GoAway { last_stream_id: 1, code: NO_ERROR }));
         assert!(events.contains(&Event::Closed { slot: 1, stream_id: late, code: REFUSED_STREAM }));
         assert!(!client.request_allowed());
+    }
+
+    #[test]
+    fn bodies_are_kept_up_to_the_limit_asked_for() {
+        let (mut client, mut server) = pair(true);
+        /// Keeps 10 bytes of a body to `/keep`, nothing of others.
+        fn ten_for_keep(message: &Message) -> usize {
+            let keep = message.fields.iter().any(|(n, v)| n == b":path" && v == b"/keep");
+            if keep {
+                10
+            } else {
+                0
+            }
+        }
+        server.keep_bodies_up_to(ten_for_keep);
+        exchange(&mut client, &mut server);
+        let body: Arc<[u8]> = Arc::from(&[b'x'; 100_000][..]);
+        for (slot, path) in [(0, &b"/keep"[..]), (1, b"/drop")] {
+            let body = Body::Bytes { bytes: body.clone(), start: 0, end: body.len() };
+            client.submit_request(request(path), Some(body), slot).unwrap();
+        }
+        exchange(&mut client, &mut server);
+        // The server saw both bodies (and answered each with its path and
+        // what it kept).
+        assert_eq!(client.message(0).unwrap().body, b"/keep xxxxxxxxxx");
+        assert_eq!(client.message(1).unwrap().body, b"/drop ");
+    }
+
+    #[test]
+    fn sending_up_to_a_limit_leaves_the_rest_for_later() {
+        let (mut client, mut server) = pair(true);
+        exchange(&mut client, &mut server);
+        let body = Body::Repeat { pattern: b"abc", offset: 0, len: 1_000_000 };
+        client.submit_request(request(b"/big"), Some(body), 0).unwrap();
+        let mut out = Vec::new();
+        client.send_up_to(&mut out, 20_000).unwrap();
+        // Frames of 16 KiB at most: the limit is passed by less than one.
+        assert!((20_000..20_000 + 16_384 + 9).contains(&out.len()), "{}", out.len());
+        server.receive(&out).unwrap();
+        let mut rest = Vec::new();
+        client.send(&mut rest).unwrap();
+        server.receive(&rest).unwrap();
+        let request = server.events().find(|e| matches!(e, Event::Request { .. }));
+        let Some(Event::Request { slot, .. }) = request else { panic!("no request") };
+        assert_eq!(server.message(slot).unwrap().body_len, 1_000_000);
     }
 
     #[test]
