@@ -9,17 +9,22 @@
 //! Every test prints one table row per run on stderr (`--nocapture` shows
 //! them): mode, loop, responses, what pace counted, exit code, wall time,
 //! CPU time, peak RSS.
+//!
+//! And hostile clients (issue 33): `pace serve`, as a process, against
+//! clients that send a body that never ends, or grant a huge window and
+//! never read: the server's resident memory stays bounded.
 
 mod common;
 #[path = "common/hostile.rs"]
 mod hostile;
 
 use std::fmt;
+use std::io::Write;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{load_lock, spawn_pace, Run};
-use hostile::{HostileServer, Mode, HUGE_BODY, TRICKLED, TRICKLE_EVERY};
+use hostile::{h2, HostileServer, Mode, ServeProcess, HUGE_BODY, TRICKLED, TRICKLE_EVERY};
 
 /// `-d`: short, but long enough for the back-off and several reconnects.
 const DURATION: Duration = Duration::from_secs(1);
@@ -508,5 +513,90 @@ fn body_of_200_mb() {
         // The report rounds to 3 significant digits: 1%.
         assert!(report.bytes_read() >= 0.99 * bodies, "{how}\n{run}");
         assert!(server.bytes_written() as f64 >= bodies, "{how}\n{run}");
+    }
+}
+
+// ----- hostile clients of `pace serve` (issue 33) -------------------------------------
+
+/// The server's resident memory under a hostile client. It starts at about
+/// 5 MiB and keeps per connection its buffers and at most 1 MiB of an
+/// `/echo` body; what the clients below offer (hundreds of MiB) would take
+/// it far past this if it were kept.
+const SERVE_RSS_LIMIT_KIB: u64 = 64 * 1024;
+
+/// What the body that never ends offers before the test looks at the
+/// answer: half of the 1 GiB flow-control windows the server grants, so
+/// that no WINDOW_UPDATE needs reading.
+const ENDLESS_BODY: usize = 512 << 20;
+
+/// How long a client that never reads leaves the server to render what
+/// the windows allow (982 MB in 2 s were seen before the output was
+/// bounded).
+const NEVER_READING: Duration = Duration::from_secs(3);
+
+/// The longest a test waits for the server.
+const CLOSE_LIMIT: Duration = Duration::from_secs(15);
+
+/// A POST to `/echo` over h2c whose DATA goes on and on: the server keeps
+/// what `/echo` uses (1 MiB, as over HTTP/1.1), counts the rest, and
+/// answers 413 when the body ends.
+#[test]
+fn an_h2c_request_body_that_never_ends_is_not_kept() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[]).unwrap();
+    client.write_all(&h2::headers(1, &h2::request("POST", "/echo"), false)).unwrap();
+    let chunk = h2::frame(h2::DATA, 0, 1, &[b'x'; h2::MAX_FRAME]);
+    let mut peak_kib = server.rss_kib();
+    for sent in (0..ENDLESS_BODY).step_by(h2::MAX_FRAME) {
+        client.write_all(&chunk).expect("the server takes the body");
+        if sent % (16 << 20) == 0 {
+            peak_kib = peak_kib.max(server.rss_kib());
+        }
+    }
+    peak_kib = peak_kib.max(server.rss_kib());
+    eprintln!("| h2c body of {} MiB | peak RSS {} KiB |", ENDLESS_BODY >> 20, peak_kib);
+    assert!(
+        peak_kib < SERVE_RSS_LIMIT_KIB,
+        "{peak_kib} KiB resident after a {} MiB body",
+        ENDLESS_BODY >> 20
+    );
+    // The body ends at last: the answer says it was too large.
+    client.write_all(&h2::frame(h2::DATA, h2::END_STREAM, 1, &[])).unwrap();
+    let answer = h2::read_body(&mut client, 1).expect("an answer to the body");
+    assert_eq!(String::from_utf8_lossy(&answer), "body too large for /echo\n");
+}
+
+/// A client that grants the largest windows, asks for 1 GB and never
+/// reads: the server pulls frames while its output is small, and goes on
+/// when the client reads.
+#[test]
+fn a_large_h2_response_to_a_client_that_never_reads_is_not_rendered_at_once() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[(h2::SETTINGS_INITIAL_WINDOW_SIZE, h2::MAX_WINDOW)]).unwrap();
+    let mut ask = h2::window_update(0, h2::MAX_WINDOW - h2::DEFAULT_WINDOW);
+    ask.extend(h2::headers(1, &h2::request("GET", "/bytes/1000000000"), true));
+    client.write_all(&ask).unwrap();
+    let mut peak_kib = 0;
+    let watched = Instant::now();
+    while watched.elapsed() < NEVER_READING {
+        peak_kib = peak_kib.max(server.rss_kib());
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("| h2c 1 GB response, never read for {NEVER_READING:?} | peak RSS {peak_kib} KiB |");
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident, the client reading nothing");
+    // The client reads: the body goes on from where the socket stopped it.
+    let wanted = 100 << 20;
+    let mut received = 0;
+    while received < wanted {
+        let frame = h2::read_frame(&mut client).expect("the response goes on");
+        if frame.kind == h2::DATA && frame.stream == 1 {
+            received += frame.payload.len();
+        }
     }
 }

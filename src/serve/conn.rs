@@ -10,8 +10,8 @@
 use std::collections::VecDeque;
 use std::io;
 
-use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_HEAD};
-use super::response::{Endpoint, Response, Stream, NEVER};
+use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_ECHO_BODY, MAX_HEAD};
+use super::response::{Endpoint, Response, Stream, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters};
 use crate::http::transport::Transport;
 
@@ -25,9 +25,6 @@ const MAX_PENDING: usize = 4096;
 /// Responses are rendered into the output buffer until it holds this much,
 /// so that pipelined responses leave in one write.
 const OUTPUT_BATCH: usize = 64 * 1024;
-
-/// The largest `/echo` request body kept.
-const MAX_ECHO_BODY: usize = 1024 * 1024;
 
 /// How long a closing connection keeps draining input after its last
 /// response, so that unread requests do not turn the close into a reset
@@ -261,7 +258,7 @@ impl Conn {
         let echo_too_large =
             matches!(head.body, BodyDecoder::Length(n) if n > MAX_ECHO_BODY as u64);
         if request.echo.is_some() && echo_too_large {
-            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+            return self.reject(Response::fatal(413, ECHO_TOO_LARGE, now, shared));
         }
         let has_body = head.body != BodyDecoder::Length(0);
         if (request.expect_continue && has_body) || request.endpoint == Endpoint::Continue {
@@ -281,7 +278,7 @@ impl Conn {
         let (used, status) = decoder.decode(self.input.data(), request.echo.as_mut());
         self.input.consume(used);
         if request.echo.as_ref().is_some_and(|echo| echo.len() > MAX_ECHO_BODY) {
-            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+            return self.reject(Response::fatal(413, ECHO_TOO_LARGE, now, shared));
         }
         match status {
             BodyStatus::NeedMore => {
