@@ -11,8 +11,10 @@
 //! CPU time, peak RSS.
 //!
 //! And hostile clients (issue 33): `pace serve`, as a process, against
-//! clients that send a body that never ends, or grant a huge window and
-//! never read: the server's resident memory stays bounded.
+//! clients that send a body that never ends, grant a huge window and never
+//! read, or leave a stream hanging and go. The server's resident memory
+//! stays bounded and it closes what can no longer complete, so that its
+//! memory and descriptors come back.
 
 mod common;
 #[path = "common/hostile.rs"]
@@ -20,11 +22,15 @@ mod hostile;
 
 use std::fmt;
 use std::io::Write;
+use std::net::Shutdown;
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{load_lock, spawn_pace, Run};
-use hostile::{h2, HostileServer, Mode, ServeProcess, HUGE_BODY, TRICKLED, TRICKLE_EVERY};
+use hostile::{
+    closed_by_server_within, h2, HostileServer, Mode, ServeProcess, HUGE_BODY, TRICKLED,
+    TRICKLE_EVERY,
+};
 
 /// `-d`: short, but long enough for the back-off and several reconnects.
 const DURATION: Duration = Duration::from_secs(1);
@@ -534,7 +540,7 @@ const ENDLESS_BODY: usize = 512 << 20;
 /// bounded).
 const NEVER_READING: Duration = Duration::from_secs(3);
 
-/// The longest a test waits for the server.
+/// The longest a test waits for the server to close something.
 const CLOSE_LIMIT: Duration = Duration::from_secs(15);
 
 /// A POST to `/echo` over h2c whose DATA goes on and on: the server keeps
@@ -599,4 +605,27 @@ fn a_large_h2_response_to_a_client_that_never_reads_is_not_rendered_at_once() {
             received += frame.payload.len();
         }
     }
+}
+
+/// The client asks for `/hang` on h2c and closes its side: the server
+/// drops the answer that will never come and closes (it stayed in
+/// CLOSE-WAIT, holding a descriptor, for ever).
+#[test]
+fn an_h2c_client_gone_with_a_hanging_stream_is_closed() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let idle_fds = server.open_fds();
+    for round in 0..20 {
+        let mut client = server.connect();
+        client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+        h2::handshake(&mut client, &[]).unwrap();
+        client.write_all(&h2::headers(1, &h2::request("GET", "/hang"), true)).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        assert!(
+            closed_by_server_within(&mut client, CLOSE_LIMIT),
+            "round {round}: the connection is still open {CLOSE_LIMIT:?} after the client's FIN"
+        );
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
 }

@@ -371,11 +371,11 @@ impl Conn {
     /// After reading and writing: close, linger, or wait (until when).
     fn next_step(&mut self, now: u64) -> Outcome {
         if self.close_when_flushed && self.flushed() {
-            self.transport.close_write();
             if self.peer_eof {
+                self.transport.close_write();
                 return Outcome::Close;
             }
-            let deadline = now.saturating_add(LINGER_NS);
+            let deadline = close_gracefully(&mut self.transport, now);
             self.linger_until = Some(deadline);
             return Outcome::Open { wake_at: Some(deadline) };
         }
@@ -394,24 +394,46 @@ impl Conn {
 
     /// Closing: read and drop input until the peer closes or time is up.
     fn linger(&mut self, now: u64, readable: bool, deadline: u64) -> Outcome {
-        if now >= deadline || (readable && !self.drain_input()) {
-            return Outcome::Close;
-        }
-        Outcome::Open { wake_at: Some(deadline) }
+        self.input.clear();
+        linger(&mut self.transport, self.input.spare(), now, readable, deadline)
     }
+}
 
-    /// Reads and drops input until the socket is empty; false at the end
-    /// of the stream or on an error.
-    fn drain_input(&mut self) -> bool {
-        loop {
-            self.input.clear();
-            match self.transport.read(self.input.spare()) {
-                Ok((0, _)) => return false,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
+/// Ends our side of a connection the peer may still be sending on: the
+/// FIN (after TLS's close_notify); then its input is to be drained
+/// ([`linger`]) until it closes too or the returned deadline, so that
+/// unread bytes do not turn the close into a reset that could destroy
+/// what was last sent.
+pub(super) fn close_gracefully(transport: &mut Transport, now: u64) -> u64 {
+    transport.close_write();
+    now.saturating_add(LINGER_NS)
+}
+
+/// A closing connection: reads and drops input (into `buf`) until the
+/// peer closes or the `deadline` of [`close_gracefully`] passes.
+pub(super) fn linger(
+    transport: &mut Transport,
+    buf: &mut [u8],
+    now: u64,
+    readable: bool,
+    deadline: u64,
+) -> Outcome {
+    if now >= deadline || (readable && !drain_input(transport, buf)) {
+        return Outcome::Close;
+    }
+    Outcome::Open { wake_at: Some(deadline) }
+}
+
+/// Reads and drops input until the socket is empty; false at the end of
+/// the stream or on an error.
+fn drain_input(transport: &mut Transport, buf: &mut [u8]) -> bool {
+    loop {
+        match transport.read(buf) {
+            Ok((0, _)) => return false,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
         }
     }
 }

@@ -16,14 +16,15 @@
 //! What a connection holds is bounded whatever the client sends or
 //! withholds: of a request body only what its endpoint uses is kept (up to
 //! 1 MiB for `/echo`, nothing elsewhere; the rest is counted and dropped);
-//! and frames are pulled from the session only while the output holds
-//! less than [`OUTPUT_BATCH`], so a client that grants a huge window and
-//! does not read gets no large body rendered at once, and the rest
-//! follows as the socket takes it.
+//! frames are pulled from the session only while the output holds less
+//! than [`OUTPUT_BATCH`], so a client that grants a huge window and does
+//! not read gets no large body rendered at once, and the rest follows as
+//! the socket takes it; once the client has closed its side, answers that
+//! never come (`/hang`) are dropped and the connection ends.
 
 use std::io;
 
-use super::conn::{Outcome, Wake};
+use super::conn::{close_gracefully, linger, Outcome, Wake};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Endpoint, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
@@ -60,6 +61,8 @@ pub(super) struct Http2Conn {
     peer_eof: bool,
     /// A GOAWAY was sent (`/close`, `/eof`): end once the answers are out.
     ending: bool,
+    /// Closing: draining input until then (see [`close_gracefully`]).
+    linger_until: Option<u64>,
     /// The session's events being handled (kept for its memory).
     events: Vec<Event>,
     /// The wake-up the event loop has queued for this connection.
@@ -83,6 +86,7 @@ impl Http2Conn {
             buf: vec![0; READ_BUFFER],
             peer_eof: false,
             ending: false,
+            linger_until: None,
             events: Vec::new(),
             timer: None,
         })
@@ -101,10 +105,18 @@ impl Http2Conn {
         shared: &Shared,
         counters: &ThreadCounters,
     ) -> Outcome {
+        if let Some(deadline) = self.linger_until {
+            return linger(&mut self.transport, &mut self.buf, now, wake != Wake::Quiet, deadline);
+        }
         if wake != Wake::Quiet && self.read(wake == Wake::Hangup).is_err() {
             return Outcome::Close;
         }
         self.handle_events(now, shared, counters);
+        if self.peer_eof {
+            // The client is gone: an answer that never comes (`/hang`)
+            // has nothing left to wait for.
+            self.pending.retain(|p| p.response.due_ns != NEVER);
+        }
         if self.answer_due(now, shared).is_err() || self.write().is_err() {
             return Outcome::Close;
         }
@@ -115,10 +127,22 @@ impl Http2Conn {
             || ((self.peer_eof || self.ending) && self.pending.is_empty());
         // All written: `write` stops early only when the socket is full.
         if done && self.written >= self.out.len() {
-            return Outcome::Close;
+            return self.end(now);
         }
         let next = self.pending.iter().map(|p| p.response.due_ns).filter(|&due| due != NEVER).min();
         Outcome::Open { wake_at: next.filter(|&due| due > now) }
+    }
+
+    /// Ends the connection once everything is written: at once if the
+    /// client has closed its side, else after our FIN and its own.
+    fn end(&mut self, now: u64) -> Outcome {
+        if self.peer_eof {
+            self.transport.close_write();
+            return Outcome::Close;
+        }
+        let deadline = close_gracefully(&mut self.transport, now);
+        self.linger_until = Some(deadline);
+        Outcome::Open { wake_at: Some(deadline) }
     }
 
     /// Reads everything the socket has into the session.
