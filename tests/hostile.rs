@@ -12,17 +12,17 @@
 //!
 //! And hostile clients (issue 33): `pace serve`, as a process, against
 //! clients that send a body that never ends, grant a huge window and never
-//! read, or leave a stream hanging and go. The server's resident memory
-//! stays bounded and it closes what can no longer complete, so that its
-//! memory and descriptors come back.
+//! read, leave a stream hanging and go, or trickle a request head. The
+//! server's resident memory stays bounded and it closes what can no longer
+//! complete, so that its memory and descriptors come back.
 
 mod common;
 #[path = "common/hostile.rs"]
 mod hostile;
 
 use std::fmt;
-use std::io::Write;
-use std::net::Shutdown;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -628,4 +628,119 @@ fn an_h2c_client_gone_with_a_hanging_stream_is_closed() {
     }
     let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
     assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+}
+
+/// Slow-loris: many connections each sending a byte of a header now and
+/// then, never the end of the head. With `--head-timeout 1s` each is
+/// answered 408 and closed, and the server's descriptors come back.
+#[test]
+fn request_heads_that_never_end_time_out() {
+    const CLIENTS: usize = 500;
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "1s"]);
+    let idle_fds = server.open_fds();
+    let mut clients: Vec<Trickling> = (0..CLIENTS)
+        .map(|_| {
+            let mut stream = server.connect();
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").unwrap();
+            stream.set_nonblocking(true).unwrap();
+            Trickling { stream, answer: Vec::new(), closed: false }
+        })
+        .collect();
+    let started = Instant::now();
+    while clients.iter().any(|c| !c.closed) && started.elapsed() < CLOSE_LIMIT {
+        for client in clients.iter_mut().filter(|c| !c.closed) {
+            client.trickle();
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    let still_open = clients.iter().filter(|c| !c.closed).count();
+    assert_eq!(still_open, 0, "{still_open} slow heads still open after {CLOSE_LIMIT:?}");
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+    for client in &clients {
+        let answer = String::from_utf8_lossy(&client.answer);
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    }
+}
+
+/// A client trickling a request head, a byte of a header value at a time
+/// (within the size a head may have for hours).
+struct Trickling {
+    stream: TcpStream,
+    answer: Vec<u8>,
+    closed: bool,
+}
+
+impl Trickling {
+    /// Reads what the server said; once it has said anything, sends no
+    /// more (a write after the server's close would draw a reset).
+    fn trickle(&mut self) {
+        let mut buf = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.closed = true;
+                    return;
+                }
+                Ok(n) => self.answer.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+        if self.answer.is_empty() {
+            let _ = self.stream.write_all(b"s");
+        }
+    }
+}
+
+/// HTTP/2 connections that stop inside the preface, or after it but
+/// before their SETTINGS, are closed after `--head-timeout` too.
+#[test]
+fn an_h2c_preface_without_its_settings_times_out() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "1s"]);
+    let idle_fds = server.open_fds();
+    for start in [&h2::PREFACE[..10], h2::PREFACE] {
+        let mut client = server.connect();
+        client.write_all(start).unwrap();
+        assert!(
+            closed_by_server_within(&mut client, CLOSE_LIMIT),
+            "{:?} and nothing more: still open after {CLOSE_LIMIT:?}",
+            String::from_utf8_lossy(start)
+        );
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+}
+
+/// A TLS handshake that never finishes is an unfinished head too.
+#[test]
+fn a_tls_handshake_that_never_finishes_times_out() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--tls", "--head-timeout", "1s"]);
+    let mut client = server.connect();
+    // The first bytes of a ClientHello record, and nothing more.
+    client.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
+    assert!(closed_by_server_within(&mut client, CLOSE_LIMIT), "still open after {CLOSE_LIMIT:?}");
+}
+
+/// A connection idle between requests (or before its first: a benchmark
+/// connects before its start time) is not a slow head: it stays open past
+/// the timeout and is answered when it asks.
+#[test]
+fn an_idle_connection_outlives_the_head_timeout() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "200ms"]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    // Idle for a few timeouts: this wait is what is tested.
+    thread::sleep(Duration::from_secs(1));
+    client.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut answer = [0u8; 17];
+    client.read_exact(&mut answer).expect("an answer after being idle");
+    assert_eq!(&answer, b"HTTP/1.1 200 OK\r\n");
 }

@@ -6,6 +6,12 @@
 //! would block. Nothing is allocated per request on the default path: the
 //! input buffer, the response queue and the output buffer keep their
 //! capacity for the life of the connection.
+//!
+//! A request head that has begun must end within the head timeout, and a
+//! TLS handshake within it from the accept; past it the connection is
+//! answered 408 (or, still handshaking, just closed). An idle connection,
+//! between requests or before its first, is not timed: a benchmark opens
+//! its connections before it starts, and paces its requests.
 
 use std::collections::VecDeque;
 use std::io;
@@ -30,6 +36,9 @@ const OUTPUT_BATCH: usize = 64 * 1024;
 /// response, so that unread requests do not turn the close into a reset
 /// that could destroy that response.
 const LINGER_NS: u64 = 1_000_000_000;
+
+/// What a request head that took too long is told.
+const HEAD_TOO_SLOW: &str = "request head not complete within the head timeout\n";
 
 /// Why the connection is being serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +95,11 @@ pub(super) struct Conn {
     fresh: bool,
     /// The preface came: the connection is HTTP/2's.
     http2: bool,
+    /// The TLS handshake is not over yet (never, on a plain connection).
+    handshaking: bool,
+    /// When the head begun (or the TLS handshake) must be complete; None
+    /// while nothing is unfinished, or with no head timeout.
+    head_deadline: Option<u64>,
 }
 
 enum Parse {
@@ -103,7 +117,9 @@ enum Step {
 }
 
 impl Conn {
-    pub(super) fn new(transport: Transport) -> Conn {
+    /// A connection accepted at `now`.
+    pub(super) fn new(transport: Transport, now: u64, shared: &Shared) -> Conn {
+        let handshaking = matches!(transport, Transport::Tls(..));
         Conn {
             transport,
             input: Input::new(),
@@ -119,12 +135,16 @@ impl Conn {
             timer: None,
             fresh: true,
             http2: false,
+            handshaking,
+            head_deadline: if handshaking { shared.head_deadline(now) } else { None },
         }
     }
 
-    /// The socket and what was read of it, for the HTTP/2 server.
-    pub(super) fn into_http2(self) -> (Transport, Vec<u8>) {
-        (self.transport, self.input.data().to_vec())
+    /// The socket and what was read of it, for the HTTP/2 server, with
+    /// the head deadline running: that of the preface if it came in
+    /// parts, or of a TLS handshake just over (None if neither).
+    pub(super) fn into_http2(self) -> (Transport, Vec<u8>, Option<u64>) {
+        (self.transport, self.input.data().to_vec(), self.head_deadline)
     }
 
     pub(super) fn transport(&self) -> &Transport {
@@ -152,6 +172,14 @@ impl Conn {
             if self.http2 {
                 return Outcome::Http2;
             }
+            self.watch_head(now, shared);
+            if self.head_deadline.is_some_and(|deadline| now >= deadline) {
+                if self.handshaking {
+                    return Outcome::Close;
+                }
+                self.head_deadline = None;
+                self.reject(Response::fatal(408, HEAD_TOO_SLOW, now, shared));
+            }
             let was_full = self.pending_full();
             if self.write_output(now, shared).is_err() {
                 return Outcome::Close;
@@ -168,6 +196,32 @@ impl Conn {
 
     fn pending_full(&self) -> bool {
         self.pending.len() >= MAX_PENDING
+    }
+
+    /// Starts the head timer when the client has left a head unfinished,
+    /// and stops it when the head is complete, or when it is the server
+    /// that holds the rest back (its queue is full): only the client's
+    /// slowness is timed. A TLS connection is timed from its accept until
+    /// its handshake is over.
+    fn watch_head(&mut self, now: u64, shared: &Shared) {
+        if self.handshaking {
+            // The reads have drained the socket: this only asks rustls
+            // whether the handshake is over (and sends what it has).
+            if !matches!(self.transport.handshake(), Ok(true)) {
+                return;
+            }
+            self.handshaking = false;
+            self.head_deadline = None;
+        }
+        let waiting_for_client = !self.input_done && !self.pending_full();
+        let unfinished = waiting_for_client
+            && matches!(self.parse, Parse::Head)
+            && !self.input.data().is_empty();
+        if !unfinished {
+            self.head_deadline = None;
+        } else if self.head_deadline.is_none() {
+            self.head_deadline = shared.head_deadline(now);
+        }
     }
 
     /// Parses what is buffered, then reads until the socket is empty,
@@ -389,13 +443,22 @@ impl Conn {
                 return Outcome::Close;
             }
         }
-        Outcome::Open { wake_at: head_due.filter(|&due| due > now && due != NEVER) }
+        let answer_due = head_due.filter(|&due| due > now && due != NEVER);
+        Outcome::Open { wake_at: earliest(answer_due, self.head_deadline) }
     }
 
     /// Closing: read and drop input until the peer closes or time is up.
     fn linger(&mut self, now: u64, readable: bool, deadline: u64) -> Outcome {
         self.input.clear();
         linger(&mut self.transport, self.input.spare(), now, readable, deadline)
+    }
+}
+
+/// The earlier of two wake-ups.
+pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

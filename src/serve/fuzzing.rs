@@ -24,9 +24,12 @@ use crate::http::transport::Transport;
 /// copy next to its headers (streamed).
 const BODY_SIZES: [usize; 4] = [0, 13, 100, 20_000];
 
+/// The server's settings. No head timeout: the server's clock jumps
+/// hours at a time here, so every head split over two reads would time
+/// out, and the splits are what is being tried.
 fn shared(input: &mut Input) -> Shared {
     let body_size = BODY_SIZES[input.below(BODY_SIZES.len())];
-    Shared::new(&ServeOptions { body_size, ..ServeOptions::default() }, None)
+    Shared::new(&ServeOptions { body_size, head_timeout: None, ..ServeOptions::default() }, None)
 }
 
 /// Where the parsing of [`serve_requests`] is.
@@ -206,7 +209,8 @@ pub fn serve_connection(data: &[u8]) {
     let stream = input.rest();
     let counters = ThreadCounters::default();
     let Ok((client, server)) = connection() else { return };
-    let mut conn = Conn::new(Transport::plain(server));
+    let mut now = START;
+    let mut conn = Conn::new(Transport::plain(server), now, &shared);
     let has_head = stream.windows(4).any(|window| window == b"HEAD");
     let mut client = Client {
         socket: client,
@@ -214,7 +218,6 @@ pub fn serve_connection(data: &[u8]) {
         eof: false,
         tail: Vec::new(),
     };
-    let mut now = 1_000_000_000u64;
     let mut service = |conn: &mut Conn, wake| {
         now += 1 << 47;
         conn.service(now, wake, &shared, &counters)
@@ -294,12 +297,12 @@ impl Server<'_> {
             let Some(Served::Http1(conn)) = self.conn.take() else {
                 panic!("an HTTP/2 connection asked to be handed over");
             };
-            let (transport, received) = conn.into_http2();
+            let (transport, received, preface_deadline) = conn.into_http2();
             assert!(received.starts_with(PREFACE), "handed over without the preface");
             // Handed over, even if what came with the preface ends it (a
             // flood of CONTINUATION frames is a fatal error for nghttp2).
             self.http2 = true;
-            match Http2Conn::new(transport, &received) {
+            match Http2Conn::new(transport, &received, preface_deadline, now, shared) {
                 Ok(conn) => {
                     self.conn = Some(Served::Http2(Box::new(conn)));
                     // What the socket still holds raises no new edge.
@@ -358,6 +361,9 @@ impl Peer {
 /// The clock jumps this far for [`Op::Expire`]: every `/delay` comes due.
 const JUMP: u64 = 1 << 47;
 
+/// The server's clock when a connection starts.
+const START: u64 = 1_000_000_000;
+
 /// The built-in server's HTTP/2 (`serve/http2.rs`, handed over from
 /// `serve/conn.rs` by the preface) with a client that sends anything,
 /// over a Unix socket pair. The input: 2 bytes: body size as in
@@ -384,10 +390,10 @@ pub fn serve_http2(data: &[u8]) {
     let greets = input.byte() & 1 == 0;
     let Ok((client, server)) = connection() else { return };
     let mut server = Server {
-        conn: Some(Served::Http1(Box::new(Conn::new(Transport::plain(server))))),
+        conn: Some(Served::Http1(Box::new(Conn::new(Transport::plain(server), START, &shared)))),
         shared: &shared,
         counters: ThreadCounters::default(),
-        now: 1_000_000_000,
+        now: START,
         outcome: Outcome::Open { wake_at: None },
         http2: false,
     };

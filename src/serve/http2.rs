@@ -20,11 +20,12 @@
 //! than [`OUTPUT_BATCH`], so a client that grants a huge window and does
 //! not read gets no large body rendered at once, and the rest follows as
 //! the socket takes it; once the client has closed its side, answers that
-//! never come (`/hang`) are dropped and the connection ends.
+//! never come (`/hang`) are dropped and the connection ends; and the
+//! preface's SETTINGS must come within the head timeout.
 
 use std::io;
 
-use super::conn::{close_gracefully, linger, Outcome, Wake};
+use super::conn::{close_gracefully, earliest, linger, Outcome, Wake};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Endpoint, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
@@ -61,6 +62,9 @@ pub(super) struct Http2Conn {
     peer_eof: bool,
     /// A GOAWAY was sent (`/close`, `/eof`): end once the answers are out.
     ending: bool,
+    /// When the client's SETTINGS (the end of its preface) must have come;
+    /// None once they have, or with no head timeout.
+    settings_deadline: Option<u64>,
     /// Closing: draining input until then (see [`close_gracefully`]).
     linger_until: Option<u64>,
     /// The session's events being handled (kept for its memory).
@@ -70,9 +74,17 @@ pub(super) struct Http2Conn {
 }
 
 impl Http2Conn {
-    /// Takes over a connection whose input so far (`received`, the
-    /// preface at least) is HTTP/2.
-    pub(super) fn new(transport: Transport, received: &[u8]) -> io::Result<Http2Conn> {
+    /// Takes over, at `now`, a connection whose input so far
+    /// (`received`, the preface at least) is HTTP/2. Its SETTINGS must
+    /// come by `preface_deadline` if the preface was begun before (else
+    /// within the head timeout from now).
+    pub(super) fn new(
+        transport: Transport,
+        received: &[u8],
+        preface_deadline: Option<u64>,
+        now: u64,
+        shared: &Shared,
+    ) -> io::Result<Http2Conn> {
         let role = Role::Server { max_concurrent_streams: MAX_CONCURRENT_STREAMS };
         let mut session = Session::new(role, true).map_err(io::Error::other)?;
         session.keep_bodies_up_to(kept_body);
@@ -86,6 +98,7 @@ impl Http2Conn {
             buf: vec![0; READ_BUFFER],
             peer_eof: false,
             ending: false,
+            settings_deadline: preface_deadline.or_else(|| shared.head_deadline(now)),
             linger_until: None,
             events: Vec::new(),
             timer: None,
@@ -112,6 +125,10 @@ impl Http2Conn {
             return Outcome::Close;
         }
         self.handle_events(now, shared, counters);
+        if self.settings_deadline.is_some_and(|deadline| now >= deadline) {
+            // The preface never ended: there is no session to end politely.
+            return Outcome::Close;
+        }
         if self.peer_eof {
             // The client is gone: an answer that never comes (`/hang`)
             // has nothing left to wait for.
@@ -130,7 +147,7 @@ impl Http2Conn {
             return self.end(now);
         }
         let next = self.pending.iter().map(|p| p.response.due_ns).filter(|&due| due != NEVER).min();
-        Outcome::Open { wake_at: next.filter(|&due| due > now) }
+        Outcome::Open { wake_at: earliest(next.filter(|&due| due > now), self.settings_deadline) }
     }
 
     /// Ends the connection once everything is written: at once if the
@@ -182,7 +199,8 @@ impl Http2Conn {
                 Event::Closed { stream_id, .. } => {
                     self.pending.retain(|p| p.stream_id != stream_id);
                 }
-                Event::GoAway { .. } | Event::Settings => {}
+                Event::Settings => self.settings_deadline = None,
+                Event::GoAway { .. } => {}
             }
         }
         self.events = events;
