@@ -119,7 +119,7 @@ enum Step {
 impl Conn {
     /// A connection accepted at `now`.
     pub(super) fn new(transport: Transport, now: u64, shared: &Shared) -> Conn {
-        let handshaking = matches!(transport, Transport::Tls(..));
+        let handshaking = tls_handshaking(&transport);
         Conn {
             transport,
             input: Input::new(),
@@ -205,9 +205,7 @@ impl Conn {
     /// its handshake is over.
     fn watch_head(&mut self, now: u64, shared: &Shared) {
         if self.handshaking {
-            // The reads have drained the socket: this only asks rustls
-            // whether the handshake is over (and sends what it has).
-            if !matches!(self.transport.handshake(), Ok(true)) {
+            if tls_handshaking(&self.transport) {
                 return;
             }
             self.handshaking = false;
@@ -452,6 +450,14 @@ impl Conn {
         self.input.clear();
         linger(&mut self.transport, self.input.spare(), now, readable, deadline)
     }
+}
+
+/// A TLS connection whose handshake is not over. Asked of the session, not
+/// by driving the handshake: bytes read here, outside the reads, would
+/// leave what they decrypt unread until more came (the socket's next
+/// readiness would not say readable).
+fn tls_handshaking(transport: &Transport) -> bool {
+    matches!(transport, Transport::Tls(_, session) if session.is_handshaking())
 }
 
 /// The earlier of two wake-ups.
