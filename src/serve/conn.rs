@@ -296,6 +296,14 @@ impl Conn {
                 self.http2 = true;
                 return Step::NeedInput;
             }
+            // TLS chose h2: whatever this is, it is no HTTP/1.1 request
+            // to answer, and a bad preface ends the connection (RFC 9113
+            // 3.4).
+            if self.transport.alpn_protocol().as_deref() == Some(b"h2") {
+                self.input_done = true;
+                self.close_when_flushed = true;
+                return Step::Continue;
+            }
         }
         let head = match request::parse_head(self.input.data()) {
             HeadParse::Complete(head) => head,
