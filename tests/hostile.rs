@@ -607,6 +607,40 @@ fn a_large_h2_response_to_a_client_that_never_reads_is_not_rendered_at_once() {
     }
 }
 
+/// An HPACK bomb: one header block of 9 frames (147 kB) naming a 4 kB
+/// entry of the decoder's table again and again, 600 MB of fields once
+/// decoded (578 MB resident were seen). The server keeps 64 KiB of a
+/// header list, as HTTP/1.1 keeps of a head, and resets the stream past it.
+#[test]
+fn an_h2c_header_block_that_decodes_to_600_mb_is_not_kept() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[]).unwrap();
+    let mut block = h2::header_block(&h2::request("GET", "/"));
+    block.extend(h2::indexed_literal("x-big", &"v".repeat(4000)));
+    block.resize(h2::MAX_FRAME, h2::NEWEST_ENTRY);
+    let mut bomb = h2::frame(h2::HEADERS, h2::END_STREAM, 1, &block);
+    for k in 1..=h2::MAX_CONTINUATIONS {
+        let flags = if k == h2::MAX_CONTINUATIONS { h2::END_HEADERS } else { 0 };
+        bomb.extend(h2::frame(h2::CONTINUATION, flags, 1, &[h2::NEWEST_ENTRY; h2::MAX_FRAME]));
+    }
+    client.write_all(&bomb).unwrap();
+    // The stream ends one way or the other: reset, or answered.
+    let ended = loop {
+        let frame = h2::read_frame(&mut client).expect("the stream ends");
+        let end_stream = frame.flags & h2::END_STREAM != 0 && frame.kind != h2::SETTINGS;
+        if frame.stream == 1 && (frame.kind == h2::RST_STREAM || end_stream) {
+            break frame;
+        }
+    };
+    let peak_kib = server.peak_rss_kib();
+    eprintln!("| h2c HPACK bomb of {} kB | peak RSS {peak_kib} KiB |", bomb.len() / 1000);
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident at the peak");
+    assert_eq!(ended.kind, h2::RST_STREAM, "{ended:?}");
+}
+
 /// The client asks for `/hang` on h2c and closes its side: the server
 /// drops the answer that will never come and closes (it stayed in
 /// CLOSE-WAIT, holding a descriptor, for ever).

@@ -36,6 +36,16 @@ const WINDOW: u32 = (1 << 30) - 1;
 /// our encoder's memory).
 const HEADER_TABLE: u32 = 4096;
 
+/// The largest header list a captured message keeps, counted as RFC 7541
+/// counts one (name, value and [`FIELD_OVERHEAD`] per field): HTTP/1.1's
+/// bound on a head. nghttp2 leaves this bound to the application, and
+/// without it a header block of 150 kB that names a 4 kB table entry again
+/// and again decodes to 600 MB; a stream past it is reset.
+const MAX_HEADER_LIST: usize = 64 * 1024;
+
+/// What RFC 7541 4.1 adds to each field's name and value in a header list.
+const FIELD_OVERHEAD: usize = 32;
+
 /// Which end of the connection the session is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -65,6 +75,8 @@ pub struct Message {
     /// whole. A stream that closes without it (a `RST_STREAM` with
     /// `NO_ERROR` mid-body) carried only part of one.
     pub ended: bool,
+    /// The size of `fields` as a header list ([`MAX_HEADER_LIST`]).
+    header_list_size: usize,
 }
 
 /// What a read (or a send) brought about, in order.
@@ -261,11 +273,23 @@ impl Session {
                 setting(ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, max_concurrent_streams)
             }
         };
-        let settings = [
+        // A server says how large a header list it takes; a client keeps
+        // its SETTINGS as they were (a captured response is bounded all
+        // the same).
+        let header_list = match role {
+            Role::Client => None,
+            Role::Server { .. } => {
+                Some(setting(ng::NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32))
+            }
+        };
+        let settings: Vec<ng::nghttp2_settings_entry> = [
             first,
             setting(ng::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW),
             setting(ng::NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, HEADER_TABLE),
-        ];
+        ]
+        .into_iter()
+        .chain(header_list)
+        .collect();
         // SAFETY: a live session; nghttp2 copies the entries.
         let rv = unsafe {
             match ng::nghttp2_submit_settings(
@@ -332,6 +356,7 @@ impl Session {
         if let Some(message) = self.state_mut().message(slot) {
             message.status = 0;
             message.fields.clear();
+            message.header_list_size = 0;
             message.body.clear();
             message.body_len = 0;
             message.reset_by_peer = false;
@@ -643,6 +668,7 @@ unsafe extern "C" fn on_begin_headers(
                 if (100..200).contains(&message.status) {
                     message.status = 0;
                     message.fields.clear();
+                    message.header_list_size = 0;
                 }
             }
         }
@@ -676,6 +702,12 @@ unsafe extern "C" fn on_header(
         message.status = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     }
     if capture {
+        message.header_list_size += name.len() + value.len() + FIELD_OVERHEAD;
+        if message.header_list_size > MAX_HEADER_LIST {
+            // nghttp2 resets the stream (INTERNAL_ERROR) and calls back
+            // no more for this header block.
+            return ng::NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         message.fields.push((name.to_vec(), value.to_vec()));
     }
     0
@@ -965,6 +997,25 @@ mod tests {
         // what it kept).
         assert_eq!(client.message(0).unwrap().body, b"/keep xxxxxxxxxx");
         assert_eq!(client.message(1).unwrap().body, b"/drop ");
+    }
+
+    #[test]
+    fn a_header_list_past_the_bound_resets_the_stream() {
+        let (mut client, mut server) = pair(true);
+        // 1500 small fields: 67.5 kB as a header list (32 bytes of
+        // overhead each), which nghttp2's client still sends (it bounds
+        // names and values only, at 64 KiB). Sent before the server's
+        // SETTINGS come: past them, it would refuse a list over the
+        // server's bound itself.
+        let mut fields = request(b"/").to_vec();
+        fields.extend((0..1500).map(|_| (&b"x-a"[..], &b"0123456789"[..])));
+        let id = client.submit_request(fields, None, 0).unwrap();
+        exchange(&mut client, &mut server);
+        let closed: Vec<Event> =
+            client.events().filter(|e| matches!(e, Event::Closed { .. })).collect();
+        let code = ng::NGHTTP2_INTERNAL_ERROR;
+        assert_eq!(closed, vec![Event::Closed { slot: 0, stream_id: id, code }]);
+        assert!(server.events().all(|e| !matches!(e, Event::Request { .. })));
     }
 
     #[test]

@@ -439,10 +439,24 @@ impl ServeProcess {
 
     /// The server's resident memory now (`VmRSS` in /proc/PID/status).
     pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS")
+    }
+
+    /// The most the server has had resident since it started (`VmHWM`,
+    /// the peak of `VmRSS`).
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM")
+    }
+
+    /// A size in /proc/PID/status, in KiB.
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
             .expect("read the server's /proc status");
-        let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS line");
-        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+        let line = status
+            .lines()
+            .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()));
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a size in kB")
     }
 
     /// The server's open file descriptors.
@@ -517,9 +531,11 @@ pub mod h2 {
 
     pub const DATA: u8 = 0x0;
     pub const HEADERS: u8 = 0x1;
+    pub const RST_STREAM: u8 = 0x3;
     pub const SETTINGS: u8 = 0x4;
     pub const GOAWAY: u8 = 0x7;
     pub const WINDOW_UPDATE: u8 = 0x8;
+    pub const CONTINUATION: u8 = 0x9;
 
     pub const END_STREAM: u8 = 0x1;
     pub const ACK: u8 = 0x1;
@@ -557,16 +573,39 @@ pub mod h2 {
 
     /// A whole header block in one HEADERS frame.
     pub fn headers(stream: u32, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
+        let block = header_block(fields);
+        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
+        frame(HEADERS, flags, stream, &block)
+    }
+
+    /// `fields` as literals without indexing (RFC 7541 6.2.2).
+    pub fn header_block(fields: &[(&str, &str)]) -> Vec<u8> {
         let mut block = Vec::new();
         for (name, value) in fields {
-            // A literal field without indexing, with a new name.
+            // A new name (index 0).
             block.push(0x00);
             string(&mut block, name.as_bytes());
             string(&mut block, value.as_bytes());
         }
-        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
-        frame(HEADERS, flags, stream, &block)
+        block
     }
+
+    /// A field that the decoder adds to its dynamic table (a literal with
+    /// incremental indexing, RFC 7541 6.2.1), where it becomes
+    /// [`NEWEST_ENTRY`].
+    pub fn indexed_literal(name: &str, value: &str) -> Vec<u8> {
+        let mut field = vec![0x40];
+        string(&mut field, name.as_bytes());
+        string(&mut field, value.as_bytes());
+        field
+    }
+
+    /// One byte naming the newest entry of the dynamic table (an indexed
+    /// field, index 62: the first after the 61 of the static table).
+    pub const NEWEST_ENTRY: u8 = 0x80 | 62;
+
+    /// CONTINUATION frames nghttp2 accepts after a HEADERS frame.
+    pub const MAX_CONTINUATIONS: usize = 8;
 
     /// A request's header fields: `method` of `path` on this server.
     pub fn request<'a>(method: &'a str, path: &'a str) -> [(&'a str, &'a str); 4] {
