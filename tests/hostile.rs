@@ -641,6 +641,35 @@ fn an_h2c_header_block_that_decodes_to_600_mb_is_not_kept() {
     assert_eq!(ended.kind, h2::RST_STREAM, "{ended:?}");
 }
 
+/// HTTP/1.1 pipelining: `/echo` requests with bodies of 1000 KiB (an echo
+/// of the request under the 1 MiB bound) one after the other, none of the
+/// answers read. The server stops reading once 4 MiB of echoes wait to be
+/// sent (it went on to 4096 answers: 4 GiB).
+#[test]
+fn pipelined_echoes_never_read_are_not_all_kept() {
+    const ECHOES: usize = 300;
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    // A write that waits this long finds the server no longer reading.
+    client.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let body = vec![b'e'; 1000 << 10];
+    let head =
+        format!("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", body.len());
+    let mut offered = 0;
+    while offered < ECHOES {
+        let sent = client.write_all(head.as_bytes()).and_then(|()| client.write_all(&body));
+        if sent.is_err() {
+            break;
+        }
+        offered += 1;
+    }
+    let peak_kib = server.peak_rss_kib();
+    eprintln!("| HTTP/1.1 {offered} pipelined echoes, never read | peak RSS {peak_kib} KiB |");
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident at the peak");
+    assert!(offered < ECHOES, "the server read {offered} echoes it could not send");
+}
+
 /// The client asks for `/hang` on h2c and closes its side: the server
 /// drops the answer that will never come and closes (it stayed in
 /// CLOSE-WAIT, holding a descriptor, for ever).

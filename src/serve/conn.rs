@@ -17,7 +17,7 @@ use std::collections::VecDeque;
 use std::io;
 
 use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_ECHO_BODY, MAX_HEAD};
-use super::response::{Endpoint, Response, Stream, ECHO_TOO_LARGE, NEVER};
+use super::response::{Body, Endpoint, Response, Stream, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters};
 use crate::http::transport::Transport;
 
@@ -27,6 +27,10 @@ const INPUT_INITIAL: usize = 8 * 1024;
 /// Responses queued per connection before reading pauses (a client that
 /// pipelines without reading, or a long stall).
 const MAX_PENDING: usize = 4096;
+
+/// Bytes of `/echo` bodies queued per connection before reading pauses:
+/// 4096 pipelined echoes of 1 MiB would be 4 GiB.
+const MAX_PENDING_ECHO: usize = 4 * 1024 * 1024;
 
 /// Responses are rendered into the output buffer until it holds this much,
 /// so that pipelined responses leave in one write.
@@ -75,6 +79,8 @@ pub(super) struct Conn {
     parse: Parse,
     /// Responses in request order, each with its due time.
     pending: VecDeque<Response>,
+    /// The bytes of the `/echo` bodies in `pending`.
+    pending_echo: usize,
     /// Rendered responses; `out[out_pos..]` is still to be written.
     out: Vec<u8>,
     out_pos: usize,
@@ -125,6 +131,7 @@ impl Conn {
             input: Input::new(),
             parse: Parse::Head,
             pending: VecDeque::new(),
+            pending_echo: 0,
             out: Vec::new(),
             out_pos: 0,
             stream: None,
@@ -195,7 +202,18 @@ impl Conn {
     }
 
     fn pending_full(&self) -> bool {
-        self.pending.len() >= MAX_PENDING
+        self.pending.len() >= MAX_PENDING || self.pending_echo >= MAX_PENDING_ECHO
+    }
+
+    fn queue(&mut self, response: Response) {
+        self.pending_echo += echo_len(&response);
+        self.pending.push_back(response);
+    }
+
+    fn unqueue(&mut self) -> Option<Response> {
+        let response = self.pending.pop_front()?;
+        self.pending_echo -= echo_len(&response);
+        Some(response)
     }
 
     /// Starts the head timer when the client has left a head unfinished,
@@ -322,7 +340,7 @@ impl Conn {
         }
         let has_body = head.body != BodyDecoder::Length(0);
         if (request.expect_continue && has_body) || request.endpoint == Endpoint::Continue {
-            self.pending.push_back(Response::interim(now, shared));
+            self.queue(Response::interim(now, shared));
         }
         self.parse = Parse::Body { request, decoder: head.body };
         Step::Continue
@@ -350,7 +368,7 @@ impl Conn {
                 let counted = request.endpoint != Endpoint::Stats;
                 let response = Response::answer(request, now, shared);
                 self.input_done |= response.connection == request::Connection::Close;
-                self.pending.push_back(response);
+                self.queue(response);
                 if counted {
                     Step::Request
                 } else {
@@ -363,7 +381,7 @@ impl Conn {
     /// Queues a response that ends the connection and ignores the rest of
     /// the input.
     fn reject(&mut self, response: Response) -> Step {
-        self.pending.push_back(response);
+        self.queue(response);
         self.input_done = true;
         Step::Continue
     }
@@ -416,7 +434,7 @@ impl Conn {
             if self.pending.front().is_none_or(|r| r.due_ns > now) {
                 break;
             }
-            let Some(response) = self.pending.pop_front() else { break };
+            let Some(response) = self.unqueue() else { break };
             self.stream = response.render(&mut self.out, shared);
             self.close_when_flushed = response.connection == request::Connection::Close;
             rendered = true;
@@ -457,6 +475,14 @@ impl Conn {
     fn linger(&mut self, now: u64, readable: bool, deadline: u64) -> Outcome {
         self.input.clear();
         linger(&mut self.transport, self.input.spare(), now, readable, deadline)
+    }
+}
+
+/// The bytes of an `/echo` body a queued response holds.
+fn echo_len(response: &Response) -> usize {
+    match &response.body {
+        Body::Echo(text) => text.len(),
+        _ => 0,
     }
 }
 
