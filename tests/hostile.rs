@@ -552,6 +552,8 @@ fn an_h2c_request_body_that_never_ends_is_not_kept() {
     let server = ServeProcess::start(&[]);
     let mut client = server.connect();
     client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    // A server that stopped reading fails the test rather than hang it.
+    client.set_write_timeout(Some(CLOSE_LIMIT)).unwrap();
     h2::handshake(&mut client, &[]).unwrap();
     client.write_all(&h2::headers(1, &h2::request("POST", "/echo"), false)).unwrap();
     let chunk = h2::frame(h2::DATA, 0, 1, &[b'x'; h2::MAX_FRAME]);
