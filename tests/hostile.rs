@@ -9,17 +9,28 @@
 //! Every test prints one table row per run on stderr (`--nocapture` shows
 //! them): mode, loop, responses, what pace counted, exit code, wall time,
 //! CPU time, peak RSS.
+//!
+//! And hostile clients (issue 33): `pace serve`, as a process, against
+//! clients that send a body that never ends, grant a huge window and never
+//! read, leave a stream hanging and go, or trickle a request head. The
+//! server's resident memory stays bounded and it closes what can no longer
+//! complete, so that its memory and descriptors come back.
 
 mod common;
 #[path = "common/hostile.rs"]
 mod hostile;
 
 use std::fmt;
+use std::io::{Read, Write};
+use std::net::{Shutdown, TcpStream};
 use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{load_lock, spawn_pace, Run};
-use hostile::{HostileServer, Mode, HUGE_BODY, TRICKLED, TRICKLE_EVERY};
+use hostile::{
+    closed_by_server_within, h2, HostileServer, Mode, ServeProcess, HUGE_BODY, TRICKLED,
+    TRICKLE_EVERY,
+};
 
 /// `-d`: short, but long enough for the back-off and several reconnects.
 const DURATION: Duration = Duration::from_secs(1);
@@ -509,4 +520,292 @@ fn body_of_200_mb() {
         assert!(report.bytes_read() >= 0.99 * bodies, "{how}\n{run}");
         assert!(server.bytes_written() as f64 >= bodies, "{how}\n{run}");
     }
+}
+
+// ----- hostile clients of `pace serve` (issue 33) -------------------------------------
+
+/// The server's resident memory under a hostile client. It starts at about
+/// 5 MiB and keeps per connection its buffers and at most 1 MiB of an
+/// `/echo` body; what the clients below offer (hundreds of MiB) would take
+/// it far past this if it were kept.
+const SERVE_RSS_LIMIT_KIB: u64 = 64 * 1024;
+
+/// What the body that never ends offers before the test looks at the
+/// answer: half of the 1 GiB flow-control windows the server grants, so
+/// that no WINDOW_UPDATE needs reading.
+const ENDLESS_BODY: usize = 512 << 20;
+
+/// How long a client that never reads leaves the server to render what
+/// the windows allow (982 MB in 2 s were seen before the output was
+/// bounded).
+const NEVER_READING: Duration = Duration::from_secs(3);
+
+/// The longest a test waits for the server to close something.
+const CLOSE_LIMIT: Duration = Duration::from_secs(15);
+
+/// A POST to `/echo` over h2c whose DATA goes on and on: the server keeps
+/// what `/echo` uses (1 MiB, as over HTTP/1.1), counts the rest, and
+/// answers 413 when the body ends.
+#[test]
+fn an_h2c_request_body_that_never_ends_is_not_kept() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    // A server that stopped reading fails the test rather than hang it.
+    client.set_write_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[]).unwrap();
+    client.write_all(&h2::headers(1, &h2::request("POST", "/echo"), false)).unwrap();
+    let chunk = h2::frame(h2::DATA, 0, 1, &[b'x'; h2::MAX_FRAME]);
+    let mut peak_kib = server.rss_kib();
+    for sent in (0..ENDLESS_BODY).step_by(h2::MAX_FRAME) {
+        client.write_all(&chunk).expect("the server takes the body");
+        if sent % (16 << 20) == 0 {
+            peak_kib = peak_kib.max(server.rss_kib());
+        }
+    }
+    peak_kib = peak_kib.max(server.rss_kib());
+    eprintln!("| h2c body of {} MiB | peak RSS {} KiB |", ENDLESS_BODY >> 20, peak_kib);
+    assert!(
+        peak_kib < SERVE_RSS_LIMIT_KIB,
+        "{peak_kib} KiB resident after a {} MiB body",
+        ENDLESS_BODY >> 20
+    );
+    // The body ends at last: the answer says it was too large.
+    client.write_all(&h2::frame(h2::DATA, h2::END_STREAM, 1, &[])).unwrap();
+    let answer = h2::read_body(&mut client, 1).expect("an answer to the body");
+    assert_eq!(String::from_utf8_lossy(&answer), "body too large for /echo\n");
+}
+
+/// A client that grants the largest windows, asks for 1 GB and never
+/// reads: the server pulls frames while its output is small, and goes on
+/// when the client reads.
+#[test]
+fn a_large_h2_response_to_a_client_that_never_reads_is_not_rendered_at_once() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[(h2::SETTINGS_INITIAL_WINDOW_SIZE, h2::MAX_WINDOW)]).unwrap();
+    let mut ask = h2::window_update(0, h2::MAX_WINDOW - h2::DEFAULT_WINDOW);
+    ask.extend(h2::headers(1, &h2::request("GET", "/bytes/1000000000"), true));
+    client.write_all(&ask).unwrap();
+    let mut peak_kib = 0;
+    let watched = Instant::now();
+    while watched.elapsed() < NEVER_READING {
+        peak_kib = peak_kib.max(server.rss_kib());
+        thread::sleep(Duration::from_millis(50));
+    }
+    eprintln!("| h2c 1 GB response, never read for {NEVER_READING:?} | peak RSS {peak_kib} KiB |");
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident, the client reading nothing");
+    // The client reads: the body goes on from where the socket stopped it.
+    let wanted = 100 << 20;
+    let mut received = 0;
+    while received < wanted {
+        let frame = h2::read_frame(&mut client).expect("the response goes on");
+        if frame.kind == h2::DATA && frame.stream == 1 {
+            received += frame.payload.len();
+        }
+    }
+}
+
+/// An HPACK bomb: one header block of 9 frames (147 kB) naming a 4 kB
+/// entry of the decoder's table again and again, 600 MB of fields once
+/// decoded (578 MB resident were seen). The server keeps 64 KiB of a
+/// header list, as HTTP/1.1 keeps of a head, and resets the stream past it.
+#[test]
+fn an_h2c_header_block_that_decodes_to_600_mb_is_not_kept() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    h2::handshake(&mut client, &[]).unwrap();
+    let mut block = h2::header_block(&h2::request("GET", "/"));
+    block.extend(h2::indexed_literal("x-big", &"v".repeat(4000)));
+    block.resize(h2::MAX_FRAME, h2::NEWEST_ENTRY);
+    let mut bomb = h2::frame(h2::HEADERS, h2::END_STREAM, 1, &block);
+    for k in 1..=h2::MAX_CONTINUATIONS {
+        let flags = if k == h2::MAX_CONTINUATIONS { h2::END_HEADERS } else { 0 };
+        bomb.extend(h2::frame(h2::CONTINUATION, flags, 1, &[h2::NEWEST_ENTRY; h2::MAX_FRAME]));
+    }
+    client.write_all(&bomb).unwrap();
+    // The stream ends one way or the other: reset, or answered.
+    let ended = loop {
+        let frame = h2::read_frame(&mut client).expect("the stream ends");
+        let end_stream = frame.flags & h2::END_STREAM != 0 && frame.kind != h2::SETTINGS;
+        if frame.stream == 1 && (frame.kind == h2::RST_STREAM || end_stream) {
+            break frame;
+        }
+    };
+    let peak_kib = server.peak_rss_kib();
+    eprintln!("| h2c HPACK bomb of {} kB | peak RSS {peak_kib} KiB |", bomb.len() / 1000);
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident at the peak");
+    assert_eq!(ended.kind, h2::RST_STREAM, "{ended:?}");
+}
+
+/// HTTP/1.1 pipelining: `/echo` requests with bodies of 1000 KiB (an echo
+/// of the request under the 1 MiB bound) one after the other, none of the
+/// answers read. The server stops reading once 4 MiB of echoes wait to be
+/// sent (it went on to 4096 answers: 4 GiB).
+#[test]
+fn pipelined_echoes_never_read_are_not_all_kept() {
+    const ECHOES: usize = 300;
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let mut client = server.connect();
+    // A write that waits this long finds the server no longer reading.
+    client.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let body = vec![b'e'; 1000 << 10];
+    let head =
+        format!("POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: {}\r\n\r\n", body.len());
+    let mut offered = 0;
+    while offered < ECHOES {
+        let sent = client.write_all(head.as_bytes()).and_then(|()| client.write_all(&body));
+        if sent.is_err() {
+            break;
+        }
+        offered += 1;
+    }
+    let peak_kib = server.peak_rss_kib();
+    eprintln!("| HTTP/1.1 {offered} pipelined echoes, never read | peak RSS {peak_kib} KiB |");
+    assert!(peak_kib < SERVE_RSS_LIMIT_KIB, "{peak_kib} KiB resident at the peak");
+    assert!(offered < ECHOES, "the server read {offered} echoes it could not send");
+}
+
+/// The client asks for `/hang` on h2c and closes its side: the server
+/// drops the answer that will never come and closes (it stayed in
+/// CLOSE-WAIT, holding a descriptor, for ever).
+#[test]
+fn an_h2c_client_gone_with_a_hanging_stream_is_closed() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&[]);
+    let idle_fds = server.open_fds();
+    for round in 0..20 {
+        let mut client = server.connect();
+        client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+        h2::handshake(&mut client, &[]).unwrap();
+        client.write_all(&h2::headers(1, &h2::request("GET", "/hang"), true)).unwrap();
+        client.shutdown(Shutdown::Write).unwrap();
+        assert!(
+            closed_by_server_within(&mut client, CLOSE_LIMIT),
+            "round {round}: the connection is still open {CLOSE_LIMIT:?} after the client's FIN"
+        );
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+}
+
+/// Slow-loris: many connections each sending a byte of a header now and
+/// then, never the end of the head. With `--head-timeout 1s` each is
+/// answered 408 and closed, and the server's descriptors come back.
+#[test]
+fn request_heads_that_never_end_time_out() {
+    const CLIENTS: usize = 500;
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "1s"]);
+    let idle_fds = server.open_fds();
+    let mut clients: Vec<Trickling> = (0..CLIENTS)
+        .map(|_| {
+            let mut stream = server.connect();
+            stream.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nX-Slow: ").unwrap();
+            stream.set_nonblocking(true).unwrap();
+            Trickling { stream, answer: Vec::new(), closed: false }
+        })
+        .collect();
+    let started = Instant::now();
+    while clients.iter().any(|c| !c.closed) && started.elapsed() < CLOSE_LIMIT {
+        for client in clients.iter_mut().filter(|c| !c.closed) {
+            client.trickle();
+        }
+        thread::sleep(Duration::from_millis(200));
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    let still_open = clients.iter().filter(|c| !c.closed).count();
+    assert_eq!(still_open, 0, "{still_open} slow heads still open after {CLOSE_LIMIT:?}");
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+    for client in &clients {
+        let answer = String::from_utf8_lossy(&client.answer);
+        assert!(answer.starts_with("HTTP/1.1 408 "), "{answer:?}");
+    }
+}
+
+/// A client trickling a request head, a byte of a header value at a time
+/// (within the size a head may have for hours).
+struct Trickling {
+    stream: TcpStream,
+    answer: Vec<u8>,
+    closed: bool,
+}
+
+impl Trickling {
+    /// Reads what the server said; once it has said anything, sends no
+    /// more (a write after the server's close would draw a reset).
+    fn trickle(&mut self) {
+        let mut buf = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut buf) {
+                Ok(0) => {
+                    self.closed = true;
+                    return;
+                }
+                Ok(n) => self.answer.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(_) => {
+                    self.closed = true;
+                    return;
+                }
+            }
+        }
+        if self.answer.is_empty() {
+            let _ = self.stream.write_all(b"s");
+        }
+    }
+}
+
+/// HTTP/2 connections that stop inside the preface, or after it but
+/// before their SETTINGS, are closed after `--head-timeout` too.
+#[test]
+fn an_h2c_preface_without_its_settings_times_out() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "1s"]);
+    let idle_fds = server.open_fds();
+    for start in [&h2::PREFACE[..10], h2::PREFACE] {
+        let mut client = server.connect();
+        client.write_all(start).unwrap();
+        assert!(
+            closed_by_server_within(&mut client, CLOSE_LIMIT),
+            "{:?} and nothing more: still open after {CLOSE_LIMIT:?}",
+            String::from_utf8_lossy(start)
+        );
+    }
+    let open = server.wait_for_fds_at_most(idle_fds, CLOSE_LIMIT);
+    assert!(open <= idle_fds, "{open} descriptors open, {idle_fds} before the clients");
+}
+
+/// A TLS handshake that never finishes is an unfinished head too.
+#[test]
+fn a_tls_handshake_that_never_finishes_times_out() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--tls", "--head-timeout", "1s"]);
+    let mut client = server.connect();
+    // The first bytes of a ClientHello record, and nothing more.
+    client.write_all(&[0x16, 0x03, 0x01, 0x02, 0x00, 0x01]).unwrap();
+    assert!(closed_by_server_within(&mut client, CLOSE_LIMIT), "still open after {CLOSE_LIMIT:?}");
+}
+
+/// A connection idle between requests (or before its first: a benchmark
+/// connects before its start time) is not a slow head: it stays open past
+/// the timeout and is answered when it asks.
+#[test]
+fn an_idle_connection_outlives_the_head_timeout() {
+    let _load = load_lock();
+    let server = ServeProcess::start(&["--head-timeout", "200ms"]);
+    let mut client = server.connect();
+    client.set_read_timeout(Some(CLOSE_LIMIT)).unwrap();
+    // Idle for a few timeouts: this wait is what is tested.
+    thread::sleep(Duration::from_secs(1));
+    client.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\n\r\n").unwrap();
+    let mut answer = [0u8; 17];
+    client.read_exact(&mut answer).expect("an answer after being idle");
+    assert_eq!(&answer, b"HTTP/1.1 200 OK\r\n");
 }

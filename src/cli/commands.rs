@@ -72,7 +72,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
                 "Numeric arguments may include a SI unit (1k, 1M, 1G)",
                 "Time arguments may include a time unit (500ms, 2s, 2m, 2h)",
             ],
-            column: 25,
+            column: 26,
         },
         CommandDoc {
             name: "demo",

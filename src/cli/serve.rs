@@ -26,6 +26,7 @@ pub(super) enum ServeFlag {
     StallFor,
     Tls,
     UnixSocket,
+    HeadTimeout,
     Help,
 }
 
@@ -59,6 +60,12 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
         "Listen on the Unix socket P instead of TCP",
         "(e.g. --unix-socket /tmp/pace.sock; benchmark",
         "it with pace --unix-socket /tmp/pace.sock URL)",
+    ]),
+    Spec::new(None, "head-timeout", ServeFlag::HeadTimeout).takes("T").help(&[
+        "Close a connection whose request head (or TLS",
+        "handshake, or HTTP/2 preface) is unfinished",
+        "after T (default 30s, 0 = never; a connection",
+        "idle between requests is not timed)",
     ]),
     Spec::new(Some('h'), "help", ServeFlag::Help).help(&["Print this help"]),
 ];
@@ -99,6 +106,9 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
                     return Err(bad_value(name, "the path of a socket is needed"));
                 }
                 opts.unix_socket = Some(path);
+            }
+            ServeFlag::HeadTimeout => {
+                opts.head_timeout = Some(time(name, &options.text(name)?)?).filter(|t| !t.is_zero())
             }
             ServeFlag::Help => return Ok(Command::Help(usage::of("serve"))),
         }
@@ -216,6 +226,9 @@ mod tests {
         assert_eq!(opts.latency, Duration::ZERO);
         assert!(opts.stall.is_none());
         assert!(!opts.tls);
+        assert_eq!(opts.head_timeout, Some(Duration::from_secs(30)));
+        // The help states it.
+        assert!(usage::of("serve").contains("after T (default 30s, 0 = never;"));
     }
 
     #[test]
@@ -233,6 +246,8 @@ mod tests {
             "1s",
             "--stall-for=500ms",
             "--tls",
+            "--head-timeout",
+            "1.5s",
         ]);
         assert_eq!(opts.bind, "[::1]:9000".parse().unwrap());
         assert_eq!(opts.threads, 4);
@@ -241,6 +256,8 @@ mod tests {
         let stall = opts.stall.expect("stall");
         assert_eq!((stall.at, stall.length), (Duration::from_secs(1), Duration::from_millis(500)));
         assert!(opts.tls);
+        assert_eq!(opts.head_timeout, Some(Duration::from_millis(1500)));
+        assert_eq!(serve(&["--head-timeout=0"]).head_timeout, None);
     }
 
     #[test]
@@ -285,6 +302,8 @@ mod tests {
         );
         assert_eq!(error(&["serve", "-t0"]), "-t/--threads must be at least 1");
         assert!(error(&["serve", "--body-size", "2G"]).contains("more than 1G"));
+        assert!(error(&["serve", "--head-timeout", "soon"])
+            .starts_with("invalid value for '--head-timeout'"));
         assert_eq!(error(&["serve", "--rate", "1"]), "unknown option '--rate'");
         assert_eq!(
             error(&["serve", "http://x/"]),

@@ -207,7 +207,7 @@ mod tests {
             assert!(text.lines().any(|shown| shown == line), "{line}");
         }
         let serve = of("serve");
-        assert!(serve.contains("\n    -p, --port        <N>  Port to listen on (default 8080, "));
+        assert!(serve.contains("\n    -p, --port         <N>  Port to listen on (default 8080, "));
     }
 
     /// The defaults `pace serve -h` states are the server's.

@@ -36,6 +36,16 @@ const WINDOW: u32 = (1 << 30) - 1;
 /// our encoder's memory).
 const HEADER_TABLE: u32 = 4096;
 
+/// The largest header list a captured message keeps, counted as RFC 7541
+/// counts one (name, value and [`FIELD_OVERHEAD`] per field): HTTP/1.1's
+/// bound on a head. nghttp2 leaves this bound to the application, and
+/// without it a header block of 150 kB that names a 4 kB table entry again
+/// and again decodes to 600 MB; a stream past it is reset.
+const MAX_HEADER_LIST: usize = 64 * 1024;
+
+/// What RFC 7541 4.1 adds to each field's name and value in a header list.
+const FIELD_OVERHEAD: usize = 32;
+
 /// Which end of the connection the session is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Role {
@@ -65,6 +75,8 @@ pub struct Message {
     /// whole. A stream that closes without it (a `RST_STREAM` with
     /// `NO_ERROR` mid-body) carried only part of one.
     pub ended: bool,
+    /// The size of `fields` as a header list ([`MAX_HEADER_LIST`]).
+    header_list_size: usize,
 }
 
 /// What a read (or a send) brought about, in order.
@@ -137,6 +149,9 @@ struct State {
     /// Why this end ended the connection (it sent a GOAWAY with an error
     /// code): the connection is over.
     failure: Option<String>,
+    /// How much of a captured body to keep, given its message so far
+    /// ([`Session::keep_bodies_up_to`]); None: all of it.
+    kept_body: Option<fn(&Message) -> usize>,
 }
 
 impl State {
@@ -161,8 +176,15 @@ impl State {
 /// An HTTP/2 session over bytes the caller reads and writes.
 pub struct Session {
     raw: *mut ng::nghttp2_session,
-    /// Boxed: nghttp2 holds its address as the session's user data.
-    state: Box<State>,
+    /// The callbacks' state, owned through this one pointer: made by
+    /// `Box::into_raw` in [`Session::new`], freed in `Drop` after the
+    /// session. nghttp2 holds the same pointer as its user data. No `Box`
+    /// or lasting reference to the state exists, so nothing this side does
+    /// invalidates nghttp2's pointer (as writing through a `Box` would,
+    /// under Rust's aliasing rules); every access, here and in the
+    /// callbacks, takes a reference from the pointer for its own duration
+    /// ([`Session::state`], [`Session::state_mut`], [`state`]).
+    state: *mut State,
     /// Scratch for the header fields of a submit, reused.
     nva: Vec<ng::nghttp2_nv>,
 }
@@ -177,7 +199,7 @@ impl Session {
     /// queued for [`Session::send`]. With `capture`, every header field
     /// and body is kept (else only a response's `:status`).
     pub fn new(role: Role, capture: bool) -> Result<Session, String> {
-        let state = Box::new(State {
+        let state = Box::into_raw(Box::new(State {
             role,
             capture,
             messages: Vec::new(),
@@ -186,12 +208,14 @@ impl Session {
             events: Vec::new(),
             complaint: None,
             failure: None,
-        });
+            kept_body: None,
+        }));
+        // From here on, Drop frees the state (and the session once made).
         let mut session = Session { raw: ptr::null_mut(), state, nva: Vec::new() };
-        let user_data: *mut State = &mut *session.state;
+        let user_data = session.state;
         // SAFETY: the callbacks and the option are made, used and freed
-        // here (the session copies them). `user_data` points into the boxed
-        // state, which outlives the session (dropped after it in Drop).
+        // here (the session copies them). `user_data` is the state's own
+        // pointer, which outlives the session (freed after it in Drop).
         let rv = unsafe {
             let mut callbacks = ptr::null_mut();
             let mut option = ptr::null_mut();
@@ -249,11 +273,23 @@ impl Session {
                 setting(ng::NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, max_concurrent_streams)
             }
         };
-        let settings = [
+        // A server says how large a header list it takes; a client keeps
+        // its SETTINGS as they were (a captured response is bounded all
+        // the same).
+        let header_list = match role {
+            Role::Client => None,
+            Role::Server { .. } => {
+                Some(setting(ng::NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, MAX_HEADER_LIST as u32))
+            }
+        };
+        let settings: Vec<ng::nghttp2_settings_entry> = [
             first,
             setting(ng::NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, WINDOW),
             setting(ng::NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, HEADER_TABLE),
-        ];
+        ]
+        .into_iter()
+        .chain(header_list)
+        .collect();
         // SAFETY: a live session; nghttp2 copies the entries.
         let rv = unsafe {
             match ng::nghttp2_submit_settings(
@@ -282,8 +318,9 @@ impl Session {
     /// protocol error in what was received, for which nghttp2 queues a
     /// GOAWAY: once it is sent, [`Session::failure`] says why.
     pub fn receive(&mut self, data: &[u8]) -> Result<(), String> {
-        // SAFETY: a live session; the callbacks touch only the boxed state,
-        // which no Rust reference aliases during the call.
+        // SAFETY: a live session; the callbacks touch only the state,
+        // through its pointer, and no reference to it is alive during the
+        // call (this takes `&mut self`).
         let rv = unsafe { ng::nghttp2_session_mem_recv2(self.raw, data.as_ptr(), data.len()) };
         if rv < 0 {
             return Err(library_error(rv));
@@ -294,31 +331,32 @@ impl Session {
     /// Why this end ended the connection, once its GOAWAY with an error
     /// code went out: what was wrong with what the peer sent.
     pub fn failure(&self) -> Option<&str> {
-        self.state.failure.as_deref()
+        self.state().failure.as_deref()
     }
 
     /// What happened since the last call, in order.
     pub fn events(&mut self) -> std::vec::Drain<'_, Event> {
-        self.state.events.drain(..)
+        self.state_mut().events.drain(..)
     }
 
     /// The message received on `slot` so far.
     pub fn message(&self, slot: usize) -> Option<&Message> {
-        self.state.messages.get(slot)
+        self.state().messages.get(slot)
     }
 
     /// Takes the message of `slot`, leaving the slot empty for the next
     /// stream (its vectors keep their memory when nothing was captured).
     pub fn take_message(&mut self, slot: usize) -> Message {
-        self.state.message(slot).map(std::mem::take).unwrap_or_default()
+        self.state_mut().message(slot).map(std::mem::take).unwrap_or_default()
     }
 
     /// Empties the message of `slot` for its next stream, keeping the
     /// memory of what it captured.
     pub fn clear_message(&mut self, slot: usize) {
-        if let Some(message) = self.state.message(slot) {
+        if let Some(message) = self.state_mut().message(slot) {
             message.status = 0;
             message.fields.clear();
+            message.header_list_size = 0;
             message.body.clear();
             message.body_len = 0;
             message.reset_by_peer = false;
@@ -335,10 +373,11 @@ impl Session {
         body: Option<Body>,
         slot: usize,
     ) -> Result<i32, String> {
-        self.state.make_room(slot);
-        self.state.messages[slot] = Message::default();
+        let state = self.state_mut();
+        state.make_room(slot);
+        state.messages[slot] = Message::default();
         let has_body = body.is_some();
-        self.state.bodies[slot] = body;
+        state.bodies[slot] = body;
         self.fill_nva(fields);
         let provider = data_provider(slot);
         // SAFETY: a live session; nghttp2 copies the fields (no NO_COPY
@@ -355,7 +394,7 @@ impl Session {
             )
         };
         if id < 0 {
-            self.state.bodies[slot] = None;
+            self.state_mut().bodies[slot] = None;
             return Err(library_error(id as isize));
         }
         Ok(id)
@@ -370,9 +409,10 @@ impl Session {
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
         body: Option<Body>,
     ) -> Result<(), String> {
-        self.state.make_room(slot);
+        let state = self.state_mut();
+        state.make_room(slot);
         let has_body = body.is_some();
-        self.state.bodies[slot] = body;
+        state.bodies[slot] = body;
         self.fill_nva(fields);
         let provider = data_provider(slot);
         // SAFETY: as in submit_request.
@@ -418,11 +458,30 @@ impl Session {
         };
     }
 
+    /// How much of each captured body to keep: `limit` is asked, with the
+    /// message as received so far (its header fields complete), each time
+    /// body bytes arrive; what is over it is counted in
+    /// [`Message::body_len`] and dropped. A server keeps what the endpoint
+    /// a request names uses, so that a body that never ends takes no
+    /// memory. By default a captured body is kept whole.
+    pub fn keep_bodies_up_to(&mut self, limit: fn(&Message) -> usize) {
+        self.state_mut().kept_body = Some(limit);
+    }
+
     /// Appends every frame ready to go to `out`. Streams may close during
     /// it (a request that may no longer start after a GOAWAY): see
     /// [`Session::events`].
     pub fn send(&mut self, out: &mut Vec<u8>) -> Result<(), String> {
-        loop {
+        self.send_up_to(out, usize::MAX)
+    }
+
+    /// [`Session::send`], but only while `out` holds less than `limit`
+    /// bytes (the last frame may take it past): what the peer's
+    /// flow-control windows allow is pulled from the bodies bit by bit,
+    /// never rendered all at once. Call again once `out` is written;
+    /// whether frames are left shows as a non-empty `out`.
+    pub fn send_up_to(&mut self, out: &mut Vec<u8>, limit: usize) -> Result<(), String> {
+        while out.len() < limit {
             let mut data = ptr::null();
             // SAFETY: a live session; `data` stays valid until the next
             // call into the session.
@@ -436,6 +495,7 @@ impl Session {
             // SAFETY: nghttp2 returned `n` readable bytes at `data`.
             out.extend_from_slice(unsafe { std::slice::from_raw_parts(data, n as usize) });
         }
+        Ok(())
     }
 
     /// The peer's limit of concurrent streams we may open (unlimited until
@@ -467,6 +527,21 @@ impl Session {
         }
     }
 
+    /// The state, for as long as `self` is borrowed: nghttp2 runs no
+    /// callback meanwhile (only `&mut self` methods call into it in ways
+    /// that call back).
+    fn state(&self) -> &State {
+        // SAFETY: the pointer is the live state's (freed only in Drop),
+        // and no `&mut` to it exists while `self` is borrowed shared.
+        unsafe { &*self.state }
+    }
+
+    /// The state, mutably, for as long as `self` is borrowed.
+    fn state_mut(&mut self) -> &mut State {
+        // SAFETY: as in `state`; `&mut self` makes this the only reference.
+        unsafe { &mut *self.state }
+    }
+
     /// Fills the scratch header array with `fields` (nghttp2 copies them).
     fn fill_nva<'f>(&mut self, fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>) {
         self.nva.clear();
@@ -483,10 +558,13 @@ impl Session {
 impl Drop for Session {
     fn drop(&mut self) {
         if !self.raw.is_null() {
-            // SAFETY: deleted once; the state it calls back into is still
-            // alive (dropped after this).
+            // SAFETY: deleted once; the state it could call back into is
+            // still alive (freed after this).
             unsafe { ng::nghttp2_session_del(self.raw) };
         }
+        // SAFETY: made by Box::into_raw in `new`, freed only here, and
+        // nghttp2, which held it too, is gone.
+        drop(unsafe { Box::from_raw(self.state) });
     }
 }
 
@@ -541,10 +619,12 @@ fn library_error(code: isize) -> String {
 
 // ----- callbacks (run inside receive and send) --------------------------------
 
-/// The state behind a callback's user data.
+/// The state behind a callback's user data, for the callback's duration.
 ///
-/// SAFETY (callers): `user_data` is the `State` the session was made with,
-/// alive, and not otherwise borrowed while nghttp2 runs.
+/// SAFETY (callers): `user_data` is the `State` pointer the session was
+/// made with (alive until the session is dropped), and no other reference
+/// to it is alive while nghttp2 runs (the safe side calls into nghttp2
+/// only from `&mut self` methods that hold none).
 unsafe fn state<'a>(user_data: *mut c_void) -> &'a mut State {
     &mut *user_data.cast::<State>()
 }
@@ -588,6 +668,7 @@ unsafe extern "C" fn on_begin_headers(
                 if (100..200).contains(&message.status) {
                     message.status = 0;
                     message.fields.clear();
+                    message.header_list_size = 0;
                 }
             }
         }
@@ -621,6 +702,12 @@ unsafe extern "C" fn on_header(
         message.status = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
     }
     if capture {
+        message.header_list_size += name.len() + value.len() + FIELD_OVERHEAD;
+        if message.header_list_size > MAX_HEADER_LIST {
+            // nghttp2 resets the stream (INTERNAL_ERROR) and calls back
+            // no more for this header block.
+            return ng::NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        }
         message.fields.push((name.to_vec(), value.to_vec()));
     }
     0
@@ -636,10 +723,14 @@ unsafe extern "C" fn on_data_chunk(
 ) -> i32 {
     let state = state(user_data);
     let capture = state.capture || matches!(state.role, Role::Server { .. });
+    let kept_body = state.kept_body;
     if let Some(message) = slot_of(session, stream_id).and_then(|slot| state.message(slot)) {
         message.body_len += len as u64;
         if capture {
-            message.body.extend_from_slice(std::slice::from_raw_parts(data, len));
+            let limit = kept_body.map_or(usize::MAX, |limit| limit(message));
+            let room = limit.saturating_sub(message.body.len());
+            let data = std::slice::from_raw_parts(data, len);
+            message.body.extend_from_slice(&data[..len.min(room)]);
         }
     }
     0
@@ -880,6 +971,70 @@ mod tests {
         assert!(events.contains(&Event::GoAway { last_stream_id: 1, code: NO_ERROR }));
         assert!(events.contains(&Event::Closed { slot: 1, stream_id: late, code: REFUSED_STREAM }));
         assert!(!client.request_allowed());
+    }
+
+    #[test]
+    fn bodies_are_kept_up_to_the_limit_asked_for() {
+        let (mut client, mut server) = pair(true);
+        /// Keeps 10 bytes of a body to `/keep`, nothing of others.
+        fn ten_for_keep(message: &Message) -> usize {
+            let keep = message.fields.iter().any(|(n, v)| n == b":path" && v == b"/keep");
+            if keep {
+                10
+            } else {
+                0
+            }
+        }
+        server.keep_bodies_up_to(ten_for_keep);
+        exchange(&mut client, &mut server);
+        let body: Arc<[u8]> = Arc::from(&[b'x'; 100_000][..]);
+        for (slot, path) in [(0, &b"/keep"[..]), (1, b"/drop")] {
+            let body = Body::Bytes { bytes: body.clone(), start: 0, end: body.len() };
+            client.submit_request(request(path), Some(body), slot).unwrap();
+        }
+        exchange(&mut client, &mut server);
+        // The server saw both bodies (and answered each with its path and
+        // what it kept).
+        assert_eq!(client.message(0).unwrap().body, b"/keep xxxxxxxxxx");
+        assert_eq!(client.message(1).unwrap().body, b"/drop ");
+    }
+
+    #[test]
+    fn a_header_list_past_the_bound_resets_the_stream() {
+        let (mut client, mut server) = pair(true);
+        // 1500 small fields: 67.5 kB as a header list (32 bytes of
+        // overhead each), which nghttp2's client still sends (it bounds
+        // names and values only, at 64 KiB). Sent before the server's
+        // SETTINGS come: past them, it would refuse a list over the
+        // server's bound itself.
+        let mut fields = request(b"/").to_vec();
+        fields.extend((0..1500).map(|_| (&b"x-a"[..], &b"0123456789"[..])));
+        let id = client.submit_request(fields, None, 0).unwrap();
+        exchange(&mut client, &mut server);
+        let closed: Vec<Event> =
+            client.events().filter(|e| matches!(e, Event::Closed { .. })).collect();
+        let code = ng::NGHTTP2_INTERNAL_ERROR;
+        assert_eq!(closed, vec![Event::Closed { slot: 0, stream_id: id, code }]);
+        assert!(server.events().all(|e| !matches!(e, Event::Request { .. })));
+    }
+
+    #[test]
+    fn sending_up_to_a_limit_leaves_the_rest_for_later() {
+        let (mut client, mut server) = pair(true);
+        exchange(&mut client, &mut server);
+        let body = Body::Repeat { pattern: b"abc", offset: 0, len: 1_000_000 };
+        client.submit_request(request(b"/big"), Some(body), 0).unwrap();
+        let mut out = Vec::new();
+        client.send_up_to(&mut out, 20_000).unwrap();
+        // Frames of 16 KiB at most: the limit is passed by less than one.
+        assert!((20_000..20_000 + 16_384 + 9).contains(&out.len()), "{}", out.len());
+        server.receive(&out).unwrap();
+        let mut rest = Vec::new();
+        client.send(&mut rest).unwrap();
+        server.receive(&rest).unwrap();
+        let request = server.events().find(|e| matches!(e, Event::Request { .. }));
+        let Some(Event::Request { slot, .. }) = request else { panic!("no request") };
+        assert_eq!(server.message(slot).unwrap().body_len, 1_000_000);
     }
 
     #[test]

@@ -6,12 +6,18 @@
 //! would block. Nothing is allocated per request on the default path: the
 //! input buffer, the response queue and the output buffer keep their
 //! capacity for the life of the connection.
+//!
+//! A request head that has begun must end within the head timeout, and a
+//! TLS handshake within it from the accept; past it the connection is
+//! answered 408 (or, still handshaking, just closed). An idle connection,
+//! between requests or before its first, is not timed: a benchmark opens
+//! its connections before it starts, and paces its requests.
 
 use std::collections::VecDeque;
 use std::io;
 
-use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_HEAD};
-use super::response::{Endpoint, Response, Stream, NEVER};
+use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_ECHO_BODY, MAX_HEAD};
+use super::response::{Body, Endpoint, Response, Stream, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters};
 use crate::http::transport::Transport;
 
@@ -22,17 +28,21 @@ const INPUT_INITIAL: usize = 8 * 1024;
 /// pipelines without reading, or a long stall).
 const MAX_PENDING: usize = 4096;
 
+/// Bytes of `/echo` bodies queued per connection before reading pauses:
+/// 4096 pipelined echoes of 1 MiB would be 4 GiB.
+const MAX_PENDING_ECHO: usize = 4 * 1024 * 1024;
+
 /// Responses are rendered into the output buffer until it holds this much,
 /// so that pipelined responses leave in one write.
 const OUTPUT_BATCH: usize = 64 * 1024;
-
-/// The largest `/echo` request body kept.
-const MAX_ECHO_BODY: usize = 1024 * 1024;
 
 /// How long a closing connection keeps draining input after its last
 /// response, so that unread requests do not turn the close into a reset
 /// that could destroy that response.
 const LINGER_NS: u64 = 1_000_000_000;
+
+/// What a request head that took too long is told.
+const HEAD_TOO_SLOW: &str = "request head not complete within the head timeout\n";
 
 /// Why the connection is being serviced.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -69,6 +79,8 @@ pub(super) struct Conn {
     parse: Parse,
     /// Responses in request order, each with its due time.
     pending: VecDeque<Response>,
+    /// The bytes of the `/echo` bodies in `pending`.
+    pending_echo: usize,
     /// Rendered responses; `out[out_pos..]` is still to be written.
     out: Vec<u8>,
     out_pos: usize,
@@ -89,6 +101,11 @@ pub(super) struct Conn {
     fresh: bool,
     /// The preface came: the connection is HTTP/2's.
     http2: bool,
+    /// The TLS handshake is not over yet (never, on a plain connection).
+    handshaking: bool,
+    /// When the head begun (or the TLS handshake) must be complete; None
+    /// while nothing is unfinished, or with no head timeout.
+    head_deadline: Option<u64>,
 }
 
 enum Parse {
@@ -106,12 +123,15 @@ enum Step {
 }
 
 impl Conn {
-    pub(super) fn new(transport: Transport) -> Conn {
+    /// A connection accepted at `now`.
+    pub(super) fn new(transport: Transport, now: u64, shared: &Shared) -> Conn {
+        let handshaking = tls_handshaking(&transport);
         Conn {
             transport,
             input: Input::new(),
             parse: Parse::Head,
             pending: VecDeque::new(),
+            pending_echo: 0,
             out: Vec::new(),
             out_pos: 0,
             stream: None,
@@ -122,12 +142,16 @@ impl Conn {
             timer: None,
             fresh: true,
             http2: false,
+            handshaking,
+            head_deadline: if handshaking { shared.head_deadline(now) } else { None },
         }
     }
 
-    /// The socket and what was read of it, for the HTTP/2 server.
-    pub(super) fn into_http2(self) -> (Transport, Vec<u8>) {
-        (self.transport, self.input.data().to_vec())
+    /// The socket and what was read of it, for the HTTP/2 server, with
+    /// the head deadline running: that of the preface if it came in
+    /// parts, or of a TLS handshake just over (None if neither).
+    pub(super) fn into_http2(self) -> (Transport, Vec<u8>, Option<u64>) {
+        (self.transport, self.input.data().to_vec(), self.head_deadline)
     }
 
     pub(super) fn transport(&self) -> &Transport {
@@ -155,6 +179,14 @@ impl Conn {
             if self.http2 {
                 return Outcome::Http2;
             }
+            self.watch_head(now, shared);
+            if self.head_deadline.is_some_and(|deadline| now >= deadline) {
+                if self.handshaking {
+                    return Outcome::Close;
+                }
+                self.head_deadline = None;
+                self.reject(Response::fatal(408, HEAD_TOO_SLOW, now, shared));
+            }
             let was_full = self.pending_full();
             if self.write_output(now, shared).is_err() {
                 return Outcome::Close;
@@ -170,7 +202,42 @@ impl Conn {
     }
 
     fn pending_full(&self) -> bool {
-        self.pending.len() >= MAX_PENDING
+        self.pending.len() >= MAX_PENDING || self.pending_echo >= MAX_PENDING_ECHO
+    }
+
+    fn queue(&mut self, response: Response) {
+        self.pending_echo += echo_len(&response);
+        self.pending.push_back(response);
+    }
+
+    fn unqueue(&mut self) -> Option<Response> {
+        let response = self.pending.pop_front()?;
+        self.pending_echo -= echo_len(&response);
+        Some(response)
+    }
+
+    /// Starts the head timer when the client has left a head unfinished,
+    /// and stops it when the head is complete, or when it is the server
+    /// that holds the rest back (its queue is full): only the client's
+    /// slowness is timed. A TLS connection is timed from its accept until
+    /// its handshake is over.
+    fn watch_head(&mut self, now: u64, shared: &Shared) {
+        if self.handshaking {
+            if tls_handshaking(&self.transport) {
+                return;
+            }
+            self.handshaking = false;
+            self.head_deadline = None;
+        }
+        let waiting_for_client = !self.input_done && !self.pending_full();
+        let unfinished = waiting_for_client
+            && matches!(self.parse, Parse::Head)
+            && !self.input.data().is_empty();
+        if !unfinished {
+            self.head_deadline = None;
+        } else if self.head_deadline.is_none() {
+            self.head_deadline = shared.head_deadline(now);
+        }
     }
 
     /// Parses what is buffered, then reads until the socket is empty,
@@ -247,6 +314,14 @@ impl Conn {
                 self.http2 = true;
                 return Step::NeedInput;
             }
+            // TLS chose h2: whatever this is, it is no HTTP/1.1 request
+            // to answer, and a bad preface ends the connection (RFC 9113
+            // 3.4).
+            if self.transport.alpn_protocol().as_deref() == Some(b"h2") {
+                self.input_done = true;
+                self.close_when_flushed = true;
+                return Step::Continue;
+            }
         }
         let head = match request::parse_head(self.input.data()) {
             HeadParse::Complete(head) => head,
@@ -261,11 +336,11 @@ impl Conn {
         let echo_too_large =
             matches!(head.body, BodyDecoder::Length(n) if n > MAX_ECHO_BODY as u64);
         if request.echo.is_some() && echo_too_large {
-            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+            return self.reject(Response::fatal(413, ECHO_TOO_LARGE, now, shared));
         }
         let has_body = head.body != BodyDecoder::Length(0);
         if (request.expect_continue && has_body) || request.endpoint == Endpoint::Continue {
-            self.pending.push_back(Response::interim(now, shared));
+            self.queue(Response::interim(now, shared));
         }
         self.parse = Parse::Body { request, decoder: head.body };
         Step::Continue
@@ -281,7 +356,7 @@ impl Conn {
         let (used, status) = decoder.decode(self.input.data(), request.echo.as_mut());
         self.input.consume(used);
         if request.echo.as_ref().is_some_and(|echo| echo.len() > MAX_ECHO_BODY) {
-            return self.reject(Response::fatal(413, "body too large for /echo\n", now, shared));
+            return self.reject(Response::fatal(413, ECHO_TOO_LARGE, now, shared));
         }
         match status {
             BodyStatus::NeedMore => {
@@ -293,7 +368,7 @@ impl Conn {
                 let counted = request.endpoint != Endpoint::Stats;
                 let response = Response::answer(request, now, shared);
                 self.input_done |= response.connection == request::Connection::Close;
-                self.pending.push_back(response);
+                self.queue(response);
                 if counted {
                     Step::Request
                 } else {
@@ -306,7 +381,7 @@ impl Conn {
     /// Queues a response that ends the connection and ignores the rest of
     /// the input.
     fn reject(&mut self, response: Response) -> Step {
-        self.pending.push_back(response);
+        self.queue(response);
         self.input_done = true;
         Step::Continue
     }
@@ -359,7 +434,7 @@ impl Conn {
             if self.pending.front().is_none_or(|r| r.due_ns > now) {
                 break;
             }
-            let Some(response) = self.pending.pop_front() else { break };
+            let Some(response) = self.unqueue() else { break };
             self.stream = response.render(&mut self.out, shared);
             self.close_when_flushed = response.connection == request::Connection::Close;
             rendered = true;
@@ -374,11 +449,11 @@ impl Conn {
     /// After reading and writing: close, linger, or wait (until when).
     fn next_step(&mut self, now: u64) -> Outcome {
         if self.close_when_flushed && self.flushed() {
-            self.transport.close_write();
             if self.peer_eof {
+                self.transport.close_write();
                 return Outcome::Close;
             }
-            let deadline = now.saturating_add(LINGER_NS);
+            let deadline = close_gracefully(&mut self.transport, now);
             self.linger_until = Some(deadline);
             return Outcome::Open { wake_at: Some(deadline) };
         }
@@ -392,29 +467,76 @@ impl Conn {
                 return Outcome::Close;
             }
         }
-        Outcome::Open { wake_at: head_due.filter(|&due| due > now && due != NEVER) }
+        let answer_due = head_due.filter(|&due| due > now && due != NEVER);
+        Outcome::Open { wake_at: earliest(answer_due, self.head_deadline) }
     }
 
     /// Closing: read and drop input until the peer closes or time is up.
     fn linger(&mut self, now: u64, readable: bool, deadline: u64) -> Outcome {
-        if now >= deadline || (readable && !self.drain_input()) {
-            return Outcome::Close;
-        }
-        Outcome::Open { wake_at: Some(deadline) }
+        self.input.clear();
+        linger(&mut self.transport, self.input.spare(), now, readable, deadline)
     }
+}
 
-    /// Reads and drops input until the socket is empty; false at the end
-    /// of the stream or on an error.
-    fn drain_input(&mut self) -> bool {
-        loop {
-            self.input.clear();
-            match self.transport.read(self.input.spare()) {
-                Ok((0, _)) => return false,
-                Ok(_) => {}
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(_) => return false,
-            }
+/// The bytes of an `/echo` body a queued response holds.
+fn echo_len(response: &Response) -> usize {
+    match &response.body {
+        Body::Echo(text) => text.len(),
+        _ => 0,
+    }
+}
+
+/// A TLS connection whose handshake is not over. Asked of the session, not
+/// by driving the handshake: bytes read here, outside the reads, would
+/// leave what they decrypt unread until more came (the socket's next
+/// readiness would not say readable).
+fn tls_handshaking(transport: &Transport) -> bool {
+    matches!(transport, Transport::Tls(_, session) if session.is_handshaking())
+}
+
+/// The earlier of two wake-ups.
+pub(super) fn earliest(a: Option<u64>, b: Option<u64>) -> Option<u64> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    }
+}
+
+/// Ends our side of a connection the peer may still be sending on: the
+/// FIN (after TLS's close_notify); then its input is to be drained
+/// ([`linger`]) until it closes too or the returned deadline, so that
+/// unread bytes do not turn the close into a reset that could destroy
+/// what was last sent.
+pub(super) fn close_gracefully(transport: &mut Transport, now: u64) -> u64 {
+    transport.close_write();
+    now.saturating_add(LINGER_NS)
+}
+
+/// A closing connection: reads and drops input (into `buf`) until the
+/// peer closes or the `deadline` of [`close_gracefully`] passes.
+pub(super) fn linger(
+    transport: &mut Transport,
+    buf: &mut [u8],
+    now: u64,
+    readable: bool,
+    deadline: u64,
+) -> Outcome {
+    if now >= deadline || (readable && !drain_input(transport, buf)) {
+        return Outcome::Close;
+    }
+    Outcome::Open { wake_at: Some(deadline) }
+}
+
+/// Reads and drops input until the socket is empty; false at the end of
+/// the stream or on an error.
+fn drain_input(transport: &mut Transport, buf: &mut [u8]) -> bool {
+    loop {
+        match transport.read(buf) {
+            Ok((0, _)) => return false,
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return true,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
         }
     }
 }

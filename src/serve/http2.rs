@@ -9,14 +9,25 @@
 //! What HTTP/1.1 frames differently: `/chunked` sends its lines as plain
 //! DATA (HTTP/2 has no chunked coding; no trailer), `/eof` and `/close`
 //! answer and then end the connection with a GOAWAY, no `100 Continue` is
-//! sent, and `/echo` writes the header names in their HTTP/1.1 case
-//! (HTTP/2 sends them lower-cased).
+//! sent, `/echo` writes the header names in their HTTP/1.1 case (HTTP/2
+//! sends them lower-cased), and an `/echo` body too large gets its 413 on
+//! its stream, the connection going on.
+//!
+//! What a connection holds is bounded whatever the client sends or
+//! withholds: of a request body only what its endpoint uses is kept (up to
+//! 1 MiB for `/echo`, nothing elsewhere; the rest is counted and dropped);
+//! frames are pulled from the session only while the output holds less
+//! than [`OUTPUT_BATCH`], so a client that grants a huge window and does
+//! not read gets no large body rendered at once, and the rest follows as
+//! the socket takes it; once the client has closed its side, answers that
+//! never come (`/hang`) are dropped and the connection ends; and the
+//! preface's SETTINGS must come within the head timeout.
 
 use std::io;
 
-use super::conn::{Outcome, Wake};
-use super::request::Request;
-use super::response::{self, Body, Endpoint, Response, NEVER};
+use super::conn::{close_gracefully, earliest, linger, Outcome, Wake};
+use super::request::{Request, MAX_ECHO_BODY};
+use super::response::{self, Body, Endpoint, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
@@ -29,8 +40,9 @@ const MAX_CONCURRENT_STREAMS: u32 = 128;
 /// The read buffer.
 const READ_BUFFER: usize = 16 * 1024;
 
-/// The largest `/echo` request body kept, as over HTTP/1.1.
-const MAX_ECHO_BODY: usize = 1024 * 1024;
+/// Frames are pulled from the session until the output holds this much,
+/// and again once it is written.
+const OUTPUT_BATCH: usize = 64 * 1024;
 
 /// A response waiting for its due time.
 struct Pending {
@@ -50,6 +62,11 @@ pub(super) struct Http2Conn {
     peer_eof: bool,
     /// A GOAWAY was sent (`/close`, `/eof`): end once the answers are out.
     ending: bool,
+    /// When the client's SETTINGS (the end of its preface) must have come;
+    /// None once they have, or with no head timeout.
+    settings_deadline: Option<u64>,
+    /// Closing: draining input until then (see [`close_gracefully`]).
+    linger_until: Option<u64>,
     /// The session's events being handled (kept for its memory).
     events: Vec<Event>,
     /// The wake-up the event loop has queued for this connection.
@@ -57,11 +74,20 @@ pub(super) struct Http2Conn {
 }
 
 impl Http2Conn {
-    /// Takes over a connection whose input so far (`received`, the
-    /// preface at least) is HTTP/2.
-    pub(super) fn new(transport: Transport, received: &[u8]) -> io::Result<Http2Conn> {
+    /// Takes over, at `now`, a connection whose input so far
+    /// (`received`, the preface at least) is HTTP/2. Its SETTINGS must
+    /// come by `preface_deadline` if the preface was begun before (else
+    /// within the head timeout from now).
+    pub(super) fn new(
+        transport: Transport,
+        received: &[u8],
+        preface_deadline: Option<u64>,
+        now: u64,
+        shared: &Shared,
+    ) -> io::Result<Http2Conn> {
         let role = Role::Server { max_concurrent_streams: MAX_CONCURRENT_STREAMS };
         let mut session = Session::new(role, true).map_err(io::Error::other)?;
+        session.keep_bodies_up_to(kept_body);
         session.receive(received).map_err(io::Error::other)?;
         Ok(Http2Conn {
             transport,
@@ -72,6 +98,8 @@ impl Http2Conn {
             buf: vec![0; READ_BUFFER],
             peer_eof: false,
             ending: false,
+            settings_deadline: preface_deadline.or_else(|| shared.head_deadline(now)),
+            linger_until: None,
             events: Vec::new(),
             timer: None,
         })
@@ -90,10 +118,22 @@ impl Http2Conn {
         shared: &Shared,
         counters: &ThreadCounters,
     ) -> Outcome {
+        if let Some(deadline) = self.linger_until {
+            return linger(&mut self.transport, &mut self.buf, now, wake != Wake::Quiet, deadline);
+        }
         if wake != Wake::Quiet && self.read(wake == Wake::Hangup).is_err() {
             return Outcome::Close;
         }
         self.handle_events(now, shared, counters);
+        if self.settings_deadline.is_some_and(|deadline| now >= deadline) {
+            // The preface never ended: there is no session to end politely.
+            return Outcome::Close;
+        }
+        if self.peer_eof {
+            // The client is gone: an answer that never comes (`/hang`)
+            // has nothing left to wait for.
+            self.pending.retain(|p| p.response.due_ns != NEVER);
+        }
         if self.answer_due(now, shared).is_err() || self.write().is_err() {
             return Outcome::Close;
         }
@@ -102,11 +142,24 @@ impl Http2Conn {
         let done = self.session.is_over()
             || self.session.failure().is_some()
             || ((self.peer_eof || self.ending) && self.pending.is_empty());
+        // All written: `write` stops early only when the socket is full.
         if done && self.written >= self.out.len() {
-            return Outcome::Close;
+            return self.end(now);
         }
         let next = self.pending.iter().map(|p| p.response.due_ns).filter(|&due| due != NEVER).min();
-        Outcome::Open { wake_at: next.filter(|&due| due > now) }
+        Outcome::Open { wake_at: earliest(next.filter(|&due| due > now), self.settings_deadline) }
+    }
+
+    /// Ends the connection once everything is written: at once if the
+    /// client has closed its side, else after our FIN and its own.
+    fn end(&mut self, now: u64) -> Outcome {
+        if self.peer_eof {
+            self.transport.close_write();
+            return Outcome::Close;
+        }
+        let deadline = close_gracefully(&mut self.transport, now);
+        self.linger_until = Some(deadline);
+        Outcome::Open { wake_at: Some(deadline) }
     }
 
     /// Reads everything the socket has into the session.
@@ -140,13 +193,14 @@ impl Http2Conn {
                     let message = self.session.take_message(slot);
                     let request = request(&message);
                     requests += u64::from(request.endpoint != Endpoint::Stats);
-                    let response = Response::answer(request, now, shared);
+                    let response = answer(request, message.body_len, now, shared);
                     self.pending.push(Pending { stream_id, slot, response });
                 }
                 Event::Closed { stream_id, .. } => {
                     self.pending.retain(|p| p.stream_id != stream_id);
                 }
-                Event::GoAway { .. } | Event::Settings => {}
+                Event::Settings => self.settings_deadline = None,
+                Event::GoAway { .. } => {}
             }
         }
         self.events = events;
@@ -213,7 +267,7 @@ impl Http2Conn {
             if self.written >= self.out.len() {
                 self.out.clear();
                 self.written = 0;
-                self.session.send(&mut self.out).map_err(io::Error::other)?;
+                self.session.send_up_to(&mut self.out, OUTPUT_BATCH).map_err(io::Error::other)?;
                 if self.out.is_empty() {
                     return Ok(());
                 }
@@ -229,12 +283,42 @@ impl Http2Conn {
     }
 }
 
+/// The value of the header field `name` (the first, if repeated).
+fn field<'m>(message: &'m session::Message, name: &[u8]) -> Option<&'m [u8]> {
+    message.fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..])
+}
+
+/// The endpoint the request's `:path` names.
+fn endpoint(message: &session::Message) -> Endpoint {
+    Endpoint::route(&String::from_utf8_lossy(field(message, b":path").unwrap_or(b"/")))
+}
+
+/// How much of a request's body to keep: what its endpoint uses. Only
+/// `/echo` uses one, up to HTTP/1.1's bound (one byte more would be a
+/// 413 anyway); of the rest of the body only its length is counted.
+fn kept_body(message: &session::Message) -> usize {
+    if endpoint(message) == Endpoint::Echo {
+        MAX_ECHO_BODY
+    } else {
+        0
+    }
+}
+
+/// The response to a complete request, as over HTTP/1.1; but an `/echo`
+/// body over the bound is refused on its stream alone.
+fn answer(request: Request, body_len: u64, now: u64, shared: &Shared) -> Response {
+    if request.endpoint == Endpoint::Echo && body_len > MAX_ECHO_BODY as u64 {
+        return Response::refusal(413, ECHO_TOO_LARGE, now, shared);
+    }
+    Response::answer(request, now, shared)
+}
+
 /// What the response to an HTTP/2 request depends on, as for HTTP/1.1.
 fn request(message: &session::Message) -> Request {
-    let field = |name: &[u8]| message.fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..]);
+    let field = |name: &[u8]| field(message, name);
     let method = String::from_utf8_lossy(field(b":method").unwrap_or(b"GET")).into_owned();
     let path = String::from_utf8_lossy(field(b":path").unwrap_or(b"/")).into_owned();
-    let endpoint = Endpoint::route(&path);
+    let endpoint = endpoint(message);
     let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == response::TOKEN.as_bytes());
     let echo = (endpoint == Endpoint::Echo).then(|| {
         let mut text = format!("{method} {path}\n").into_bytes();
@@ -247,7 +331,7 @@ fn request(message: &session::Message) -> Request {
             text.push(b'\n');
         }
         text.push(b'\n');
-        text.extend_from_slice(&message.body[..message.body.len().min(MAX_ECHO_BODY)]);
+        text.extend_from_slice(&message.body);
         text
     });
     Request {

@@ -108,6 +108,12 @@ pub struct ServeOptions {
     /// Serve HTTPS with a fixed self-signed certificate, valid for
     /// `localhost`, `127.0.0.1` and `::1` (its key is public: local use only).
     pub tls: bool,
+    /// How long a request head may take once it has begun (and a TLS
+    /// handshake once the connection is accepted, and HTTP/2's preface
+    /// and SETTINGS): past it, the connection is answered 408 and closed
+    /// (or just closed, where no HTTP/1.1 request can be answered). None:
+    /// no limit. A connection idle between requests is not timed.
+    pub head_timeout: Option<Duration>,
 }
 
 /// Freeze all responses during `[at, at + length)` after the server started.
@@ -123,6 +129,10 @@ const DEFAULT_BODY_SIZE: usize = 13;
 /// What the default body repeats.
 const DEFAULT_BODY_TEXT: &[u8] = b"Hello, World!\n";
 
+/// The default `--head-timeout`: far more than any client takes to send a
+/// head (or a person typing one), and a bound on what a slow-loris holds.
+pub const DEFAULT_HEAD_TIMEOUT: Duration = Duration::from_secs(30);
+
 impl Default for ServeOptions {
     fn default() -> ServeOptions {
         ServeOptions {
@@ -133,6 +143,7 @@ impl Default for ServeOptions {
             latency: Duration::ZERO,
             stall: None,
             tls: false,
+            head_timeout: Some(DEFAULT_HEAD_TIMEOUT),
         }
     }
 }
@@ -294,7 +305,11 @@ fn describe(opts: &ServeOptions) -> String {
         None => "no stall".to_string(),
         Some(Stall { at, length }) => format!("stall for {length:?} at {at:?}"),
     };
-    format!("{threads}, {}-byte body, {latency}, {stall}", opts.body_size)
+    let head_timeout = match opts.head_timeout {
+        None => "no head timeout".to_string(),
+        Some(timeout) => format!("head timeout {timeout:?}"),
+    };
+    format!("{threads}, {}-byte body, {latency}, {stall}, {head_timeout}", opts.body_size)
 }
 
 /// What all server threads share: read-only settings and the counters.
@@ -303,6 +318,7 @@ struct Shared {
     /// The stall window in [`now_ns`] time: `[start, end)`.
     stall_ns: Option<(u64, u64)>,
     default_body: Box<[u8]>,
+    head_timeout_ns: Option<u64>,
     tls: Option<Arc<rustls::ServerConfig>>,
     /// One slot per thread, written only by that thread.
     counters: Box<[ThreadCounters]>,
@@ -320,6 +336,7 @@ impl Shared {
             latency_ns: duration_ns(opts.latency),
             stall_ns,
             default_body: DEFAULT_BODY_TEXT.iter().copied().cycle().take(opts.body_size).collect(),
+            head_timeout_ns: opts.head_timeout.map(duration_ns),
             tls,
             counters: (0..opts.threads).map(|_| ThreadCounters::default()).collect(),
             stopping: AtomicBool::new(false),
@@ -330,6 +347,11 @@ impl Shared {
     /// the added latency and `extra_ns`, and never during the stall.
     fn due_time(&self, now: u64, extra_ns: u64) -> u64 {
         self.release_time(now.saturating_add(self.latency_ns).saturating_add(extra_ns))
+    }
+
+    /// When a request head begun at `now` must be complete (None: never).
+    fn head_deadline(&self, now: u64) -> Option<u64> {
+        self.head_timeout_ns.map(|timeout| now.saturating_add(timeout))
     }
 
     /// `at`, or the end of the stall if `at` falls inside it.

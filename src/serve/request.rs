@@ -13,6 +13,10 @@ use super::response::{Endpoint, TOKEN};
 /// grows beyond it).
 pub(super) const MAX_HEAD: usize = 64 * 1024;
 
+/// The largest `/echo` request body kept, over HTTP/1.1 and HTTP/2; a
+/// larger one is answered 413.
+pub(super) const MAX_ECHO_BODY: usize = 1024 * 1024;
+
 /// Headers per request; more is a malformed request.
 const MAX_HEADERS: usize = 64;
 

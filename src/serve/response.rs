@@ -13,6 +13,9 @@ pub(super) const NEVER: u64 = u64::MAX;
 /// benchmark configuration).
 pub(super) const TOKEN: &str = "tok123";
 
+/// The answer to an `/echo` body over [`super::request::MAX_ECHO_BODY`].
+pub(super) const ECHO_TOO_LARGE: &str = "body too large for /echo\n";
+
 /// The line `/bytes` and `/chunked` bodies repeat.
 pub(super) const LINE: &[u8; 64] =
     b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+\n";
@@ -149,6 +152,17 @@ impl Response {
     /// large).
     pub(super) fn fatal(status: u16, message: &'static str, now: u64, shared: &Shared) -> Response {
         Response::new(shared.due_time(now, 0), status, Body::Text(message), Connection::Close)
+    }
+
+    /// An error that leaves the connection open (an HTTP/2 stream's: the
+    /// other streams go on).
+    pub(super) fn refusal(
+        status: u16,
+        message: &'static str,
+        now: u64,
+        shared: &Shared,
+    ) -> Response {
+        Response::new(shared.due_time(now, 0), status, Body::Text(message), Connection::KeepAlive)
     }
 
     /// The answer to a complete request read at `now`.

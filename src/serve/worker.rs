@@ -202,8 +202,8 @@ impl Worker {
     fn hand_over(&mut self, token: u64, now: u64) {
         let index = (token & u64::from(u32::MAX)) as usize;
         let Some(Served::Http1(conn)) = self.slots[index].conn.take() else { return };
-        let (transport, received) = conn.into_http2();
-        match Http2Conn::new(transport, &received) {
+        let (transport, received, preface_deadline) = conn.into_http2();
+        match Http2Conn::new(transport, &received, preface_deadline, now, &self.shared) {
             Ok(conn) => {
                 self.slots[index].conn = Some(Served::Http2(Box::new(conn)));
                 // What the socket still holds raises no new edge.
@@ -249,7 +249,8 @@ impl Worker {
             self.free_slots.push(slot);
             return;
         }
-        self.slots[slot].conn = Some(Served::Http1(Conn::new(transport)));
+        let conn = Conn::new(transport, now_ns(), &self.shared);
+        self.slots[slot].conn = Some(Served::Http1(conn));
         self.shared.counters[self.index].connection_accepted();
     }
 

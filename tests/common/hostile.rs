@@ -1,7 +1,10 @@
 //! A scripted hostile HTTP/1.1 server for the end-to-end tests (issue #7):
 //! it reads each request (up to its empty line) and answers the way its
 //! [`Mode`] says, from a well-behaved but unusual response to a stream of
-//! garbage, a reset or no answer at all.
+//! garbage, a reset or no answer at all. And, for hostile clients of
+//! `pace serve` (issue 33), the server as a process whose resident memory
+//! and descriptors can be read ([`ServeProcess`]), and HTTP/2 frames
+//! written by hand ([`h2`]).
 //!
 //! One std thread per connection, blocking sockets: simple, and plenty for
 //! a test that opens a few connections at a time. The listener is bound
@@ -11,12 +14,15 @@
 //! outlives a test for long.
 #![allow(dead_code)]
 
-use std::io::{self, Read, Write};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use crate::common::DieWithTest;
 
 /// How the server answers every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -380,4 +386,301 @@ fn huge_header_block() -> &'static [u8] {
         block.extend_from_slice(b"Content-Length: 0\r\n\r\n");
         block
     })
+}
+
+// ----- hostile clients: `pace serve` as a process ---------------------------------
+
+/// `pace serve` started as a child process on a free port of 127.0.0.1,
+/// so that what it holds can be read from /proc while a hostile client
+/// works on it. Killed on drop.
+pub struct ServeProcess {
+    child: Child,
+    pub addr: SocketAddr,
+}
+
+impl ServeProcess {
+    /// Starts `pace serve --port 0 <extra>` and waits (at most 10 s) for
+    /// its `listening on` line, which says it accepts connections.
+    pub fn start(extra: &[&str]) -> ServeProcess {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_pace"))
+            .args(["serve", "--port", "0"])
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .die_with_test()
+            .spawn()
+            .expect("start pace serve");
+        let stderr = child.stderr.take().expect("piped stderr");
+        let (said, heard) = mpsc::channel();
+        thread::spawn(move || {
+            let mut lines = BufReader::new(stderr).lines();
+            let first = lines.next().and_then(Result::ok).unwrap_or_default();
+            let _ = said.send(first);
+            // Whatever else it says is drained, so it never blocks.
+            lines.for_each(drop);
+        });
+        let line = heard.recv_timeout(Duration::from_secs(10)).unwrap_or_default();
+        let addr = line
+            .split("://")
+            .nth(1)
+            .and_then(|rest| rest.split('/').next())
+            .and_then(|addr| addr.parse().ok());
+        let Some(addr) = addr else {
+            let _ = child.kill();
+            panic!("pace serve {extra:?} did not say where it listens: {line:?}");
+        };
+        ServeProcess { child, addr }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The server's resident memory now (`VmRSS` in /proc/PID/status).
+    pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS")
+    }
+
+    /// The most the server has had resident since it started (`VmHWM`,
+    /// the peak of `VmRSS`).
+    pub fn peak_rss_kib(&self) -> u64 {
+        self.status_kib("VmHWM")
+    }
+
+    /// A size in /proc/PID/status, in KiB.
+    fn status_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid()))
+            .expect("read the server's /proc status");
+        let line = status
+            .lines()
+            .find(|l| l.strip_prefix(field).is_some_and(|rest| rest.starts_with(':')))
+            .unwrap_or_else(|| panic!("no {field} in /proc/{}/status", self.pid()));
+        line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("a size in kB")
+    }
+
+    /// The server's open file descriptors.
+    pub fn open_fds(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("read the server's /proc fd")
+            .count()
+    }
+
+    /// Waits (polling, at most `limit`) until the server holds at most
+    /// `fds` descriptors; returns how many it holds at the end.
+    pub fn wait_for_fds_at_most(&self, fds: usize, limit: Duration) -> usize {
+        let deadline = Instant::now() + limit;
+        loop {
+            let open = self.open_fds();
+            if open <= fds || Instant::now() >= deadline {
+                return open;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// A TCP connection to the server.
+    pub fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).expect("connect to pace serve");
+        stream.set_nodelay(true).unwrap();
+        stream
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads until the server closes the connection (its FIN, or a reset),
+/// dropping the bytes, for at most `limit`: true if it closed in time.
+pub fn closed_by_server_within(stream: &mut TcpStream, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    let mut buf = [0u8; 16 * 1024];
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return false;
+        }
+        stream.set_read_timeout(Some(left)).unwrap();
+        match stream.read(&mut buf) {
+            Ok(0) => return true,
+            Ok(_) => {}
+            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {
+                return false
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            // A reset is a close too.
+            Err(_) => return true,
+        }
+    }
+}
+
+/// HTTP/2 frames written by hand (RFC 9113 section 4 and 6), enough of
+/// the protocol for a client that misbehaves on purpose. Header blocks
+/// are HPACK literals without indexing (RFC 7541 6.2.2): no table, no
+/// Huffman coding; what the server sends back is read frame by frame, its
+/// header blocks never decoded.
+pub mod h2 {
+    use std::io::{self, Read, Write};
+    use std::net::TcpStream;
+
+    pub const PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+
+    pub const DATA: u8 = 0x0;
+    pub const HEADERS: u8 = 0x1;
+    pub const RST_STREAM: u8 = 0x3;
+    pub const SETTINGS: u8 = 0x4;
+    pub const GOAWAY: u8 = 0x7;
+    pub const WINDOW_UPDATE: u8 = 0x8;
+    pub const CONTINUATION: u8 = 0x9;
+
+    pub const END_STREAM: u8 = 0x1;
+    pub const ACK: u8 = 0x1;
+    pub const END_HEADERS: u8 = 0x4;
+
+    pub const SETTINGS_INITIAL_WINDOW_SIZE: u16 = 0x4;
+
+    /// The largest flow-control window (2^31 - 1).
+    pub const MAX_WINDOW: u32 = (1 << 31) - 1;
+    /// The windows a connection starts with (RFC 9113 6.9.2).
+    pub const DEFAULT_WINDOW: u32 = 65_535;
+    /// The largest frame payload a peer must accept without asking.
+    pub const MAX_FRAME: usize = 16_384;
+
+    /// One frame: type, flags, stream, payload.
+    pub fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+        let length = (payload.len() as u32).to_be_bytes();
+        let mut frame = vec![length[1], length[2], length[3], kind, flags];
+        frame.extend_from_slice(&stream.to_be_bytes());
+        frame.extend_from_slice(payload);
+        frame
+    }
+
+    pub fn settings(entries: &[(u16, u32)]) -> Vec<u8> {
+        let payload: Vec<u8> = entries
+            .iter()
+            .flat_map(|(id, value)| id.to_be_bytes().into_iter().chain(value.to_be_bytes()))
+            .collect();
+        frame(SETTINGS, 0, 0, &payload)
+    }
+
+    pub fn window_update(stream: u32, increment: u32) -> Vec<u8> {
+        frame(WINDOW_UPDATE, 0, stream, &increment.to_be_bytes())
+    }
+
+    /// A whole header block in one HEADERS frame.
+    pub fn headers(stream: u32, fields: &[(&str, &str)], end_stream: bool) -> Vec<u8> {
+        let block = header_block(fields);
+        let flags = END_HEADERS | if end_stream { END_STREAM } else { 0 };
+        frame(HEADERS, flags, stream, &block)
+    }
+
+    /// `fields` as literals without indexing (RFC 7541 6.2.2).
+    pub fn header_block(fields: &[(&str, &str)]) -> Vec<u8> {
+        let mut block = Vec::new();
+        for (name, value) in fields {
+            // A new name (index 0).
+            block.push(0x00);
+            string(&mut block, name.as_bytes());
+            string(&mut block, value.as_bytes());
+        }
+        block
+    }
+
+    /// A field that the decoder adds to its dynamic table (a literal with
+    /// incremental indexing, RFC 7541 6.2.1), where it becomes
+    /// [`NEWEST_ENTRY`].
+    pub fn indexed_literal(name: &str, value: &str) -> Vec<u8> {
+        let mut field = vec![0x40];
+        string(&mut field, name.as_bytes());
+        string(&mut field, value.as_bytes());
+        field
+    }
+
+    /// One byte naming the newest entry of the dynamic table (an indexed
+    /// field, index 62: the first after the 61 of the static table).
+    pub const NEWEST_ENTRY: u8 = 0x80 | 62;
+
+    /// CONTINUATION frames nghttp2 accepts after a HEADERS frame.
+    pub const MAX_CONTINUATIONS: usize = 8;
+
+    /// A request's header fields: `method` of `path` on this server.
+    pub fn request<'a>(method: &'a str, path: &'a str) -> [(&'a str, &'a str); 4] {
+        [(":method", method), (":scheme", "http"), (":authority", "localhost"), (":path", path)]
+    }
+
+    /// An HPACK string literal (RFC 7541 5.2), not Huffman coded: its
+    /// length as an integer with a 7-bit prefix (5.1), then the bytes.
+    fn string(block: &mut Vec<u8>, bytes: &[u8]) {
+        let mut length = bytes.len();
+        if length < 0x7f {
+            block.push(length as u8);
+        } else {
+            block.push(0x7f);
+            length -= 0x7f;
+            while length >= 0x80 {
+                block.push((length % 0x80) as u8 | 0x80);
+                length /= 0x80;
+            }
+            block.push(length as u8);
+        }
+        block.extend_from_slice(bytes);
+    }
+
+    /// A frame as received: type, flags, stream and payload.
+    #[derive(Debug)]
+    pub struct Frame {
+        pub kind: u8,
+        pub flags: u8,
+        pub stream: u32,
+        pub payload: Vec<u8>,
+    }
+
+    /// Reads the next frame (blocking, within the socket's read timeout).
+    pub fn read_frame(stream: &mut TcpStream) -> io::Result<Frame> {
+        let mut head = [0u8; 9];
+        stream.read_exact(&mut head)?;
+        let length = u32::from_be_bytes([0, head[0], head[1], head[2]]) as usize;
+        let id = u32::from_be_bytes([head[5], head[6], head[7], head[8]]) & 0x7fff_ffff;
+        let mut payload = vec![0u8; length];
+        stream.read_exact(&mut payload)?;
+        Ok(Frame { kind: head[3], flags: head[4], stream: id, payload })
+    }
+
+    /// Opens an HTTP/2 connection with prior knowledge: the preface and
+    /// `settings`, then waits for the server's SETTINGS and acknowledges
+    /// them (its stream windows only apply from then on), so that bodies
+    /// may be sent as far as its windows allow.
+    pub fn handshake(stream: &mut TcpStream, settings: &[(u16, u32)]) -> io::Result<()> {
+        let mut start = PREFACE.to_vec();
+        start.extend(self::settings(settings));
+        stream.write_all(&start)?;
+        loop {
+            let received = read_frame(stream)?;
+            if received.kind == SETTINGS && received.flags & ACK == 0 {
+                return stream.write_all(&frame(SETTINGS, ACK, 0, &[]));
+            }
+        }
+    }
+
+    /// Reads frames until stream `id` ends; returns its DATA payloads
+    /// joined.
+    pub fn read_body(stream: &mut TcpStream, id: u32) -> io::Result<Vec<u8>> {
+        let mut body = Vec::new();
+        loop {
+            let frame = read_frame(stream)?;
+            if frame.stream != id {
+                continue;
+            }
+            if frame.kind == DATA {
+                body.extend_from_slice(&frame.payload);
+            }
+            if frame.flags & END_STREAM != 0 && matches!(frame.kind, DATA | HEADERS) {
+                return Ok(body);
+            }
+        }
+    }
 }
