@@ -145,7 +145,10 @@ fn ctrl_c_lets_the_requests_in_flight_answer() {
     let v = json_of(&run.stdout);
     let e = &v["errors"];
     assert_eq!((e["timeout"].as_u64(), e["stopped"].as_u64()), (Some(0), Some(0)), "{run}");
-    assert_eq!(v["warnings"], Value::Array(Vec::new()), "{run}");
+    // No warning about the run; one that the loaded machine left pace
+    // short of CPU is about the machine, and may come.
+    let warnings = v["warnings"].as_array().unwrap();
+    assert!(warnings.iter().all(|w| w["code"] == "generator_cpu"), "{run}");
     // Every request that reached the server was answered and counted.
     assert_eq!(v["requests"].as_u64(), Some(server.stats().requests), "{run}");
     assert_eq!(v["interrupted_by"], "SIGINT");
