@@ -391,6 +391,9 @@ impl<P: Protocol> Connections<P> {
     fn opened(&mut self, i: usize, recorder: &mut Recorder) {
         let now = sys::now_ns();
         self.conns[i].phase = Phase::Open;
+        if let Some(link) = &self.conns[i].link {
+            recorder.link_set_up(link.set_up_times());
+        }
         let (tls, alpn) = self.conns[i].tls();
         let verdict =
             self.with_protocol(i, recorder, |p, out| p.connected(now, tls, alpn.as_deref(), out));

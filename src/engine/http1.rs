@@ -189,6 +189,12 @@ impl Protocol for Http1 {
             if self.pending == 0 {
                 return Verdict::fail(ErrorKind::Read, "data received with no request outstanding");
             }
+            if self.parser.is_idle() {
+                // The next response of the batch begins.
+                let answered = self.batch.wire.heads.len() - self.pending;
+                let intended = self.intended.get(answered).copied().unwrap_or(self.sent_ns);
+                out.first_byte(intended, self.sent_ns, arrived);
+            }
             match self.parser.feed(data) {
                 Ok(feed) => {
                     data = &data[feed.consumed..];
@@ -390,6 +396,9 @@ mod tests {
         assert_eq!(stats.outcomes.http().collect::<Vec<_>>(), [(200, 1), (404, 1)]);
         // Latency from each request's intended time to its response's read.
         assert_eq!((stats.corrected.min(), stats.corrected.max()), (3000, 4001));
+        // Both responses began in the first read, 1 ms after the send.
+        let first_byte = &stats.phases.first_byte;
+        assert_eq!((first_byte.len(), first_byte.min(), first_byte.max()), (2, 1000, 1000));
         assert_eq!(http1.in_flight(), 0);
         assert_eq!(delivered.tickets.len(), 1);
         assert_eq!(delivered.tickets[0].since, 7 * MS);

@@ -474,6 +474,9 @@ impl Http2 {
                 Event::Closed { slot, stream_id, code } => {
                     self.closed(slot, stream_id, code, now, out)
                 }
+                Event::Response { slot, stream_id } => {
+                    self.response_begins(slot, stream_id, now, out)
+                }
                 Event::Request { .. } => {}
             }
         }
@@ -498,6 +501,21 @@ impl Http2 {
     }
 
     /// The stream of `stream_slot` closed with `code`.
+    /// The response on `stream_slot` began at `now` (its first byte).
+    fn response_begins(
+        &self,
+        stream_slot: usize,
+        stream_id: i32,
+        now: u64,
+        out: &mut Delivery<Http2Wire>,
+    ) {
+        let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
+        let Some(state) = self.batches.get(slot) else { return };
+        if let Some(entry) = state.entries.get(k).filter(|e| e.stream_id == stream_id) {
+            out.first_byte(entry.intended, state.sent_ns, now);
+        }
+    }
+
     fn closed(
         &mut self,
         stream_slot: usize,

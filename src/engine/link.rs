@@ -39,6 +39,9 @@ pub trait Link: Sized + Send + 'static {
     /// The socket, for the poller.
     fn fd(&self) -> BorrowedFd<'_>;
 
+    /// How long the set-up's phases took, once it is done.
+    fn set_up_times(&self) -> SetUpTimes;
+
     /// Over TLS, with the protocol it chose by ALPN.
     fn tls(&self) -> bool;
     fn alpn(&self) -> Option<Vec<u8>>;
@@ -59,6 +62,16 @@ pub trait Link: Sized + Send + 'static {
     fn flush(&mut self) -> io::Result<bool>;
 }
 
+/// How long a link's set-up took, ns, phase by phase (a phase it did not
+/// go through is None).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SetUpTimes {
+    /// From the connect to the socket's connection.
+    pub connect: Option<u64>,
+    /// The TLS handshake (after a proxy's tunnel, when there is one).
+    pub tls_handshake: Option<u64>,
+}
+
 /// Why a connect could not even start.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Refused {
@@ -73,6 +86,12 @@ pub enum Refused {
 pub struct StreamLink {
     transport: Transport,
     stage: Stage,
+    /// When the connect started, the socket connected, and the TLS
+    /// handshake started and ended (ns).
+    connect_started: u64,
+    connected: u64,
+    handshake_started: u64,
+    open: u64,
 }
 
 /// Where a stream link's set-up is.
@@ -89,6 +108,7 @@ enum Stage {
 
 impl Link for StreamLink {
     fn connect(endpoint: &Endpoint, origin: &Origin) -> Result<StreamLink, Refused> {
+        let connect_started = sys::now_ns();
         let stream = match start_connect(endpoint) {
             Ok(stream) => stream,
             Err(e)
@@ -106,7 +126,14 @@ impl Link for StreamLink {
                 Err(e) => return Err(Refused::Failed(format!("TLS: {e}"))),
             },
         };
-        Ok(StreamLink { transport, stage: Stage::Connecting })
+        Ok(StreamLink {
+            transport,
+            stage: Stage::Connecting,
+            connect_started,
+            connected: 0,
+            handshake_started: 0,
+            open: 0,
+        })
     }
 
     fn advance(&mut self, origin: &Origin, writable: bool) -> Result<bool, String> {
@@ -121,6 +148,8 @@ impl Link for StreamLink {
                     }
                     // A refused connect can also show up as "not connected".
                     socket.check_connected().map_err(|e| io_reason(&e))?;
+                    self.connected = sys::now_ns();
+                    self.handshake_started = self.connected;
                     self.stage = match origin.tunnel {
                         Some(_) => Stage::Tunneling(Box::default()),
                         None => Stage::Handshaking,
@@ -133,10 +162,14 @@ impl Link for StreamLink {
                     if !handshake.advance(self.transport.socket(), tunnel)? {
                         return Ok(false);
                     }
+                    self.handshake_started = sys::now_ns();
                     self.stage = Stage::Handshaking;
                 }
                 Stage::Handshaking => match self.transport.handshake() {
-                    Ok(true) => self.stage = Stage::Open,
+                    Ok(true) => {
+                        self.open = sys::now_ns();
+                        self.stage = Stage::Open;
+                    }
                     Ok(false) => return Ok(false),
                     Err(e) => {
                         return Err(format!(
@@ -159,6 +192,16 @@ impl Link for StreamLink {
 
     fn fd(&self) -> BorrowedFd<'_> {
         self.transport.socket().as_fd()
+    }
+
+    fn set_up_times(&self) -> SetUpTimes {
+        if !matches!(self.stage, Stage::Open) {
+            return SetUpTimes::default();
+        }
+        SetUpTimes {
+            connect: Some(self.connected.saturating_sub(self.connect_started)),
+            tls_handshake: self.tls().then(|| self.open.saturating_sub(self.handshake_started)),
+        }
     }
 
     fn tls(&self) -> bool {

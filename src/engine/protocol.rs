@@ -260,6 +260,13 @@ impl<'a, W> Delivery<'a, W> {
         }
     }
 
+    /// The first byte of the response to a request intended at `intended`
+    /// and sent at `sent` arrived at `arrived`.
+    #[inline]
+    pub fn first_byte(&mut self, intended: u64, sent: u64, arrived: u64) {
+        self.recorder.first_byte(intended, sent, arrived);
+    }
+
     /// The connection can carry a batch from `since` on (its readiness
     /// number `serial`, see [`Ticket`]).
     #[inline]

@@ -17,6 +17,8 @@ use std::time::Duration;
 use crate::plan::ThreadPlan;
 use crate::stats::{ErrorKind, Outcome, Stats};
 
+use super::link::SetUpTimes;
+
 /// Req/Sec is sampled per thread at this interval (wrk: 100 ms).
 const RATE_SAMPLE_NS: u64 = 100_000_000;
 
@@ -356,6 +358,26 @@ impl Recorder {
             self.stats.warmup.errors += 1;
         } else {
             self.stats.error(kind, cause);
+        }
+    }
+
+    /// The first byte of the response to a request intended at `intended`
+    /// and sent at `sent` arrived at `arrived` (a warm-up request's is not
+    /// measured).
+    #[inline]
+    pub fn first_byte(&mut self, intended: u64, sent: u64, arrived: u64) {
+        if intended >= self.start_ns {
+            record_us(&mut self.stats.phases.first_byte, arrived.saturating_sub(sent));
+        }
+    }
+
+    /// A connection's link was set up, its phases taking `times`.
+    pub fn link_set_up(&mut self, times: SetUpTimes) {
+        if let Some(connect) = times.connect {
+            record_us(&mut self.stats.phases.connect, connect);
+        }
+        if let Some(handshake) = times.tls_handshake {
+            record_us(&mut self.stats.phases.tls_handshake, handshake);
         }
     }
 

@@ -94,6 +94,8 @@ pub enum Event {
     /// The peer's SETTINGS arrived (the first one makes a client's
     /// connection ready: its stream limit is known).
     Settings,
+    /// Client: the response on `slot` begins (its first HEADERS frame).
+    Response { slot: usize, stream_id: i32 },
 }
 
 /// Bytes to send as a message's body.
@@ -663,6 +665,9 @@ unsafe extern "C" fn on_begin_headers(
         }
         Role::Client => {
             let slot = slot_of(session, headers.hd.stream_id);
+            if let (Some(slot), ng::NGHTTP2_HCAT_RESPONSE) = (slot, headers.cat) {
+                state.events.push(Event::Response { slot, stream_id: headers.hd.stream_id });
+            }
             if let Some(message) = slot.and_then(|slot| state.message(slot)) {
                 // The final response after an informational (1xx) one.
                 if (100..200).contains(&message.status) {

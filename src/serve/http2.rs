@@ -200,7 +200,7 @@ impl Http2Conn {
                     self.pending.retain(|p| p.stream_id != stream_id);
                 }
                 Event::Settings => self.settings_deadline = None,
-                Event::GoAway { .. } => {}
+                Event::GoAway { .. } | Event::Response { .. } => {}
             }
         }
         self.events = events;

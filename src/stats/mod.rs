@@ -233,6 +233,8 @@ pub struct Stats {
     pub generator: Generator,
     /// What HTTP/2 connections had to do besides requests.
     pub http2: Http2Counts,
+    /// How long the phases of connections and responses took.
+    pub phases: Phases,
     /// At the end of the period, how long the request that had waited
     /// longest without a response (in flight, or due and not sent) had
     /// waited since its intended time, us; 0 when none was waiting. A
@@ -281,6 +283,43 @@ impl Generator {
         self.busiest_thread_cpu = self.busiest_thread_cpu.max(other.busiest_thread_cpu);
         self.busiest_thread_work = self.busiest_thread_work.max(other.busiest_thread_work);
         self.thread_cpu_wait = self.thread_cpu_wait.max(other.thread_cpu_wait);
+    }
+}
+
+/// How long the phases before a response took, us, as h2load's "time for
+/// connect" and "time to 1st byte" (so that a run that opens many
+/// connections, with `Connection: close`, shows where its time goes):
+/// every connect pace made (TCP, or a Unix socket, to the server or to its
+/// proxy; the warm-up's and those before the start too), every TLS
+/// handshake (after a proxy's tunnel, when there is one), and the wait of
+/// each measured request for its response's first byte, from when it was
+/// actually sent.
+#[derive(Clone, Debug)]
+pub struct Phases {
+    pub connect: Histogram<u64>,
+    pub tls_handshake: Histogram<u64>,
+    pub first_byte: Histogram<u64>,
+}
+
+impl Phases {
+    pub fn new(digits: u8) -> Phases {
+        Phases {
+            connect: latency_histogram(digits),
+            tls_handshake: latency_histogram(digits),
+            first_byte: latency_histogram(digits),
+        }
+    }
+
+    fn merge(&mut self, other: &Phases) {
+        self.connect.add(&other.connect).expect("auto-resizing histogram");
+        self.tls_handshake.add(&other.tls_handshake).expect("auto-resizing histogram");
+        self.first_byte.add(&other.first_byte).expect("auto-resizing histogram");
+    }
+
+    fn clear(&mut self) {
+        self.connect.reset();
+        self.tls_handshake.reset();
+        self.first_byte.reset();
     }
 }
 
@@ -443,6 +482,7 @@ impl Stats {
             targets: Vec::new(),
             generator: Generator::default(),
             http2: Http2Counts::default(),
+            phases: Phases::new(digits),
             oldest_waiting_us: 0,
         }
     }
@@ -495,6 +535,7 @@ impl Stats {
         self.warmup = Warmup::default();
         self.generator = Generator::default();
         self.http2 = Http2Counts::default();
+        self.phases.clear();
         self.oldest_waiting_us = 0;
         for stage in &mut self.stages {
             stage.requests = 0;
@@ -523,6 +564,7 @@ impl Stats {
         self.warmup.errors += other.warmup.errors;
         self.generator.add(&other.generator);
         self.http2.add(&other.http2);
+        self.phases.merge(&other.phases);
         self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {
@@ -568,6 +610,10 @@ mod tests {
         b.response(Outcome::Http(404));
         b.error(ErrorKind::Connect, "Connection refused");
         b.rate_samples.push(10.0);
+        a.phases.connect.record(50).unwrap();
+        b.phases.connect.record(70).unwrap();
+        b.phases.tls_handshake.record(900).unwrap();
+        b.phases.first_byte.record(120).unwrap();
         a.generator = Generator {
             waiting_for_connection_us: 5,
             waiting_for_generator_us: 1,
@@ -590,6 +636,9 @@ mod tests {
         assert_eq!(a.outcomes.http().collect::<Vec<_>>(), [(200, 1), (404, 1)]);
         assert_eq!(a.error_causes["connect: Connection refused"], 1);
         assert_eq!(a.rate_samples, vec![10.0]);
+        let phases = &a.phases;
+        assert_eq!(phases.connect.len(), 2);
+        assert_eq!((phases.tls_handshake.len(), phases.first_byte.len()), (1, 1));
         // Waits add up, the busiest thread is the busiest of all.
         let expected = Generator {
             waiting_for_connection_us: 7,
@@ -649,8 +698,10 @@ mod tests {
         a.response(Outcome::Http(500));
         a.error(ErrorKind::Read, "x");
         a.rate_samples.push(1.0);
+        a.phases.first_byte.record(5).unwrap();
         a.clear();
         assert!(a.corrected.is_empty() && a.error_causes.is_empty());
+        assert!(a.phases.first_byte.is_empty());
         assert_eq!(a.outcomes.iter().count(), 0);
         assert_eq!((a.requests, a.errors, a.rate_samples.len()), (0, Errors::default(), 0));
     }
