@@ -68,7 +68,10 @@ pub(super) fn mode(
 fn warmup_from_nothing(warmup: Duration, stages: &[Stage]) -> String {
     let first = stages.first().map_or(0.0, |stage| stage.rate);
     format!(
-        "--warmup {warmup:?} would send nothing: the warm-up holds the rate the stages start          from, and without -R they start from 0/s. Give -R RATE to warm up at RATE (the first          stage then moves from it, e.g. -R {first}), or make the warm-up a first stage of          --stages (measured)"
+        "--warmup {warmup:?} would send nothing: the warm-up holds the rate the stages start \
+         from, and without -R they start from 0/s. Give -R RATE to warm up at RATE (the first \
+         stage then moves from it, e.g. -R {first}), or make the warm-up a first stage of \
+         --stages (measured)"
     )
 }
 
@@ -212,7 +215,13 @@ mod tests {
         let ramp = vec![Stage { duration: 2 * SECOND, rate: 100.0 }];
         let from_nothing = PlanArgs { stages: Some(ramp.clone()), ..PlanArgs::default() };
         let message = error(mode(&from_nothing, SECOND, false, SECOND));
-        assert!(message.starts_with("--warmup 1s would send nothing: "), "{message}");
+        assert!(
+            message.starts_with(
+                "--warmup 1s would send nothing: the warm-up holds the rate the stages start \
+                 from, and without -R they start from 0/s. Give -R RATE"
+            ),
+            "{message}"
+        );
         assert!(message.contains("Give -R RATE to warm up at RATE"), "{message}");
         assert!(message.contains("e.g. -R 100"), "{message}");
         let explicit_zero = PlanArgs { rate: Some(0.0), ..from_nothing };
