@@ -3,8 +3,10 @@
 //! `print_units` (Thread Stats), `print_stats_latency` (wrk's `--latency`),
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
-//! cause, and in paced mode the schedule lag and a warning per cause when
-//! something went wrong ([`super::diagnose`]). The pieces are public for the
+//! cause, a note when a signal or the script stopped the run, in paced
+//! mode the schedule lag, and a warning per cause when something went
+//! wrong ([`super::diagnose`]: in the closed loop only when its requests
+//! failed). The pieces are public for the
 //! periodic reports (`-p`), which print them for one period.
 
 use std::io::{self, Write};

@@ -40,21 +40,21 @@ fn all_failed(stats: &Stats) -> Option<Diagnostic> {
     let mut how: Vec<String> =
         stats.outcomes.http().map(|(s, n)| format!("status {s}: {n}")).collect();
     for (what, n) in [
-        ("connect", e.connect),
-        ("read", e.read),
-        ("write", e.write),
-        ("timeout", e.timeout),
-        ("unsent", e.unsent),
+        ("connect errors", e.connect),
+        ("read errors", e.read),
+        ("write errors", e.write),
+        ("timeouts", e.timeout),
+        ("never sent", e.unsent),
     ] {
         if n > 0 {
-            how.push(format!("{what} errors: {n}"));
+            how.push(format!("{what}: {n}"));
         }
     }
     Some(Diagnostic {
         code: Code::AllFailed,
         message: format!(
             "every request failed: none of the {failed} got a 2xx or 3xx response ({}), so the \
-             figures above are those of failures. pace exits 0 all the same, as wrk does; to \
+             report's figures are those of failures. pace exits 0 all the same, as wrk does; to \
              make such a run fail, give it --slo 'errors<1%' (exit code 4)",
             how.join(", ")
         ),
@@ -176,8 +176,8 @@ mod tests {
         assert_eq!(
             found[0].message,
             "every request failed: none of the 3 got a 2xx or 3xx response (connect errors: \
-             3), so the figures above are those of failures. pace exits 0 all the same, as wrk \
-             does; to make such a run fail, give it --slo 'errors<1%' (exit code 4)"
+             3), so the report's figures are those of failures. pace exits 0 all the same, as \
+             wrk does; to make such a run fail, give it --slo 'errors<1%' (exit code 4)"
         );
         assert_eq!(codes(&cfg, &responses(&[(404, 5)])), ["all_failed"]);
         // One success is enough; nothing attempted says nothing.

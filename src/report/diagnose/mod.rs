@@ -1,6 +1,7 @@
-//! What went wrong in a paced run, by cause: the server failed or stalled,
-//! the connections were too few for the rate, pace itself was short of
-//! CPU, or requests of the plan were never sent. Each diagnostic has a code
+//! What went wrong in a run, by cause: in a paced run the server failed or
+//! stalled, the connections were too few for the rate, pace itself was
+//! short of CPU, or requests of the plan were never sent; in any run, the
+//! requests failed in a way the figures alone do not explain ([`failed`]). Each diagnostic has a code
 //! (for programs), a message (for people) and the figures it rests on.
 //!
 //! A pure function of the configuration and the final result, never of the
@@ -165,16 +166,16 @@ pub fn lag_weight(stats: &Stats) -> LagWeight {
 /// How much the schedule lag moved the corrected p99, and pace's part of
 /// it.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub struct LagEffect {
-    pub corrected_p99_us: u64,
-    pub uncorrected_p99_us: u64,
+struct LagEffect {
+    corrected_p99_us: u64,
+    uncorrected_p99_us: u64,
     /// The corrected p99 less the uncorrected one: what the lateness of
     /// the sends, whoever's, added at the p99 (exact, from the histograms).
-    pub moved_p99_us: u64,
+    moved_p99_us: u64,
     /// pace's part of it, in proportion to the time its sends were
     /// behind with a connection free (an estimate; `moved_p99_us` bounds
     /// it).
-    pub generator_p99_us: f64,
+    generator_p99_us: f64,
 }
 
 impl LagEffect {
