@@ -154,6 +154,40 @@ fn runs_of_one_server_are_within_noise() {
     assert_eq!(once.stdout, again.stdout);
 }
 
+/// Issue 34, item 2: a 2 s and a 5 s run compared without a "not
+/// comparable" warning. The duration (-d) and -n are settings.
+#[test]
+fn runs_of_other_lengths_or_limits_are_not_comparable() {
+    let dir = tempfile::tempdir().unwrap();
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let save = |name: &str, bound: &[&str]| {
+        let out = dir.path().join(name);
+        let args = [&["-t1", "-c2", "-R200", "-e", "-o", path(&out), &target][..], bound].concat();
+        pace(&args, LIMIT).assert_ok();
+        out
+    };
+    let short = save("short.json", &["-d300ms"]);
+    let long = save("long.json", &["-d600ms"]);
+    let limited = save("limited.json", &["-d600ms", "-n", "50"]);
+    let run = compare(&[path(&short), path(&long)]);
+    run.assert_ok();
+    assert!(
+        run.stdout.contains(
+            "warning: the runs are not comparable, they differ in: duration (-d) (300.00ms and \
+             600.00ms)"
+        ),
+        "{run}"
+    );
+    let json = comparison(&long, &limited);
+    let warnings = json["warnings"].as_array().unwrap();
+    assert!(
+        warnings.iter().any(|w| w.as_str().unwrap().contains("-n (none and 50 requests)")),
+        "{json}"
+    );
+}
+
 #[test]
 fn what_cannot_be_compared_is_an_error() {
     let dir = tempfile::tempdir().unwrap();

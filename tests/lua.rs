@@ -8,7 +8,10 @@ mod common;
 
 use std::time::Duration;
 
-use common::{default_server, load_lock, pace, stretched, url, Block, Report, Run};
+use common::{
+    default_server, load_lock, pace, stretched, url, Block, Listen, Nginx, NginxOptions, Report,
+    Run,
+};
 
 /// The path of `tests/scripts/<name>.lua`.
 macro_rules! script {
@@ -404,6 +407,29 @@ fn auth_paced() {
     check_auth(&run, server.stats().requests, 4);
     let requests = run.report().requests();
     assert!((380..=410).contains(&requests), "{run}");
+}
+
+// ----- etag.lua: headers looked up in any case -------------------------------------
+
+/// Issue 34, item 4: nginx sends `ETag`; over HTTP/2 it arrived as `Etag`
+/// and `headers["ETag"]` was nil. Over both protocols every response's
+/// header is found as `ETag`, `etag` and `ETAG`, and `pairs()` lists it.
+#[test]
+fn response_headers_are_found_in_any_case_over_both_protocols() {
+    let _load = load_lock();
+    for (listen, protocol) in [(Listen::Http1, &[][..]), (Listen::H2c, &["--http2"][..])] {
+        let options = NginxOptions { listen, ..NginxOptions::default() };
+        let Some(nginx) = Nginx::start_with(options) else { return };
+        let url = nginx.url();
+        let args = [protocol, &["-t1", "-c2", "-n", "50", "-s", script!("etag"), url.as_str()]];
+        let run = pace(&args.concat(), LIMIT);
+        run.assert_ok();
+        let requests = run.report().requests();
+        let counts = line(&run, "etag: ");
+        assert_eq!(field(&run, counts, "found"), requests, "{listen:?}\n{run}");
+        assert_eq!(field(&run, counts, "missing"), 0, "{listen:?}\n{run}");
+        assert_eq!(field(&run, counts, "listed"), requests, "{listen:?}\n{run}");
+    }
 }
 
 // ----- setup.lua: setup + thread:set/get ------------------------------------------

@@ -222,6 +222,39 @@ fn mutual_tls_with_nginx_in_every_key_format() {
     assert_eq!(run.report().non_2xx_3xx(), Some(5), "{run}");
 }
 
+/// Issue 34, item 7: a client certificate nginx does not trust gets 400
+/// ("The SSL certificate error") to every request, where a missing one
+/// got a hint and this one none. The report names the certificate.
+#[test]
+fn a_client_certificate_nginx_does_not_trust_is_named_in_the_report() {
+    let _load = load_lock();
+    let pki = Pki::new("pace test CA");
+    let Some(nginx) = nginx(&pki, Listen::Https1, &["127.0.0.1"], true) else { return };
+    let stranger = Pki::new("a CA nginx does not know");
+    let (cert, key) = stranger.issue("client", &["client.test"], None);
+    let mtls = ["--cacert", &pki.ca_file(), "--cert", &text(&cert), "--key", &text(&key)];
+    let target = https(nginx.addr);
+    let run = pace(&[&mtls[..], &["-t1", "-c1", "-n", "5", &target]].concat(), LIMIT);
+    run.assert_ok();
+    assert_eq!(run.report().non_2xx_3xx(), Some(5), "{run}");
+    let hint = run.stdout.lines().find(|l| l.ends_with("[client_certificate_refused]"));
+    let hint = hint.unwrap_or_else(|| panic!("no hint\n{run}"));
+    assert!(
+        hint.starts_with(
+            "Warning: 5 of the 5 responses were 400 Bad Request, and a client certificate was \
+             given (--cert)"
+        ),
+        "{run}"
+    );
+    assert!(hint.contains("ssl_client_certificate"), "{run}");
+    // The certificate nginx trusts gets no such hint.
+    let (good, good_key) = pki.issue("trusted", &["client.test"], None);
+    let trusted = ["--cacert", &pki.ca_file(), "--cert", &text(&good), "--key", &text(&good_key)];
+    let run = pace(&[&trusted[..], &["-t1", "-c1", "-n", "5", &target]].concat(), LIMIT);
+    run.assert_ok();
+    assert!(!run.stdout.contains("Warning"), "{run}");
+}
+
 fn text_of(path: &Path) -> String {
     fs::read_to_string(path).unwrap()
 }

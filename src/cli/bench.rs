@@ -648,7 +648,8 @@ fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     let proxy = typed.proxy.as_deref().map(|value| proxy::route(value, &target));
     let proxy = proxy.transpose().map_err(Error::Usage)?;
     let seed = plan::seed(&typed.plan);
-    let (mode, duration) = plan::mode(&typed.plan, typed.duration, typed.duration_typed)?;
+    let (mode, duration) =
+        plan::mode(&typed.plan, typed.duration, typed.duration_typed, typed.warmup)?;
     let requests = typed.requests.map(|n| n as u64);
     let duration =
         plan::bounded(&mode, duration, typed.duration_typed, requests, typed.warmup, seed);
@@ -1664,20 +1665,18 @@ mod tests {
         // The closed loop: open-ended, unless -d was typed.
         assert_eq!(config(&["-n", "100", URL]).duration, None);
         assert_eq!(config(&["-n", "100", "-d", "5s", URL]).duration, secs(5));
-        // A plan ends just after its N-th request is due (at 500/s, the
-        // 200th at 398 ms)...
-        let just_after = Some(Duration::from_nanos(398_000_001));
-        assert_eq!(config(&["-R", "500", "-n", "200", URL]).duration, just_after);
+        // A plan of N requests at R lasts N/R, one interval past the last
+        // (at 500/s, the 200th is due at 398 ms and the window ends at
+        // 400 ms, as -d 400ms would)...
+        let n_over_r = Some(Duration::from_millis(400));
+        assert_eq!(config(&["-R", "500", "-n", "200", URL]).duration, n_over_r);
         // ...counted after the warm-up...
         let warm = config(&["-R", "500", "-n", "200", "--warmup", "1s", URL]);
-        assert_eq!(warm.duration, just_after);
+        assert_eq!(warm.duration, n_over_r);
         // ...and at the latest at the end of -d or of the stages.
         assert_eq!(config(&["-R", "500", "-n", "1M", "-d", "5s", URL]).duration, secs(5));
         assert_eq!(config(&["--stages", "2s:100", "-n", "1M", URL]).duration, secs(2));
-        assert_eq!(
-            config(&["-R", "1", "-n", "100", URL]).duration,
-            Some(Duration::from_nanos(99_000_000_001))
-        );
+        assert_eq!(config(&["-R", "1", "-n", "100", URL]).duration, Some(Duration::from_secs(100)));
     }
 
     /// A targets file in a temporary directory.

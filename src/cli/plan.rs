@@ -19,12 +19,13 @@ pub(super) struct PlanArgs {
 }
 
 /// What the plan options mean: the mode and the measured duration (the
-/// stages' length when there are stages), given `-d` and whether it was
-/// typed.
+/// stages' length when there are stages), given `-d`, whether it was
+/// typed, and `--warmup`.
 pub(super) fn mode(
     args: &PlanArgs,
     duration: Duration,
     duration_typed: bool,
+    warmup: Duration,
 ) -> Result<(Mode, Duration), Error> {
     let usage = |message: String| Err(Error::Usage(message));
     let rate = args.rate;
@@ -53,13 +54,34 @@ pub(super) fn mode(
         return usage("--stages: every rate is 0, so the plan would send nothing".into());
     }
     let rate = rate.unwrap_or(0.0);
+    if rate == 0.0 && !warmup.is_zero() {
+        return usage(warmup_from_nothing(warmup, stages));
+    }
     Ok((Mode::Paced(PlanSpec { rate, stages: stages.clone(), arrival }), length))
 }
 
+/// Why `--warmup` is refused with stages that start from 0/s: the warm-up
+/// holds the rate the stages start from (`-R`) before them, as it holds
+/// `-R` before a constant plan, so it would send nothing. Shifting the
+/// stages into the warm-up instead would leave it unmeasured a part of the
+/// plan that was typed to be measured, and give `-d` two meanings.
+fn warmup_from_nothing(warmup: Duration, stages: &[Stage]) -> String {
+    let first = stages.first().map_or(0.0, |stage| stage.rate);
+    format!(
+        "--warmup {warmup:?} would send nothing: the warm-up holds the rate the stages start \
+         from, and without -R they start from 0/s. Give -R RATE to warm up at RATE (the first \
+         stage then moves from it, e.g. -R {first}), or make the warm-up a first stage of \
+         --stages (measured)"
+    )
+}
+
 /// How long the run lasts once `-n` is known: `-n N` in a plan ends it
-/// just after its N-th measured request is due (at the latest at the end
-/// of `-d` or the stages); in the closed loop it leaves the run open-ended
-/// (None) unless `-d` was typed, whichever comes first then.
+/// when request N (counted from 0 after the warm-up) would be due, one
+/// interval after the last of the N: the fencepost rule of `-d`, whose
+/// window of N/R holds the N requests due at 0, 1/R, ... (N-1)/R. So N
+/// requests at R last N/R and their rate is R. At the latest the run ends
+/// at the end of `-d` or the stages. In the closed loop `-n` leaves the
+/// run open-ended (None) unless `-d` was typed, whichever comes first then.
 pub(super) fn bounded(
     mode: &Mode,
     duration: Duration,
@@ -72,8 +94,9 @@ pub(super) fn bounded(
     let Mode::Paced(spec) = mode else { return duration_typed.then_some(duration) };
     let plan = spec.plan(warmup, seed);
     let warmup_ns = warmup.as_nanos() as u64;
-    let last = plan.offset_ns(plan.count_before(warmup_ns) + requests - 1);
-    let needed = Duration::from_nanos(last.saturating_add(1).saturating_sub(warmup_ns));
+    // u64::MAX past the end of the plan: -d or the stages end it then.
+    let after_last = plan.offset_ns(plan.count_before(warmup_ns) + requests);
+    let needed = Duration::from_nanos(after_last.saturating_sub(warmup_ns));
     if duration_typed || !spec.stages.is_empty() {
         Some(duration.min(needed))
     } else {
@@ -160,7 +183,7 @@ mod tests {
     #[test]
     fn the_plan_options_fit_together() {
         let args = PlanArgs { rate: Some(100.0), ..PlanArgs::default() };
-        let (mode, duration) = mode(&args, 10 * SECOND, false).unwrap();
+        let (mode, duration) = mode(&args, 10 * SECOND, false, Duration::ZERO).unwrap();
         assert_eq!(mode, Mode::Paced(PlanSpec::constant(100.0)));
         assert_eq!(duration, 10 * SECOND);
         let closed = mode_of(PlanArgs::default());
@@ -171,31 +194,71 @@ mod tests {
             arrival: Some(Arrival::Poisson),
             ..PlanArgs::default()
         };
-        let (mode, duration) = super::mode(&staged, 10 * SECOND, false).unwrap();
+        let (mode, duration) = super::mode(&staged, 10 * SECOND, false, Duration::ZERO).unwrap();
         assert_eq!(duration, 2 * SECOND);
         assert!(
             matches!(mode, Mode::Paced(ref spec) if spec.rate == 0.0 && spec.arrival == Arrival::Poisson)
         );
-        assert!(super::mode(&staged, 2 * SECOND, true).is_ok());
-        let message = error(super::mode(&staged, 3 * SECOND, true));
+        assert!(super::mode(&staged, 2 * SECOND, true, Duration::ZERO).is_ok());
+        let message = error(super::mode(&staged, 3 * SECOND, true, Duration::ZERO));
         assert!(message.contains("disagrees with --stages"), "{message}");
     }
 
     fn mode_of(args: PlanArgs) -> Mode {
-        mode(&args, SECOND, false).unwrap().0
+        mode(&args, SECOND, false, Duration::ZERO).unwrap().0
+    }
+
+    /// Issue 34, item 1: a warm-up before stages that start from nothing
+    /// sent nothing ("Warm-up: 1s before the run: 0 requests").
+    #[test]
+    fn a_warm_up_before_stages_from_nothing_is_refused_in_words() {
+        let ramp = vec![Stage { duration: 2 * SECOND, rate: 100.0 }];
+        let from_nothing = PlanArgs { stages: Some(ramp.clone()), ..PlanArgs::default() };
+        let message = error(mode(&from_nothing, SECOND, false, SECOND));
+        assert!(
+            message.starts_with(
+                "--warmup 1s would send nothing: the warm-up holds the rate the stages start \
+                 from, and without -R they start from 0/s. Give -R RATE"
+            ),
+            "{message}"
+        );
+        assert!(message.contains("Give -R RATE to warm up at RATE"), "{message}");
+        assert!(message.contains("e.g. -R 100"), "{message}");
+        let explicit_zero = PlanArgs { rate: Some(0.0), ..from_nothing };
+        assert!(error(mode(&explicit_zero, SECOND, false, SECOND)).contains("send nothing"));
+        // From -R, the warm-up holds it: accepted.
+        let from_rate = PlanArgs { rate: Some(50.0), stages: Some(ramp), ..PlanArgs::default() };
+        assert!(mode(&from_rate, SECOND, false, SECOND).is_ok());
+    }
+
+    /// Issue 34, item 3: `-n 1000 -R500` lasted (N-1)/R, 1.998 s, and
+    /// reported 500.50 requests/s.
+    #[test]
+    fn n_requests_at_a_rate_last_n_over_r() {
+        let bounded = |spec: PlanSpec, n: u64, warmup: Duration| {
+            let mode = Mode::Paced(spec);
+            super::bounded(&mode, 10 * SECOND, false, Some(n), warmup, 0).unwrap()
+        };
+        assert_eq!(bounded(PlanSpec::constant(500.0), 1000, Duration::ZERO), 2 * SECOND);
+        assert_eq!(bounded(PlanSpec::constant(500.0), 1000, SECOND), 2 * SECOND);
+        assert_eq!(bounded(PlanSpec::constant(3.0), 3, Duration::ZERO), SECOND);
+        // The window holds exactly N requests of the plan.
+        let spec = PlanSpec { arrival: Arrival::Poisson, ..PlanSpec::constant(700.0) };
+        let window = bounded(spec.clone(), 250, Duration::ZERO);
+        assert_eq!(spec.plan(Duration::ZERO, 0).count_before(window.as_nanos() as u64), 250);
     }
 
     #[test]
     fn plans_that_cannot_be_are_refused() {
         let poisson = PlanArgs { arrival: Some(Arrival::Poisson), ..PlanArgs::default() };
-        assert!(error(mode(&poisson, SECOND, false)).contains("needs a rate"));
+        assert!(error(mode(&poisson, SECOND, false, Duration::ZERO)).contains("needs a rate"));
         let zero = PlanArgs { rate: Some(0.0), ..PlanArgs::default() };
-        assert!(error(mode(&zero, SECOND, false)).contains("greater than 0"));
+        assert!(error(mode(&zero, SECOND, false, Duration::ZERO)).contains("greater than 0"));
         let nothing = PlanArgs {
             stages: Some(vec![Stage { duration: SECOND, rate: 0.0 }]),
             ..PlanArgs::default()
         };
-        assert!(error(mode(&nothing, SECOND, false)).contains("send nothing"));
+        assert!(error(mode(&nothing, SECOND, false, Duration::ZERO)).contains("send nothing"));
         assert!(matches!(arrival("--arrival", "Poisson"), Ok(Arrival::Poisson)));
         assert!(arrival("--arrival", "burst").is_err());
         assert!(seed_value("--seed", "12x").is_err());

@@ -37,8 +37,12 @@ fn plan(plan: Option<&PlanSpec>) -> String {
 }
 
 /// What differs between the runs' settings that makes their figures not
-/// comparable, one phrase each: the URL, the plan, the connections, the
-/// protocol, the histograms' precision (`-D`). Empty when none does.
+/// comparable, one phrase each: the URL, the plan, how long it lasted
+/// (`-d`) and how many requests it was limited to (`-n`), the
+/// connections, the protocol, the histograms' precision (`-D`). Empty
+/// when none does. (A longer run reaches further into the tail, and
+/// warms caches, pools and JITs longer: its percentiles are not the
+/// shorter one's.)
 pub fn differences(base: &Description, new: &Description) -> Vec<String> {
     let mut differ = Vec::new();
     let mut check = |what: &str, a: String, b: String| {
@@ -50,10 +54,23 @@ pub fn differences(base: &Description, new: &Description) -> Vec<String> {
     if base.plan() != new.plan() {
         check("plan", plan_words(base.plan()), plan_words(new.plan()));
     }
+    check("duration (-d)", duration_words(base.duration), duration_words(new.duration));
+    check("-n", limit_words(base.requests), limit_words(new.requests));
     check("connections (-c)", base.connections.to_string(), new.connections.to_string());
     check("protocol", base.protocol.to_string(), new.protocol.to_string());
     check("precision (-D)", base.digits.to_string(), new.digits.to_string());
     differ
+}
+
+/// How long a run was planned to last: `2s`, or `open-ended` (a closed
+/// loop bounded by `-n` only).
+fn duration_words(duration: Option<std::time::Duration>) -> String {
+    duration.map_or("open-ended".to_string(), |d| format_time_us(d.as_micros() as f64))
+}
+
+/// `-n`: `1000 requests`, or `none`.
+fn limit_words(requests: Option<u64>) -> String {
+    requests.map_or("none".to_string(), |n| format!("{n} requests"))
 }
 
 /// A plan in words, detailed enough that two different plans never read
@@ -144,5 +161,22 @@ pub(crate) mod tests {
         );
         let closed = saved_run(&config("http://h:1/"), &run()).description;
         assert_eq!(differences(&base, &closed), ["plan (-R 500 and closed loop)"]);
+    }
+
+    /// Issue 34, item 2: a 2 s and a 5 s run compared without a word.
+    #[test]
+    fn the_duration_and_the_request_limit_are_settings() {
+        let base = saved_run(&paced("http://h:1/", 500.0), &run()).description;
+        let longer =
+            BenchConfig { duration: Some(Duration::from_secs(5)), ..paced("http://h:1/", 500.0) };
+        let new = saved_run(&longer, &run()).description;
+        assert_eq!(differences(&base, &new), ["duration (-d) (2.00s and 5.00s)"]);
+        let bounded = BenchConfig { requests: Some(1000), duration: None, ..config("http://h:1/") };
+        let closed = saved_run(&config("http://h:1/"), &run()).description;
+        let new = saved_run(&bounded, &run()).description;
+        assert_eq!(
+            differences(&closed, &new),
+            ["duration (-d) (2.00s and open-ended)", "-n (none and 1000 requests)"]
+        );
     }
 }

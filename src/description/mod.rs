@@ -9,8 +9,9 @@ pub mod reached;
 
 use std::time::{Duration, SystemTime};
 
+use crate::config::targets::TargetsOrder;
 use crate::config::{BenchConfig, Mode, Shard};
-use crate::plan::PlanSpec;
+use crate::plan::{Arrival, PlanSpec};
 use crate::protocol::Protocol;
 use crate::provenance::Provenance;
 use crate::target::Scheme;
@@ -40,7 +41,12 @@ pub struct Description {
     pub timeout: Duration,
     pub mode: Mode,
     pub warmup: Duration,
+    /// The seed of what is random in the run (see [`Description::uses_seed`]).
     pub seed: u64,
+    /// `--targets-order`; None without `--targets`.
+    pub targets_order: Option<TargetsOrder>,
+    /// A client certificate was given (`--cert`).
+    pub client_certificate: bool,
     pub shard: Shard,
     /// `--start-at`.
     pub start_at: Option<SystemTime>,
@@ -69,12 +75,21 @@ impl Description {
             mode: cfg.mode.clone(),
             warmup: cfg.warmup,
             seed: cfg.seed,
+            targets_order: cfg.targets.as_ref().map(|_| cfg.targets_order),
+            client_certificate: cfg.tls.client_certificate.is_some(),
             shard: cfg.shard,
             start_at: cfg.start_at,
             digits: cfg.digits,
             reached: Reached::of(cfg),
             provenance: cfg.provenance.clone(),
         }
+    }
+
+    /// Something random used the seed: Poisson arrivals, or targets in
+    /// random order (`--seed` then repeats the run).
+    pub fn uses_seed(&self) -> bool {
+        let poisson = self.plan().is_some_and(|spec| spec.arrival == Arrival::Poisson);
+        poisson || self.targets_order == Some(TargetsOrder::Random)
     }
 
     /// The protocol's name as the JSON gives it: `http/1.1`, `h2`, `h2c`.
@@ -117,5 +132,13 @@ impl Description {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => Some(spec),
         }
+    }
+}
+
+/// `--targets-order`'s value as typed and as the JSON gives it.
+pub fn targets_order_name(order: TargetsOrder) -> &'static str {
+    match order {
+        TargetsOrder::Sequential => "sequential",
+        TargetsOrder::Random => "random",
     }
 }

@@ -53,6 +53,7 @@ pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
     same_everywhere(runs, "-D (significant digits)", |s| s.digits)?;
     same_everywhere(runs, "mode (closed loop or -R)", |s| s.plan().is_some())?;
     let kind = kind(runs, &mut notes)?;
+    notes.extend(timing_note(runs, kind));
     if reached_together(runs).is_none() {
         notes.push(
             "the runs reached their servers differently (origins, proxy, --connect-to, \
@@ -154,14 +155,59 @@ fn kind(runs: &[SavedRun], notes: &mut Vec<String>) -> Result<Kind, String> {
             runs.len()
         ));
     }
-    if runs.iter().any(|r| r.description.start_at != runs[0].description.start_at) {
-        notes.push(
-            "the shards did not share one --start-at: the server did not see one schedule, and \
-             the rates are over the union of their time windows"
-                .into(),
-        );
-    }
     Ok(Kind::Shards { present: runs.len(), count })
+}
+
+/// What the merge should say of when the runs sent: that they never sent
+/// together (their sending windows, warm-up included, have no moment in
+/// common: the server never had their load at once, whatever the header
+/// says of one plan), or that shards did not share one `--start-at`.
+fn timing_note(runs: &[SavedRun], kind: Kind) -> Option<String> {
+    let what = match kind {
+        Kind::Shards { .. } => "shards",
+        Kind::Runs => "runs",
+    };
+    if runs.len() > 1 && !sent_together(runs) {
+        let first = runs.iter().map(sending_window).map(|(from, _)| from).min()?;
+        let windows: Vec<String> = (runs.iter())
+            .map(|run| {
+                let (from, to) = sending_window(run);
+                let at = |t: SystemTime| t.duration_since(first).unwrap_or_default().as_secs_f64();
+                format!("{} from {:.2}s to {:.2}s", run.source, at(from), at(to))
+            })
+            .collect();
+        let never = match kind {
+            Kind::Shards { .. } => "the server never saw the plan's rate",
+            Kind::Runs => "the server never had their load at once",
+        };
+        return Some(format!(
+            "the {what} did not send at the same time: their sending windows do not overlap \
+             ({}, from the first start); {never}, and the rates are over the union of their \
+             windows, the gaps included (give them one --start-at)",
+            windows.join(", ")
+        ));
+    }
+    let starts_differ = runs.iter().any(|r| r.description.start_at != runs[0].description.start_at);
+    (matches!(kind, Kind::Shards { .. }) && starts_differ).then(|| {
+        "the shards did not share one --start-at: the server did not see one schedule, and the \
+         rates are over the union of their time windows"
+            .to_string()
+    })
+}
+
+/// When a run sent: from the start of its warm-up to the end of its
+/// measured part, by the wall clock.
+fn sending_window(run: &SavedRun) -> (SystemTime, SystemTime) {
+    (plan_zero(run), run.result.measured_from + run.result.runtime)
+}
+
+/// Some moment lies in every run's sending window (for intervals, the
+/// same as every two overlapping).
+fn sent_together(runs: &[SavedRun]) -> bool {
+    let windows = runs.iter().map(sending_window);
+    let latest_start = windows.clone().map(|(from, _)| from).max();
+    let earliest_end = windows.map(|(_, to)| to).min();
+    latest_start < earliest_end
 }
 
 /// The same file given twice would count everything twice.
@@ -419,6 +465,8 @@ mod tests {
                 mode: Mode::Paced(PlanSpec::constant(300.0)),
                 warmup: Duration::ZERO,
                 seed: 0,
+                targets_order: None,
+                client_certificate: false,
                 shard: Shard { index: shard.0, count: shard.1 },
                 start_at: Some(UNIX_EPOCH + Duration::from_secs(T0)),
                 digits: 3,
@@ -437,6 +485,7 @@ mod tests {
             },
             periods: vec![period(0, latencies), period(1, latencies)],
             caveats: Vec::new(),
+            merge: None,
         }
     }
 
@@ -492,6 +541,37 @@ mod tests {
         assert!(merged.notes[0].starts_with("shard 2/3 missing"), "{:?}", merged.notes);
         let rate = merged.description.target_rate().unwrap();
         assert!((rate - 200.0).abs() < 1e-9, "{rate}");
+    }
+
+    /// Issue 34, item 2: shards run one after the other merged into "the 2
+    /// shards of one plan" at half its rate, without a word.
+    #[test]
+    fn shards_that_did_not_send_together_are_noted() {
+        let runs = vec![run("a", (0, 2), &[100], 0), run("b", (1, 2), &[300], 3000)];
+        let merged = combine(&runs).unwrap();
+        assert_eq!(
+            merged.notes,
+            ["the shards did not send at the same time: their sending windows do not overlap \
+              (a from 0.00s to 2.00s, b from 3.00s to 5.00s, from the first start); the server \
+              never saw the plan's rate, and the rates are over the union of their windows, the \
+              gaps included (give them one --start-at)"]
+        );
+        // Whole runs one after the other too; a warm-up is part of the
+        // sending window.
+        let runs = vec![run("a", (0, 1), &[100], 0), run("b", (0, 1), &[300], 3000)];
+        let merged = combine(&runs).unwrap();
+        assert!(merged.notes.iter().any(|n| n.starts_with("the runs did not send at the same")));
+        let mut warmed = run("b", (0, 1), &[300], 2000);
+        warmed.description.warmup = Duration::from_millis(1500);
+        let runs = vec![run("a", (0, 1), &[100], 0), warmed];
+        let merged = combine(&runs).unwrap();
+        assert!(merged.notes.iter().all(|n| !n.contains("did not send")), "{:?}", merged.notes);
+        // Overlapping shards with their own --start-at: the other note.
+        let mut other_start = run("b", (1, 2), &[300], 1000);
+        other_start.description.start_at = None;
+        let merged = combine(&[run("a", (0, 2), &[100], 0), other_start]).unwrap();
+        assert_eq!(merged.notes.len(), 1, "{:?}", merged.notes);
+        assert!(merged.notes[0].starts_with("the shards did not share one --start-at"));
     }
 
     #[test]

@@ -86,12 +86,12 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
             for period in &merged.periods {
                 json::write_line(out, &json::period_report(run, options, period)?)?;
             }
-            let report = json::final_report(run, options, &merged.result, &verdicts)?;
-            let mut report = serde_json::to_value(report)?;
-            report["merged_from"] = serde_json::to_value(&lines)?;
-            report["merge_notes"] = serde_json::to_value(&merged.notes)?;
-            serde_json::to_writer(&mut *out, &report)?;
-            return writeln!(out);
+            let mut report = json::final_report(run, options, &merged.result, &verdicts)?;
+            if let Some(whole) = &mut report.run {
+                whole.merged_from = Some(lines.clone());
+                whole.merge_notes = Some(merged.notes.clone());
+            }
+            return json::write_line(out, &report);
         }
         runs::write_header(out, run, merged.kind, saved.len())?;
         text::write_report(out, run, options, &merged.result)?;
@@ -135,15 +135,25 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
     let Reporting { run, report: options, .. } = &reporting;
     let verdicts = slo::verdicts(&args.slo, run, &saved.result);
     let page = open_page(args)?;
-    for caveat in &saved.caveats {
+    let notes = saved.merge.iter().flat_map(|merge| &merge.notes);
+    for caveat in saved.caveats.iter().chain(notes) {
         eprintln!("pace report: {caveat}");
     }
     write_out(args, |out| {
         if let Some(provenance) = &run.provenance {
             provenance.write_lines(out, json::started_at(run, &saved.result))?;
         }
-        text::write_header(out, run)?;
+        // A saved merge reports as `pace merge` did: its header, and a
+        // line per input after the report.
+        let merged = saved.merge.as_ref().map(|merge| (runs::kind_of(&merge.inputs), merge));
+        match merged {
+            Some((kind, merge)) => runs::write_header(out, run, kind, merge.inputs.len())?,
+            None => text::write_header(out, run)?,
+        }
         text::write_report(out, run, options, &saved.result)?;
+        if let Some((kind, merge)) = merged {
+            runs::write_lines(out, kind, &merge.inputs, run.plan().is_some())?;
+        }
         slo::write_verdicts(out, &verdicts)
     })?;
     if let Some(page) = page {

@@ -4,36 +4,23 @@
 use std::io::{self, Write};
 
 use hdrhistogram::Histogram;
-use serde::Serialize;
 
 use super::combine::Kind;
 use super::saved::SavedRun;
 use crate::description::Description;
+use crate::report::json::MergedInput;
 use crate::stats::spectrum::value_at_percentile;
 use crate::units::per_second;
 use crate::units::{format_time_us, UNDEFINED};
 
-/// One input's figures.
-#[derive(Debug, Serialize)]
-pub struct RunLine {
-    pub source: String,
-    /// `I/N` for a shard, None for a whole run.
-    pub shard: Option<String>,
-    pub requests: u64,
-    pub requests_per_sec: f64,
-    pub latency_p99_us: Option<u64>,
-    /// Paced runs only.
-    pub lag_p99_us: Option<u64>,
-    /// Socket errors, statuses > 399 and unsent requests.
-    pub errors: u64,
-}
-
-pub fn lines(runs: &[SavedRun]) -> Vec<RunLine> {
+/// Each input's figures: its line after the merged report, and its object
+/// in the JSON's `merged_from`.
+pub fn lines(runs: &[SavedRun]) -> Vec<MergedInput> {
     runs.iter()
         .map(|run| {
             let (settings, total) = (&run.description, &run.result.total);
             let p99 = |h: &Histogram<u64>| (!h.is_empty()).then(|| value_at_percentile(h, 99.0));
-            RunLine {
+            MergedInput {
                 source: run.source.clone(),
                 shard: (settings.shard.count > 1)
                     .then(|| format!("{}/{}", settings.shard.index, settings.shard.count)),
@@ -60,6 +47,19 @@ pub fn describe(kind: Kind, inputs: usize) -> String {
     }
 }
 
+/// How the inputs of a saved merge relate, from their lines: shards of
+/// one plan when they name their shards, else independent runs.
+pub fn kind_of(lines: &[MergedInput]) -> Kind {
+    let count = lines.iter().find_map(|line| {
+        let (_, count) = line.shard.as_deref()?.split_once('/')?;
+        count.parse::<usize>().ok()
+    });
+    match count {
+        Some(count) => Kind::Shards { present: lines.len(), count },
+        None => Kind::Runs,
+    }
+}
+
 /// What an input is called in the table of inputs.
 pub fn label(kind: Kind) -> &'static str {
     match kind {
@@ -69,7 +69,7 @@ pub fn label(kind: Kind) -> &'static str {
 }
 
 /// The name of input `i` (from 0) in the table: its shard, or its number.
-pub fn name(line: &RunLine, i: usize) -> String {
+pub fn name(line: &MergedInput, i: usize) -> String {
     line.shard.clone().unwrap_or_else(|| (i + 1).to_string())
 }
 
@@ -98,7 +98,7 @@ pub fn write_header(
 pub fn write_lines(
     out: &mut dyn Write,
     kind: Kind,
-    lines: &[RunLine],
+    lines: &[MergedInput],
     paced: bool,
 ) -> io::Result<()> {
     let label = label(kind);

@@ -20,13 +20,16 @@ use hdrhistogram::serialization::Deserializer;
 use hdrhistogram::Histogram;
 
 use crate::config::origins::origin_name;
+use crate::config::targets::TargetsOrder;
 use crate::config::{Mode, Shard};
 use crate::description::reached::{OriginReach, Reached};
 use crate::description::Description;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::protocol::Protocol;
 use crate::reach::Family;
-use crate::report::json::format::{PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts};
+use crate::report::json::format::{
+    MergedInput, PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts,
+};
 use crate::signals::Interruption;
 use crate::stats::{
     Errors, Generator, Http2Counts, Interval, Outcome, Outcomes, RunResult, StageStats, Stats,
@@ -64,6 +67,16 @@ pub struct SavedRun {
     /// What the reports of it cannot make exact (a result saved by an
     /// older pace), to be said with them.
     pub caveats: Vec<String>,
+    /// A merge saved with `pace merge -e`: what it merged (None for a
+    /// run's own file).
+    pub merge: Option<MergeRecord>,
+}
+
+/// What a saved merge says of itself: its inputs and its notes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MergeRecord {
+    pub inputs: Vec<MergedInput>,
+    pub notes: Vec<String>,
 }
 
 /// Reads the run saved in `path`, a line at a time.
@@ -134,13 +147,32 @@ fn parse_lines<'a>(source: &str, lines: impl Iterator<Item = &'a str>) -> Result
     let Some(mut report) = last else {
         return Err(format!("{source} has no final report (was the run cut off?)"));
     };
-    let run =
+    let mut run =
         report.run.take().ok_or_else(|| format!("{source}: a final report without its run"))?;
     let schema = report.schema_version;
     let description = description(&report, &run).map_err(|e| format!("{source}: {e}"))?;
+    let merge = merge_record(&mut run).map_err(|e| format!("{source}: {e}"))?;
     let result = result(report, run).map_err(|e| format!("{source}: {e}"))?;
     let caveats = caveats(source, schema, &result);
-    Ok(SavedRun { source: source.to_string(), description, result, periods, caveats })
+    Ok(SavedRun { source: source.to_string(), description, result, periods, caveats, merge })
+}
+
+/// The inputs and notes of a saved merge, their figures checked; None
+/// for a run's own file.
+fn merge_record(run: &mut RunOnly) -> Result<Option<MergeRecord>, String> {
+    let Some(inputs) = run.merged_from.take() else { return Ok(None) };
+    if inputs.len() > MAX_RUNS {
+        return Err(format!("merged_from: {} runs, more than a merge adds", inputs.len()));
+    }
+    for input in &inputs {
+        count("merged_from.requests", input.requests)?;
+        count("merged_from.errors", input.errors)?;
+        rate("merged_from.requests_per_sec", input.requests_per_sec)?;
+        for p99 in [input.latency_p99_us, input.lag_p99_us].into_iter().flatten() {
+            count("merged_from.latency_p99_us", p99)?;
+        }
+    }
+    Ok(Some(MergeRecord { inputs, notes: run.merge_notes.take().unwrap_or_default() }))
 }
 
 /// Schema 1 (pace before its rates were over the sending window and unsent
@@ -203,7 +235,9 @@ fn description(report: &Report, run: &RunOnly) -> Result<Description, String> {
         timeout: seconds("timeout_s", run.timeout_s)?,
         mode,
         warmup,
-        seed: run.plan.as_ref().and_then(|plan| plan.seed).unwrap_or(0),
+        seed: run.seed.or(run.plan.as_ref().and_then(|plan| plan.seed)).unwrap_or(0),
+        targets_order: run.targets_order.as_deref().map(targets_order).transpose()?,
+        client_certificate: run.client_certificate,
         shard: shard(&run.shard)?,
         start_at,
         digits,
@@ -421,6 +455,11 @@ fn outcomes(field: &str, codes: &std::collections::BTreeMap<u16, u64>) -> Result
         outcomes.add(Outcome::Http(status), count(field, n)?);
     }
     Ok(outcomes)
+}
+
+/// `targets_order`.
+fn targets_order(name: &str) -> Result<TargetsOrder, String> {
+    TargetsOrder::parse(name).ok_or_else(|| format!("targets_order: unknown order '{name}'"))
 }
 
 /// A share of a thread's time, 0 to 1.

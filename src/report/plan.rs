@@ -1,10 +1,11 @@
 //! What the text report says about the plan beyond wrk2's layout: the
-//! header lines for random arrivals, stages and a warm-up, the warm-up's
-//! own line, and one line per stage.
+//! header lines for random arrivals, stages, targets in random order and
+//! a warm-up, the warm-up's own line, and one line per stage.
 
 use std::io::{self, Write};
 use std::time::Duration;
 
+use crate::config::targets::TargetsOrder;
 use crate::config::{Mode, Shard};
 use crate::description::Description;
 use crate::plan::{Arrival, PlanSpec};
@@ -41,6 +42,9 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
         if !spec.stages.is_empty() {
             writeln!(out, "  stages: {}", describe_stages(spec))?;
         }
+    }
+    if run.targets_order == Some(TargetsOrder::Random) {
+        writeln!(out, "  targets in random order (seed {}; --seed {0} repeats it)", run.seed)?;
     }
     if !run.warmup.is_zero() {
         writeln!(out, "  after a {} warm-up (sent, not counted)", seconds(run.warmup))?;

@@ -3,8 +3,10 @@
 //! `print_units` (Thread Stats), `print_stats_latency` (wrk's `--latency`),
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
-//! cause, and in paced mode the schedule lag and a warning per cause when
-//! something went wrong ([`super::diagnose`]). The pieces are public for the
+//! cause, a note when a signal or the script stopped the run, in paced
+//! mode the schedule lag, and a warning per cause when something went
+//! wrong ([`super::diagnose`]: in the closed loop only when its requests
+//! failed). The pieces are public for the
 //! periodic reports (`-p`), which print them for one period.
 
 use std::io::{self, Write};
@@ -16,6 +18,7 @@ use super::ReportOptions;
 use crate::config::Mode;
 use crate::description::Description;
 use crate::protocol::Protocol;
+use crate::signals::Interruption;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::stats::{Http2Counts, Outcomes, RunResult, Stats};
 use crate::units::{
@@ -89,6 +92,9 @@ pub fn write_report(
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, &run.mode, options, stats)?;
     write_summary(out, stats, result.runtime)?;
+    if let Some(signal) = result.interrupted {
+        write_interruption(out, signal, run.duration, result.runtime)?;
+    }
     if result.script_stopped {
         write_script_stop(out, run.duration, result.runtime)?;
     }
@@ -96,9 +102,33 @@ pub fn write_report(
     super::plan::write_stages(out, run, result)?;
     if run.target_rate().is_some() {
         write_schedule_lag(out, &stats.lag)?;
-        super::diagnose::write_warnings(out, &super::diagnose::diagnose(run, result))?;
     }
+    // Paced runs' warnings, and any run's that failed as a whole (the
+    // closed loop's report stays wrk's when all went well).
+    super::diagnose::write_warnings(out, &super::diagnose::diagnose(run, result))?;
     super::targets::write_targets(out, result)
+}
+
+/// A signal ended the run early: the figures are over the time until
+/// then. (Said in the report itself, so that a report saved with `-o`
+/// says it too, as the JSON's `interrupted_by` does.)
+fn write_interruption(
+    out: &mut dyn Write,
+    signal: Interruption,
+    duration: Option<Duration>,
+    runtime: Duration,
+) -> io::Result<()> {
+    let stopped_after = format_time_us(runtime.as_micros() as f64);
+    let planned = match duration {
+        Some(duration) => format!("of the {} planned", format_test_duration(duration)),
+        None => "before the requests of -n were done".to_string(),
+    };
+    writeln!(
+        out,
+        "Note: stopped early by {} after {stopped_after} {planned}; the figures cover what was \
+         measured until then",
+        signal.name()
+    )
 }
 
 /// The script stopped every thread before the end: the figures are over

@@ -163,6 +163,8 @@ pub struct ThreadScript {
     static_request: Arc<[u8]>,
     request: Option<Function>,
     response: Option<Function>,
+    /// The metatable of the headers `response()` gets (with it).
+    headers_metatable: Option<Table>,
     delay: Option<Function>,
     /// The script's path, for messages.
     file: String,
@@ -176,9 +178,12 @@ impl ThreadScript {
         let wrk: Table = lua.globals().get("wrk")?;
         let frozen: Function = wrk.get("request")?;
         let static_request = request_bytes(frozen.call(())?, file, "wrk.request()")?;
+        let response = global_function(&lua, "response");
+        let headers_metatable = response.as_ref().map(|_| headers_metatable(&lua)).transpose()?;
         Ok(ThreadScript {
             request: global_function(&lua, "request"),
-            response: global_function(&lua, "response"),
+            response,
+            headers_metatable,
             delay: global_function(&lua, "delay"),
             shared,
             static_request,
@@ -236,8 +241,9 @@ impl ThreadScript {
     }
 
     /// Calls `response(status, headers, body)` for a complete response:
-    /// headers as received (the last of duplicate names wins), the body
-    /// de-chunked.
+    /// headers as received (the last of duplicate names wins; `pairs()`
+    /// gives their names as they came), looked up in any case
+    /// (`headers["etag"]`, `headers["ETag"]`), the body de-chunked.
     pub fn response(
         &mut self,
         status: u16,
@@ -251,6 +257,7 @@ impl ThreadScript {
         for (name, value) in headers {
             table.raw_set(name.as_str(), value.as_str())?;
         }
+        table.set_metatable(self.headers_metatable.clone())?;
         let body = self.lua.create_string(body)?;
         self.interrupter.calling(Call::Response, || response.call::<()>((status, table, body)))?;
         Ok(())
@@ -329,6 +336,32 @@ impl Interrupt for Interrupter {
     fn running(&self) -> Option<&'static str> {
         Interrupter::running(self).map(Call::name)
     }
+}
+
+/// The metatable of a response's headers: a name not there as written is
+/// looked up in any case. Header names are case-insensitive (RFC 9110),
+/// and the case a script sees depends on the server and the protocol
+/// (HTTP/2 sends them lower-cased and pace gives them an HTTP/1.1 case,
+/// which cannot know `ETag` from `Etag`), so a script written against one
+/// server finds its header on any. The lookup runs only on a miss, over a
+/// response's few headers, with functions taken before the script could
+/// replace them.
+fn headers_metatable(lua: &Lua) -> mlua::Result<Table> {
+    const ANY_CASE: &str = r#"
+        local next, type, lower = next, type, string.lower
+        return function(headers, name)
+            if type(name) ~= "string" then return nil end
+            local wanted = lower(name)
+            for key, value in next, headers do
+                if type(key) == "string" and lower(key) == wanted then return value end
+            end
+            return nil
+        end
+    "#;
+    let index: Function = lua.load(ANY_CASE).set_name("=pace headers").eval()?;
+    let metatable = lua.create_table()?;
+    metatable.raw_set("__index", index)?;
+    Ok(metatable)
 }
 
 /// Says once per run, on stderr, that `request()` returned nil.

@@ -292,6 +292,36 @@ fn response_sees_status_headers_and_body() {
     assert_eq!(seen, "auth\n");
 }
 
+/// Issue 34, item 4: over HTTP/2 `ETag` arrives as `Etag`, and
+/// `headers["ETag"]` was nil.
+#[test]
+fn response_headers_are_found_in_any_case_and_listed_as_received() {
+    let (mut script, _file) = load(
+        r#"
+        response = function(status, headers, body)
+            found = table.concat({ tostring(headers["ETag"]), tostring(headers["etag"]),
+                                   tostring(headers["WWW-AUTHENTICATE"]), tostring(headers["Dnt"]),
+                                   tostring(headers["X-Missing"]), tostring(headers[1]) }, " ")
+            local names = {}
+            for name in pairs(headers) do names[#names + 1] = name end
+            table.sort(names)
+            listed = table.concat(names, " ")
+        end
+        "#,
+    );
+    let mut thread = script.thread(addr()).unwrap();
+    let headers: Vec<(String, String)> =
+        [("Etag", "\"v1\""), ("Www-Authenticate", "Basic"), ("DNT", "1")]
+            .iter()
+            .map(|(name, value)| (name.to_string(), value.to_string()))
+            .collect();
+    thread.response(200, &headers, b"").unwrap();
+    let found: String = thread.lua.globals().get("found").unwrap();
+    assert_eq!(found, "\"v1\" \"v1\" Basic 1 nil nil");
+    let listed: String = thread.lua.globals().get("listed").unwrap();
+    assert_eq!(listed, "DNT Etag Www-Authenticate");
+}
+
 #[test]
 fn delay_is_in_milliseconds() {
     let (mut script, _file) =

@@ -40,7 +40,7 @@ const LUA: &[Part] = &[
     Item("setup(thread)", "Once per thread, before the run, in the main state; thread.addr may be set, thread:set(name, value) passes values (tables too) to the thread's state."),
     Item("init(args)", "In each thread's state, before its first request."),
     Item("request()", "Returns the next request as HTTP/1.1 text (wrk.format builds it); several requests in one string are pipelined; nil skips this send. A script that only sets wrk.method, wrk.body or wrk.headers builds its request once."),
-    Item("response(status, headers, body)", "After each response (only when defined: reading bodies costs)."),
+    Item("response(status, headers, body)", "After each response (only when defined: reading bodies costs). headers finds a name in any case (headers[\"ETag\"] finds etag); pairs(headers) lists the names as received."),
     Item("delay()", "Milliseconds to wait before the next request (closed loop only: with -R the plan decides)."),
     Item("done(summary, latency, requests)", "Once, after the report, in the main state: summary has duration, requests, bytes and errors (connect, read, write, status, timeout); latency and requests are stats objects with min, max, mean, stdev, percentile(p), [i] or (i) (the i-th value and its count) and # (the count)."),
     Item("wrk", "wrk.scheme, wrk.host, wrk.port, wrk.method, wrk.path, wrk.headers, wrk.body; wrk.format(method, path, headers, body); wrk.lookup(host, service) and wrk.connect(addr); wrk.time_us() (wrk2)."),
@@ -144,13 +144,17 @@ const WARNINGS: &[Part] = &[
     Text(
         "After a paced run the report names what kept it from its plan, a Warning: line per \
          cause ending in its code (also in the JSON's warnings, and on stderr with -e). A run \
-         that kept its plan prints none; closed-loop runs never do.",
+         that kept its plan prints none. Any run, closed loop included, gets the last three \
+         when its requests failed in a way the figures do not explain.",
     ),
     Item("server_failed", "Connect, read or write errors are at least 1% of the requests and connection attempts: look at the server."),
     Item("server_stalled", "Timeouts are at least 1% of them, or sends waited for connections while, on average, there were enough: the server's slow spells held them all."),
     Item("too_few_connections", "Sends waited for a free connection and rate times mean latency keeps more than 90% of -c busy: use the -c the message suggests."),
-    Item("generator_cpu", "Sends were late while a connection was free: pace itself was busy, starved of CPU, or not given it (steal time); the message says which. Add threads, make the script cheaper, or use a quieter machine."),
+    Item("generator_cpu", "Sends were late while a connection was free, and pace's part of the lateness moved the corrected p99 by 5 ms and a quarter of it or more (the message says by how much): pace itself was busy, starved of CPU, or not given it (steal time); the message says which. Add threads, make the script cheaper, or use a quieter machine."),
     Item("unsent", "Requests of the plan fell due and were never sent: they are errors, in no latency percentile; the other warnings say why."),
+    Item("all_failed", "No request got a 2xx or 3xx response. pace still exits 0, as wrk does: --slo 'errors<1%' makes such a run exit 4."),
+    Item("client_certificate_refused", "Over https with --cert, most responses were 400: the server refused the certificate in HTTP (nginx: \"The SSL certificate error\"). Check that it trusts the issuer and that the certificate is valid now."),
+    Item("proxy_closed_connections", "Read errors 'connection closed before the response' through a proxy in absolute form: the proxy closed connections it kept alive (tinyproxy does). They are the proxy's errors, not the server's."),
 ];
 
 /// What each exit status means, in full.

@@ -286,9 +286,45 @@ pub struct RunOnly {
     /// came).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub goaways_with_error: BTreeMap<String, u64>,
-    /// The report's `Warning:` lines; empty in closed loop.
+    /// The report's `Warning:` lines.
     #[serde(skip_deserializing)]
     pub warnings: Vec<Diagnostic>,
+    /// The seed of what was random in the run (Poisson arrivals, targets
+    /// in random order): `--seed` repeats it. Absent when nothing was, and
+    /// from files of pace before it recorded it (`plan.seed` has it for
+    /// Poisson arrivals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    /// `--targets-order`: `"sequential"` or `"random"`; absent without
+    /// `--targets`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets_order: Option<String>,
+    /// A client certificate was given (`--cert`); absent when not.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub client_certificate: bool,
+    /// `pace merge -e`: the runs merged, one each in the order given
+    /// (absent from a run's own file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged_from: Option<Vec<MergedInput>>,
+    /// `pace merge -e`: what the merge could not do exactly, or assumed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merge_notes: Option<Vec<String>>,
+}
+
+/// One run of a merge, as its line after the merged report.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MergedInput {
+    /// The file it came from.
+    pub source: String,
+    /// `I/N` for a shard, None for a whole run.
+    pub shard: Option<String>,
+    pub requests: u64,
+    pub requests_per_sec: f64,
+    pub latency_p99_us: Option<u64>,
+    /// Paced runs only.
+    pub lag_p99_us: Option<u64>,
+    /// Socket errors, statuses > 399 and unsent requests.
+    pub errors: u64,
 }
 
 /// [`crate::stats::Generator`], for a merge to add up.

@@ -24,7 +24,7 @@ use super::text::WRK2_PERCENTILES;
 use super::ReportOptions;
 use super::{diagnose, plan, series, targets};
 use crate::config::Mode;
-use crate::description::Description;
+use crate::description::{targets_order_name, Description};
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::reach::Family;
@@ -33,9 +33,9 @@ use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ErrorCounts, GeneratorInfo, Latency, LatencyBins, Percentiles, Period, PlanInfo, Report,
-    RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries,
-    WarmupInfo, SCHEMA_VERSION,
+    ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles, Period, PlanInfo,
+    Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts,
+    TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -128,6 +128,11 @@ pub fn final_report(
         retried_after_goaway: result.total.http2.retried_after_goaway,
         goaways_with_error: result.total.http2.goaways_with_error.clone(),
         warnings: diagnose::diagnose(run, result),
+        seed: run.uses_seed().then_some(run.seed),
+        targets_order: run.targets_order.map(|order| targets_order_name(order).to_string()),
+        client_certificate: run.client_certificate,
+        merged_from: None,
+        merge_notes: None,
     });
     Ok(report)
 }
