@@ -136,6 +136,12 @@ impl Outputs {
         &self.reporting
     }
 
+    /// What the checks before the run found: the streams per connection a
+    /// server allows over HTTP/2 (the header says what the run uses).
+    pub fn allowed_streams(&mut self, allowed: Option<u32>) {
+        self.reporting.run.allowed_streams = allowed;
+    }
+
     /// The `Running ...` header, but not with `-e`, where the output
     /// carries only JSON.
     pub fn header(&mut self) -> Result<(), Error> {

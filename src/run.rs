@@ -265,6 +265,7 @@ fn measure_with<S: Scripted>(
     // interleave and the order is wrk's (script output, the report, then
     // what done() prints).
     sys::flush_c_stdout();
+    outputs.allowed_streams(engine.allowed_streams());
     outputs.header()?;
     let Reporting { run, report, outputs: options, .. } = outputs.reporting();
     let progress = Progress::start(run, watch.progress);

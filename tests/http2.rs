@@ -164,11 +164,33 @@ fn a_server_that_caps_streams_lower() {
     let note = "  HTTP/2: the server allows 4 concurrent streams per connection, fewer than \
                 --streams: 4 were used\n";
     assert!(run.stdout.contains(note), "{run}");
+    // The header says what is used, not what was asked for.
+    let header = "  HTTP/2 (h2c, prior knowledge), 4 streams per connection\n";
+    assert!(run.stdout.contains(header), "{run}");
     assert!(run.report().socket_errors().is_none(), "{run}");
     assert_logged_over_http2(&nginx, run.report().requests(), &run);
     let run =
         pace(&["--http2", "--streams", "10", "-t1", "-c2", "-d300ms", "-e", &nginx.url()], LIMIT);
     assert_eq!(json_of(&run)["streams_allowed"].as_u64(), Some(4), "{run}");
+}
+
+/// The built-in server allows 128 streams per connection: asked for 500,
+/// the header says the 128 used (the server's SETTINGS, read before the
+/// run), the note under the summary says why.
+#[test]
+fn the_header_says_the_streams_the_server_allows() {
+    let _load = load_lock();
+    let server = default_server();
+    let run = pace(
+        &["--http2", "--streams", "500", "-t1", "-c1", "-n", "200", &url(server.addr(), "/")],
+        LIMIT,
+    );
+    run.assert_ok();
+    assert!(
+        run.stdout.contains("  HTTP/2 (h2c, prior knowledge), 128 streams per connection\n"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("fewer than --streams: 128 were used"), "{run}");
 }
 
 /// nginx says GOAWAY after 50 requests on a connection: the streams above

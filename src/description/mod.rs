@@ -28,6 +28,11 @@ pub struct Description {
     pub scheme: Scheme,
     /// `--streams` (1 over HTTP/1.1).
     pub streams: usize,
+    /// Over HTTP/2, the concurrent streams per connection the server
+    /// allows, when it sets a limit (its SETTINGS before the run; a saved
+    /// run's as its connections learned it). The run uses the fewer of
+    /// this and `streams` ([`Description::slots_per_connection`]).
+    pub allowed_streams: Option<u32>,
     pub threads: usize,
     /// `-c`: of all shards together.
     pub connections: usize,
@@ -66,6 +71,7 @@ impl Description {
             protocol: cfg.protocol,
             scheme: cfg.target.scheme,
             streams: cfg.streams,
+            allowed_streams: None,
             threads: cfg.threads,
             connections: cfg.connections,
             instance_connections: cfg.connections_of_instance(),

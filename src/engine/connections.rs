@@ -622,7 +622,13 @@ mod tests {
             let options = TlsOptions { insecure: true, ..TlsOptions::default() };
             TlsClient::new(&target.host, &options, choice.alpn()).unwrap()
         });
-        Origin { target, endpoint: Endpoint::Tcp(at), tls, tunnel: tunnel.map(Arc::new) }
+        Origin {
+            target,
+            endpoint: Endpoint::Tcp(at),
+            tls,
+            tunnel: tunnel.map(Arc::new),
+            allowed_streams: None,
+        }
     }
 
     fn connections<P: Protocol>(origin: Origin, setup: P::Setup) -> Connections<P> {

@@ -171,6 +171,13 @@ impl<'a> Engine<'a> {
     /// Checks every origin (`places`: its target and resolved endpoint,
     /// in the order of [`crate::config::origins::Origins`]) before the run
     /// (see [`Origin::prepare`]; a signal heard by `stop` ends the checks).
+    /// Over HTTP/2, the fewest concurrent streams per connection a server
+    /// of the run allows, as the checks found (None: no limit, or not
+    /// HTTP/2).
+    pub fn allowed_streams(&self) -> Option<u32> {
+        self.origins.iter().filter_map(|origin| origin.allowed_streams).min()
+    }
+
     pub fn prepare(
         cfg: &'a BenchConfig,
         places: Vec<(Target, Endpoint)>,

@@ -31,6 +31,10 @@ pub struct Origin {
     /// Through a proxy (`endpoint` is then the proxy's), the CONNECT tunnel
     /// each connection opens first.
     pub tunnel: Option<Arc<Tunnel>>,
+    /// Over HTTP/2, the concurrent streams per connection the server
+    /// allows, as its SETTINGS said before the run (None: no limit, or not
+    /// HTTP/2).
+    pub allowed_streams: Option<u32>,
 }
 
 impl Origin {
@@ -124,7 +128,7 @@ impl Origin {
                  SETTINGS_MAX_CONCURRENT_STREAMS is 0): it takes no HTTP/2 requests"
             ))));
         }
-        Ok(Origin { target, endpoint, tls, tunnel })
+        Ok(Origin { target, endpoint, tls, tunnel, allowed_streams })
     }
 }
 

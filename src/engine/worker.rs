@@ -636,7 +636,13 @@ mod tests {
     ) -> (Worker<Http1, NoScript>, mpsc::Receiver<ThreadInterval>) {
         let at = server.addr();
         let target = Target::parse(&format!("http://{at}/")).unwrap();
-        let origin = Origin { target, endpoint: Endpoint::Tcp(at), tls: None, tunnel: None };
+        let origin = Origin {
+            target,
+            endpoint: Endpoint::Tcp(at),
+            tls: None,
+            tunnel: None,
+            allowed_streams: None,
+        };
         let connections = Connections::new(ConnectionSetup {
             origins: Arc::from([origin]),
             per_origin: vec![connections],

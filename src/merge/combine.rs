@@ -289,6 +289,8 @@ fn added(runs: &[SavedRun]) -> Description {
         shard: Shard::WHOLE,
         start_at: common(runs, |s| s.start_at).flatten(),
         reached: reached_together(runs).unwrap_or_default(),
+        // What the strictest server allowed.
+        allowed_streams: runs.iter().filter_map(|r| r.description.allowed_streams).min(),
         // Several command lines made it.
         provenance: None,
         ..first.clone()

@@ -59,8 +59,11 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
             "h2" => "h2, over TLS by ALPN",
             _ => "h2c, prior knowledge",
         };
-        let streams = if run.streams == 1 { "stream" } else { "streams" };
-        writeln!(out, "  HTTP/2 ({how}), {} {streams} per connection", run.streams)?;
+        // What the run uses: a server that allows fewer than --streams
+        // caps it (a line under the summary says so).
+        let used = run.slots_per_connection(run.allowed_streams);
+        let streams = if used == 1 { "stream" } else { "streams" };
+        writeln!(out, "  HTTP/2 ({how}), {used} {streams} per connection")?;
     }
     run.reached.write_routes(out)?;
     super::plan::write_header(out, run)
