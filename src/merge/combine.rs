@@ -458,6 +458,7 @@ mod tests {
                 protocol: Protocol::Http1,
                 scheme: Scheme::Http,
                 streams: 1,
+                allowed_streams: None,
                 threads: 2,
                 connections: 12,
                 instance_connections: 12 / shard.1,
