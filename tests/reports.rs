@@ -11,8 +11,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+const LIMIT: Duration = Duration::from_secs(30);
+
 use common::{
-    default_server, hdrh_available, load_lock, pace, python, spawn_pace, url, Report, Run,
+    default_server, hdrh_available, load_lock, pace, python, serve, serve_options, spawn_pace, url,
+    Report, Run,
 };
 
 /// Prints the total count and the value at each percentile (argv[2:]) of
@@ -536,4 +539,47 @@ fn a_saved_run_records_how_it_was_made() {
         "  pace -t1 -c2 -d300ms -H 'Authorization: ***' -e -o {saved} '{masked_url}'\nRunning"
     );
     assert!(report.stdout.contains(&shell), "{report}");
+}
+
+/// The phases: with `Connection: close` every request opens a connection
+/// of its own, so the report shows a connect per request (and over TLS a
+/// handshake per connect), and every response's first byte; the text
+/// report shows them with `--latency` only, after wrk's lines.
+#[test]
+fn phases_show_where_a_connection_per_request_spends_its_time() {
+    let _load = load_lock();
+    let server = default_server();
+    let close = ["-H", "Connection: close", "-t1", "-c2", "-n", "200"];
+    let run = pace(&[&close[..], &["-e", &url(server.addr(), "/")]].concat(), LIMIT);
+    run.assert_ok();
+    let report = &json_lines(&run)[0];
+    let requests = u64_at(report, "/requests");
+    assert_eq!(requests, 200, "{run}");
+    assert_eq!(u64_at(report, "/phases/first_byte/count"), requests, "{run}");
+    // A connection per request, and the last one or two opened for the
+    // next request when the run ended.
+    let connects = u64_at(report, "/phases/connect/count");
+    assert!((requests..=requests + 2).contains(&connects), "{connects} connects\n{run}");
+    assert_eq!(u64_at(report, "/phases/tls_handshake/count"), 0, "{run}");
+    assert!(u64_at(report, "/phases/connect/max_us") > 0, "{run}");
+    if hdrh_available() {
+        let encoded = report["phases"]["connect"]["hist"].as_str().unwrap();
+        assert_eq!(decode_with_hdrh(encoded, &[]).count, connects);
+    }
+
+    let tls = serve(pace::serve::ServeOptions { tls: true, ..serve_options() });
+    let https = format!("https://{}/", tls.addr());
+    let run = pace(&[&close[..], &["-k", "-e", &https]].concat(), LIMIT);
+    run.assert_ok();
+    let report = &json_lines(&run)[0];
+    let connects = u64_at(report, "/phases/connect/count");
+    assert_eq!(u64_at(report, "/phases/tls_handshake/count"), connects, "{run}");
+
+    let text = pace(&[&close[..], &["-k", "--latency", &https]].concat(), LIMIT);
+    text.assert_ok();
+    for row in ["  Phases  ", "    Connect  ", "    TLS handshake  ", "    First byte  "] {
+        assert!(text.stdout.contains(row), "no {row:?}\n{text}");
+    }
+    let plain = pace(&[&close[..], &["-k", &https]].concat(), LIMIT);
+    assert!(!plain.stdout.contains("Phases"), "{plain}");
 }

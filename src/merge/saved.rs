@@ -350,6 +350,11 @@ fn measured(report: &Report) -> Result<Stats, String> {
     if let Some(waits) = &report.unsent_wait_hist {
         stats.unsent_wait = decode(waits, digits)?;
     }
+    if let Some(phases) = &report.phases {
+        stats.phases.connect = decode(&phases.connect.hist, digits)?;
+        stats.phases.tls_handshake = decode(&phases.tls_handshake.hist, digits)?;
+        stats.phases.first_byte = decode(&phases.first_byte.hist, digits)?;
+    }
     stats.requests = count("requests", report.requests)?;
     stats.bytes = count("bytes", report.bytes)?;
     stats.errors = errors("errors", &Errors::from(&report.errors))?;
@@ -579,6 +584,9 @@ mod tests {
         total.errors.unsent = 4;
         total.errors.stopped = 1;
         total.unsent_wait.record_n(2_500, 4).unwrap();
+        total.phases.connect.record_n(80, 2).unwrap();
+        total.phases.tls_handshake.record(1_900).unwrap();
+        total.phases.first_byte.record_n(850, 3).unwrap();
         total.error_causes.insert("timeout: no answer".into(), 2);
         total.rate_samples = vec![10.0, 20.5];
         total.warmup = Warmup { requests: 7, errors: 1 };
@@ -638,6 +646,7 @@ mod tests {
         assert_eq!(a.uncorrected, b.uncorrected);
         assert_eq!(a.lag, b.lag);
         assert_eq!(a.unsent_wait, b.unsent_wait);
+        assert_eq!(a.phases, b.phases);
         assert_eq!((a.requests, a.bytes, a.errors), (b.requests, b.bytes, b.errors));
         assert_eq!((&a.outcomes, &a.error_causes), (&b.outcomes, &b.error_causes));
         assert_eq!((&a.rate_samples, a.warmup), (&b.rate_samples, b.warmup));
@@ -672,6 +681,15 @@ mod tests {
         assert!(saved.result.total.unsent_wait.is_empty());
         assert_eq!(saved.caveats.len(), 1);
         assert!(saved.caveats[0].contains("includes the waits of its 4 unsent requests"));
+    }
+
+    /// A file saved before pace measured the phases reads with none.
+    #[test]
+    fn a_file_without_phases_reads_with_empty_ones() {
+        let line = remove_field(&saved_json(&paced_config(), &measured()), "phases");
+        let back = parse("old.json", &line).unwrap().result.total.phases;
+        assert!(back.connect.is_empty() && back.tls_handshake.is_empty());
+        assert!(back.first_byte.is_empty());
     }
 
     /// A file saved before pace told work from spinning: its CPU share

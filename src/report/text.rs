@@ -20,7 +20,7 @@ use crate::description::Description;
 use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
-use crate::stats::{Http2Counts, Outcomes, RunResult, Stats};
+use crate::stats::{Http2Counts, Outcomes, Phases, RunResult, Stats};
 use crate::units::{
     c_fixed, format_binary, format_metric, format_time_s, format_time_us, pad_units, per_second,
     UNDEFINED,
@@ -105,6 +105,9 @@ pub fn write_report(
     super::plan::write_stages(out, run, result)?;
     if run.target_rate().is_some() {
         write_schedule_lag(out, &stats.lag)?;
+    }
+    if options.latency {
+        write_phases(out, &stats.phases)?;
     }
     // Paced runs' warnings, and any run's that failed as a whole (the
     // closed loop's report stays wrk's when all went well).
@@ -467,6 +470,34 @@ pub fn write_schedule_lag(out: &mut dyn Write, lag: &Histogram<u64>) -> io::Resu
         figure(value_at_percentile(lag, 99.0)),
         figure(lag.max())
     )
+}
+
+/// With `--latency`, where connections' and requests' time went (a block
+/// of pace's own, after wrk's lines): each phase that happened, with its
+/// mean, median, p99, max and count.
+fn write_phases(out: &mut dyn Write, phases: &Phases) -> io::Result<()> {
+    let rows = [
+        ("Connect", &phases.connect),
+        ("TLS handshake", &phases.tls_handshake),
+        ("First byte", &phases.first_byte),
+    ];
+    if rows.iter().all(|(_, h)| h.is_empty()) {
+        return Ok(());
+    }
+    writeln!(out, "  Phases{:>21}{:>10}{:>10}{:>10}{:>10}", "Avg", "p50", "p99", "Max", "Count")?;
+    for (name, h) in rows.into_iter().filter(|(_, h)| !h.is_empty()) {
+        let time = |us: f64| pad_units(&format_time_us(us), 10);
+        writeln!(
+            out,
+            "    {name:<15}{}{}{}{}{:>10}",
+            time(spectrum::mean(h)),
+            time(value_at_percentile(h, 50.0) as f64),
+            time(value_at_percentile(h, 99.0) as f64),
+            time(h.max() as f64),
+            h.len()
+        )?;
+    }
+    writeln!(out, "    (connect and TLS per connection; first byte from each request's send)")
 }
 
 /// A latency of `h` in wrk's format, or [`UNDEFINED`] when `h` is empty

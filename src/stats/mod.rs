@@ -294,7 +294,7 @@ impl Generator {
 /// handshake (after a proxy's tunnel, when there is one), and the wait of
 /// each measured request for its response's first byte, from when it was
 /// actually sent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Phases {
     pub connect: Histogram<u64>,
     pub tls_handshake: Histogram<u64>,

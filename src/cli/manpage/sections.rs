@@ -184,6 +184,7 @@ pub(super) const EXAMPLES: &[(&str, &[&str])] = &[
             "pace compare --max-regression 'p99:+10%,rate:-2%' base.json new.json",
         ],
     ),
+    ("Where a connection per request spends its time: connect, TLS handshake, first byte (the Phases block of -L).", &["pace -L -H 'Connection: close' -c10 -d10s https://127.0.0.1:8443/"]),
     ("HTTP/2 with 10 streams per connection (h2c for http://).", &["pace --http2 --streams 10 -c10 -R5000 http://127.0.0.1:8080/"]),
     ("The built-in server, and a demonstration of coordinated omission.", &["pace serve --port 8080 --latency 1ms", "pace demo"]),
 ];

@@ -287,6 +287,15 @@ pub fn latency(page: &Page) -> String {
         columns.push(("uncorrected", &stats.uncorrected));
         columns.push(("schedule lag", &stats.lag));
     }
+    // Where the time went, for the phases that happened (the connect and
+    // TLS handshake per connection, the first byte from each send).
+    let phases = &stats.phases;
+    let phase_columns = [
+        ("connect", &phases.connect),
+        ("TLS handshake", &phases.tls_handshake),
+        ("first byte", &phases.first_byte),
+    ];
+    columns.extend(phase_columns.into_iter().filter(|(_, h)| !h.is_empty()));
     let percentiles = page.report.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
     let value =
         |h: &Histogram<u64>, p: f64| time((!h.is_empty()).then(|| value_at_percentile(h, p)));
@@ -312,6 +321,9 @@ pub fn latency(page: &Page) -> String {
     };
     rows.push(stat("mean", spectrum::mean));
     rows.push(stat("stdev", spectrum::stddev));
+    let mut count = vec!["count".to_string()];
+    count.extend(columns.iter().map(|(_, h)| h.len().to_string()));
+    rows.push(count);
     let mut head = vec!["percentile"];
     head.extend(columns.iter().map(|(name, _)| *name));
     grid(&head, &rows)

@@ -118,3 +118,18 @@ fn a_merge_lists_its_inputs_and_notes() {
     assert!(html.contains("a&lt;b&gt;.json") && html.contains("periods left out: &lt;why&gt;"));
     assert!(html.contains("<th>shard</th>") && html.contains("<td>1.50ms</td>"));
 }
+
+/// The latency table gains a column per phase that happened, with its
+/// count: none for a phase that did not (here no TLS).
+#[test]
+fn the_phases_that_happened_are_columns_of_the_latency_table() {
+    let cfg = config(false);
+    let mut total = stats(20);
+    total.phases.connect.record_n(70, 4).unwrap();
+    total.phases.first_byte.record_n(900, 20).unwrap();
+    let result = result(total);
+    let html = render(&page(&cfg, &result, &[], Origin::Live));
+    assert!(html.contains("<th>connect</th>") && html.contains("<th>first byte</th>"), "{html}");
+    assert!(!html.contains("TLS handshake"));
+    assert!(html.contains("<td>count</td>"), "{html}");
+}

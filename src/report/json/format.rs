@@ -101,6 +101,11 @@ pub struct Report {
     /// then in `hist`).
     #[serde(default)]
     pub unsent_wait_hist: Option<String>,
+    /// Where connections' and requests' time went: connect, TLS handshake,
+    /// time to the first byte of a response (absent from files of pace
+    /// before it measured them).
+    #[serde(default)]
+    pub phases: Option<Phases>,
     /// Each thread's requests per second over each 100 ms, the samples of
     /// the `Req/Sec` row.
     pub rate_samples: Vec<f64>,
@@ -191,6 +196,28 @@ impl From<&ErrorCounts> for Errors {
 pub struct Latency {
     pub corrected: Summary,
     pub uncorrected: Summary,
+}
+
+/// The phases of connections and requests, each with its histogram.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Phases {
+    /// From starting a connection to it being established (TCP, or the
+    /// Unix socket; through a proxy, to the proxy: the CONNECT tunnel is
+    /// in no phase).
+    pub connect: Phase,
+    /// The TLS handshake after the connect (empty without TLS).
+    pub tls_handshake: Phase,
+    /// From a request's send to its response's first byte (the response
+    /// head's first byte over HTTP/1.1, its HEADERS frame over HTTP/2).
+    pub first_byte: Phase,
+}
+
+/// One phase: its statistics and its histogram, encoded as `hist`.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Phase {
+    #[serde(flatten, skip_deserializing)]
+    pub summary: Summary,
+    pub hist: String,
 }
 
 /// A histogram's statistics, in microseconds; `null` figures when it is

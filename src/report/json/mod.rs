@@ -33,9 +33,9 @@ use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles, Period, PlanInfo,
-    Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts,
-    TimeSeries, WarmupInfo, SCHEMA_VERSION,
+    ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles, Period, Phase,
+    Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport,
+    ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -281,8 +281,20 @@ fn common_fields(
         lag_hist: encode_compressed(&stats.lag)?,
         unsent_wait: summary(&stats.unsent_wait, percentiles),
         unsent_wait_hist: Some(encode_compressed(&stats.unsent_wait)?),
+        phases: Some(phases(&stats.phases, percentiles)?),
         rate_samples: stats.rate_samples.clone(),
         run: None,
+    })
+}
+
+fn phases(phases: &crate::stats::Phases, percentiles: &[f64]) -> io::Result<Phases> {
+    let phase = |h: &Histogram<u64>| -> io::Result<Phase> {
+        Ok(Phase { summary: summary(h, percentiles), hist: encode_compressed(h)? })
+    };
+    Ok(Phases {
+        connect: phase(&phases.connect)?,
+        tls_handshake: phase(&phases.tls_handshake)?,
+        first_byte: phase(&phases.first_byte)?,
     })
 }
 
