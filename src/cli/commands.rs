@@ -3,8 +3,11 @@
 //! new command is one more entry in [`subcommands`] (and its parser in
 //! `cli::parse`); a new option, one more entry in its command's table.
 
-use super::options::{Described, Kind, Spec};
-use super::{bench, compare, completions, manpage, merge, serve};
+use super::options::{Described, Kind, Spec, HELP_ONLY};
+use super::{bench, compare, merge, serve};
+
+/// The shells `pace completions` writes a script for.
+pub(super) const SHELLS: &[&str] = &["bash", "zsh", "fish"];
 
 /// One command, for the texts that describe it.
 pub(super) struct CommandDoc {
@@ -165,8 +168,8 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
                 "  pace completions zsh > ~/.zfunc/_pace   # a directory in $fpath",
                 "  pace completions fish > ~/.config/fish/completions/pace.fish",
             ],
-            options: described(completions::SPECS),
-            operands: Some(Kind::Choice(completions::SHELLS)),
+            options: described(HELP_ONLY),
+            operands: Some(Kind::Choice(SHELLS)),
             notes: &[],
             column: 25,
         },
@@ -179,7 +182,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
                 "tables pace -h is made from. Read it with pace man | man -l -, or",
                 "install it: pace man > /usr/local/share/man/man1/pace.1",
             ],
-            options: described(manpage::SPECS),
+            options: described(HELP_ONLY),
             operands: None,
             notes: &[],
             column: 25,
@@ -189,7 +192,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
             usage: "[command]",
             summary: &["Print this help, or a command's (as -h)"],
             about: &["Prints the help of pace, or of one of its commands."],
-            options: described(super::HELP_SPECS),
+            options: described(HELP_ONLY),
             operands: Some(Kind::Command),
             notes: &[],
             column: 25,

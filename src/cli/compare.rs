@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::bench::percentiles;
 use super::options::{Item, Options, Spec};
-use super::{usage, Command};
+use super::{Command, Help};
 use crate::compare::{parse_limits, CompareArgs, Noise};
 use crate::error::Error;
 use crate::output::OutputOptions;
@@ -73,7 +73,7 @@ pub(super) fn parse_compare(args: Vec<OsString>) -> Result<Command, Error> {
             CompareFlag::Noise => {
                 compare.noise = noise(&options.text(name)?).map_err(|why| invalid(name, why))?
             }
-            CompareFlag::Help => return Ok(Command::Help(usage::of("compare"))),
+            CompareFlag::Help => return Ok(Command::Help(Help::Of("compare"))),
         }
     }
     let [base, new] = <[PathBuf; 2]>::try_from(files).map_err(|files| {
@@ -188,7 +188,7 @@ mod tests {
         assert!(error(&["-x", "a", "b"]).contains("-x"));
         assert!(matches!(
             parse_compare(vec![OsString::from("-h")]).unwrap(),
-            Command::Help(text) if text.starts_with("Usage: pace compare")
+            Command::Help(help) if help.text().starts_with("Usage: pace compare")
         ));
     }
 }

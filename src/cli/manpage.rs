@@ -9,19 +9,10 @@ mod sections;
 use std::ffi::OsString;
 
 use super::commands::{self, CommandDoc};
-use super::options::{unexpected_word, Described, Item, Options, Spec};
-use super::usage;
-use super::Command;
+use super::options::{unexpected_word, Described, HelpOnly, Item, Options, HELP_ONLY};
+use super::{Command, Help};
 use crate::error::Error;
 use sections::{Part, Section, EXAMPLES, EXIT_STATUS, SECTIONS};
-
-#[derive(Clone, Copy, PartialEq)]
-pub(super) enum Flag {
-    Help,
-}
-
-pub(super) const SPECS: &[Spec<Flag>] =
-    &[Spec::new(Some('h'), "help", Flag::Help).help(&["Print this help"])];
 
 /// What the page says before the options, after the package's description.
 const DESCRIPTION: &[&str] = &[
@@ -38,11 +29,11 @@ const DESCRIPTION: &[&str] = &[
 
 /// Parses the words after `pace man`.
 pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
-    let mut options = Options::new(args, SPECS);
+    let mut options = Options::new(args, HELP_ONLY);
     if let Some(item) = options.next()? {
         return match item {
             Item::Option(found) => match found.flag {
-                Flag::Help => Ok(Command::Help(usage::of("man"))),
+                HelpOnly::Help => Ok(Command::Help(Help::Of("man"))),
             },
             Item::Word(word) => Err(unexpected_word("man", word)),
         };
@@ -264,7 +255,11 @@ mod tests {
         }
         assert!(!page.contains("README"));
         for command in commands::all() {
-            assert!(!usage::command(&command).contains("README"), "pace {} -h", command.name);
+            assert!(
+                !super::super::usage::command(&command).contains("README"),
+                "pace {} -h",
+                command.name
+            );
         }
     }
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::bench::{objectives, percentiles};
 use super::options::{Item, Options, Spec};
-use super::{usage, Command};
+use super::{Command, Help};
 use crate::error::Error;
 use crate::merge::MergeArgs;
 
@@ -65,7 +65,7 @@ const HELP: Spec<MergeFlag> =
 /// Parses the words after `pace merge`.
 pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
     let Some(merge) = parse_args(args, MERGE_SPECS)? else {
-        return Ok(Command::Help(usage::of("merge")));
+        return Ok(Command::Help(Help::Of("merge")));
     };
     if merge.files.is_empty() {
         return Err(Error::Usage(
@@ -78,7 +78,7 @@ pub(super) fn parse_merge(args: Vec<OsString>) -> Result<Command, Error> {
 /// Parses the words after `pace report`.
 pub(super) fn parse_report(args: Vec<OsString>) -> Result<Command, Error> {
     let Some(report) = parse_args(args, REPORT_SPECS)? else {
-        return Ok(Command::Help(usage::of("report")));
+        return Ok(Command::Help(Help::Of("report")));
     };
     if report.files.len() != 1 {
         return Err(Error::Usage(
@@ -170,7 +170,7 @@ mod tests {
         }
         assert!(matches!(
             report(&["--help"]).unwrap(),
-            Command::Help(text) if text.starts_with("Usage: pace report")
+            Command::Help(help) if help.text().starts_with("Usage: pace report")
         ));
     }
 
@@ -187,7 +187,7 @@ mod tests {
         }
         assert!(matches!(
             parse_merge(vec![OsString::from("-h")]).unwrap(),
-            Command::Help(text) if text.starts_with("Usage: pace merge")
+            Command::Help(help) if help.text().starts_with("Usage: pace merge")
         ));
     }
 }

@@ -28,7 +28,7 @@ use crate::error::Error;
 use crate::output::OutputOptions;
 use crate::run::Bench;
 use crate::serve::ServeOptions;
-use options::{Item, Options, Spec};
+use options::{HelpOnly, Item, Options, HELP_ONLY};
 
 /// What the command line asks for.
 #[derive(Debug)]
@@ -51,13 +51,33 @@ pub enum Command {
     Report(crate::merge::MergeArgs),
     /// `pace compare`: two saved runs side by side.
     Compare(crate::compare::CompareArgs),
-    /// `-h`/`--help`/`pace help`: print this text to stdout, exit 0.
-    Help(String),
+    /// `-h`/`--help`/`pace help`: print this help to stdout, exit 0.
+    Help(Help),
     /// `-v` without a URL: print this line to stdout, exit 0.
     Version(String),
     /// `pace completions SHELL`, `pace man`: print this script or page to
     /// stdout, exit 0.
     Generated(String),
+}
+
+/// Which help text was asked for. The parsers name it and [`Help::text`]
+/// writes it, so that the texts, made from every parser's option table,
+/// sit above the parsers rather than each parser calling up into them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Help {
+    /// `pace -h`: the benchmark's options and the commands.
+    Main,
+    /// `pace NAME -h`, `pace help NAME`.
+    Of(&'static str),
+}
+
+impl Help {
+    pub fn text(self) -> String {
+        match self {
+            Help::Main => usage::main(),
+            Help::Of(name) => usage::of(name),
+        }
+    }
 }
 
 /// Reads a command line; `args` excludes the program name.
@@ -109,32 +129,24 @@ pub fn version_line() -> String {
     format!("pace {} [epoll] wrk/wrk2-compatible HTTP benchmarking", env!("CARGO_PKG_VERSION"))
 }
 
-#[derive(Clone, Copy, PartialEq)]
-enum HelpFlag {
-    Help,
-}
-
-const HELP_SPECS: &[Spec<HelpFlag>] =
-    &[Spec::new(Some('h'), "help", HelpFlag::Help).help(&["Print this help"])];
-
 /// `pace help [COMMAND]`.
 fn help(args: Vec<OsString>) -> Result<Command, Error> {
-    let mut options = Options::new(args, HELP_SPECS);
+    let mut options = Options::new(args, HELP_ONLY);
     let mut topic = None;
     while let Some(item) = options.next()? {
         match item {
             Item::Option(found) => match found.flag {
-                HelpFlag::Help => return Ok(Command::Help(usage::of("help"))),
+                HelpOnly::Help => return Ok(Command::Help(Help::Of("help"))),
             },
             Item::Word(word) if topic.is_none() => topic = Some(word),
             Item::Word(word) => return Err(options::unexpected_word("help", word)),
         }
     }
     let Some(topic) = topic.map(|topic| topic.to_string_lossy().into_owned()) else {
-        return Ok(Command::Help(usage::main()));
+        return Ok(Command::Help(Help::Main));
     };
     match commands::find(&topic) {
-        Some(command) => Ok(Command::Help(usage::command(&command))),
+        Some(command) => Ok(Command::Help(Help::Of(command.name))),
         None => Err(Error::Usage(format!(
             "unknown command '{topic}' (commands: {})",
             commands::names()
@@ -152,7 +164,7 @@ mod tests {
 
     fn help_text(line: &[&str]) -> String {
         match run(line) {
-            Ok(Command::Help(text)) => text,
+            Ok(Command::Help(help)) => help.text(),
             _ => panic!("{line:?}: no help"),
         }
     }

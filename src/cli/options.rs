@@ -359,6 +359,16 @@ fn lexopt_error(err: lexopt::Error) -> Error {
     }
 }
 
+/// The one option of the commands that take no other (`pace man`,
+/// `pace completions`, `pace help`).
+#[derive(Clone, Copy, PartialEq)]
+pub(super) enum HelpOnly {
+    Help,
+}
+
+pub(super) const HELP_ONLY: &[Spec<HelpOnly>] =
+    &[Spec::new(Some('h'), "help", HelpOnly::Help).help(&["Print this help"])];
+
 /// A word where a command takes none (`pace serve http://x/`).
 pub(super) fn unexpected_word(command: &str, word: OsString) -> Error {
     Error::Usage(format!(

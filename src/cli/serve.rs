@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use super::options::{bad_value, time, unexpected_word, Item, Options, Spec};
-use super::{usage, Command};
+use super::{Command, Help};
 use crate::error::Error;
 use crate::serve::{ServeOptions, Stall};
 use crate::units::parse_count;
@@ -110,7 +110,7 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
             ServeFlag::HeadTimeout => {
                 opts.head_timeout = Some(time(name, &options.text(name)?)?).filter(|t| !t.is_zero())
             }
-            ServeFlag::Help => return Ok(Command::Help(usage::of("serve"))),
+            ServeFlag::Help => return Ok(Command::Help(Help::Of("serve"))),
         }
     }
     if opts.threads == 0 {
@@ -134,7 +134,7 @@ pub(super) fn parse_demo(args: Vec<OsString>) -> Result<Command, Error> {
         match item {
             Item::Option(found) => match found.flag {
                 DemoFlag::Http2 => http2 = true,
-                DemoFlag::Help => return Ok(Command::Help(usage::of("demo"))),
+                DemoFlag::Help => return Ok(Command::Help(Help::Of("demo"))),
             },
             Item::Word(word) => return Err(unexpected_word("demo", word)),
         }
@@ -228,7 +228,7 @@ mod tests {
         assert!(!opts.tls);
         assert_eq!(opts.head_timeout, Some(Duration::from_secs(30)));
         // The help states it.
-        assert!(usage::of("serve").contains("after T (default 30s, 0 = never;"));
+        assert!(super::super::usage::of("serve").contains("after T (default 30s, 0 = never;"));
     }
 
     #[test]

@@ -16,8 +16,9 @@
 use std::collections::VecDeque;
 use std::io;
 
+use super::endpoint::Endpoint;
 use super::request::{self, BodyDecoder, BodyStatus, HeadParse, Request, MAX_ECHO_BODY, MAX_HEAD};
-use super::response::{Body, Endpoint, Response, Stream, ECHO_TOO_LARGE, NEVER};
+use super::response::{Body, Response, Stream, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters};
 use crate::http::transport::Transport;
 

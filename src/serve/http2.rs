@@ -26,8 +26,9 @@
 use std::io;
 
 use super::conn::{close_gracefully, earliest, linger, Outcome, Wake};
+use super::endpoint::{self, Endpoint};
 use super::request::{Request, MAX_ECHO_BODY};
-use super::response::{self, Body, Endpoint, Response, ECHO_TOO_LARGE, NEVER};
+use super::response::{self, Body, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
@@ -252,7 +253,7 @@ impl Http2Conn {
             fields.push((b"content-length", length.as_bytes()));
         }
         if response.token {
-            fields.push((b"x-token", response::TOKEN.as_bytes()));
+            fields.push((b"x-token", endpoint::TOKEN.as_bytes()));
         }
         let body = body.filter(|_| !response.head_only);
         self.session.submit_response(stream_id, slot, fields, body).map_err(io::Error::other)
@@ -319,7 +320,7 @@ fn request(message: &session::Message) -> Request {
     let method = String::from_utf8_lossy(field(b":method").unwrap_or(b"GET")).into_owned();
     let path = String::from_utf8_lossy(field(b":path").unwrap_or(b"/")).into_owned();
     let endpoint = endpoint(message);
-    let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == response::TOKEN.as_bytes());
+    let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == endpoint::TOKEN.as_bytes());
     let echo = (endpoint == Endpoint::Echo).then(|| {
         let mut text = format!("{method} {path}\n").into_bytes();
         // Names as HTTP/1.1 writes them, so that an echo reads the same

@@ -64,6 +64,7 @@
 //! and one cache line of counters per thread.
 
 mod conn;
+mod endpoint;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzzing;
 mod http2;

@@ -7,7 +7,7 @@
 use crate::http::chunked::{ChunkedDecoder, Decoded};
 use crate::http::framing::{Framing, RequestBody, TransferCoding};
 
-use super::response::{Endpoint, TOKEN};
+use super::endpoint::{Endpoint, TOKEN};
 
 /// A request head larger than this is refused (and the input buffer never
 /// grows beyond it).

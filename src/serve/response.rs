@@ -1,17 +1,12 @@
-//! The response side: which endpoint a request names, the response it gets
-//! and the bytes of that response on the wire.
+//! The response side: the response a request gets and the bytes of that
+//! response on the wire.
 
-use crate::http::framing::decimal;
-
+use super::endpoint::{Endpoint, TOKEN};
 use super::request::{Connection, Request};
 use super::Shared;
 
 /// The due time of a response that is never sent (`/hang`).
 pub(super) const NEVER: u64 = u64::MAX;
-
-/// The token `/auth` hands out and `/resource` requires (as in the nginx
-/// benchmark configuration).
-pub(super) const TOKEN: &str = "tok123";
 
 /// The answer to an `/echo` body over [`super::request::MAX_ECHO_BODY`].
 pub(super) const ECHO_TOO_LARGE: &str = "body too large for /echo\n";
@@ -39,71 +34,6 @@ const fn repeat_line() -> [u8; 64 * 1024] {
 /// written straight from its source. A multiple of [`LINE`]'s length, so
 /// the pattern continues seamlessly.
 const INLINE_BODY_MAX: usize = 16 * 1024;
-
-const DEFAULT_CHUNKS: u32 = 3;
-const MAX_CHUNKS: u32 = 10_000;
-const MAX_DELAY_MS: u64 = 24 * 3600 * 1000;
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Endpoint {
-    Default,
-    Status(u16),
-    Bytes(u64),
-    Chunked(u32),
-    Close,
-    Eof,
-    Continue,
-    Delay(u64),
-    Hang,
-    Echo,
-    Auth,
-    Resource,
-    Stats,
-    /// A known endpoint with an argument it cannot use.
-    BadArgument,
-}
-
-impl Endpoint {
-    /// The endpoint a request target names.
-    pub(super) fn route(target: &str) -> Endpoint {
-        let (path, query) = target.split_once('?').unwrap_or((target, ""));
-        match path {
-            "/chunked" => return chunk_count(query),
-            "/close" => return Endpoint::Close,
-            "/eof" => return Endpoint::Eof,
-            "/continue" => return Endpoint::Continue,
-            "/hang" => return Endpoint::Hang,
-            "/echo" => return Endpoint::Echo,
-            "/auth" | "/authenticate" => return Endpoint::Auth,
-            "/resource" => return Endpoint::Resource,
-            "/stats" => return Endpoint::Stats,
-            _ => {}
-        }
-        let argument = |prefix: &str| path.strip_prefix(prefix).map(|a| decimal(a.as_bytes()));
-        let endpoint = if let Some(code) = argument("/status/") {
-            code.and_then(|c| u16::try_from(c).ok())
-                .filter(|c| (200..=599).contains(c))
-                .map(Endpoint::Status)
-        } else if let Some(n) = argument("/bytes/") {
-            n.map(Endpoint::Bytes)
-        } else if let Some(ms) = argument("/delay/") {
-            ms.filter(|&ms| ms <= MAX_DELAY_MS).map(Endpoint::Delay)
-        } else {
-            Some(Endpoint::Default)
-        };
-        endpoint.unwrap_or(Endpoint::BadArgument)
-    }
-}
-
-/// `/chunked?n=<count>`.
-fn chunk_count(query: &str) -> Endpoint {
-    let count = query.split('&').find_map(|pair| pair.strip_prefix("n="));
-    match count.map(|n| decimal(n.as_bytes())) {
-        None => Endpoint::Chunked(DEFAULT_CHUNKS),
-        Some(Some(n)) if n <= u64::from(MAX_CHUNKS) => Endpoint::Chunked(n as u32),
-        Some(_) => Endpoint::BadArgument,
-    }
-}
 
 /// A response waiting in its connection's queue.
 #[derive(Debug)]

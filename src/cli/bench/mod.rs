@@ -53,7 +53,7 @@ use rustls::pki_types::ServerName;
 use super::options::{bad_value, time, word_text, Item, Options};
 use super::plan::{self, PlanArgs};
 use super::shard;
-use super::{usage, version_line, Command};
+use super::{version_line, Command, Help};
 use crate::config::targets::{self, TargetsOrder};
 use crate::config::Shard;
 use crate::error::Error;
@@ -286,7 +286,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Ipv6 => typed.reach.family = Some(Family::V6),
             Flag::Version => typed.print_version = true,
             // Like ripgrep, help short-circuits whatever else is typed.
-            Flag::Help => return Ok(Command::Help(usage::main())),
+            Flag::Help => return Ok(Command::Help(Help::Main)),
         }
     }
     // wrk prints the version and goes on, ending with the usage text and exit

@@ -11,29 +11,18 @@ mod zsh;
 use std::ffi::OsString;
 
 use super::commands::{self, CommandDoc};
-use super::options::{unexpected_word, Described, Item, Kind, Options, Spec};
-use super::{usage, Command};
+use super::options::{unexpected_word, Described, HelpOnly, Item, Kind, Options, HELP_ONLY};
+use super::{Command, Help};
 use crate::error::Error;
-
-/// The shells there is a script for.
-pub(super) const SHELLS: &[&str] = &["bash", "zsh", "fish"];
-
-#[derive(Clone, Copy, PartialEq)]
-pub(super) enum Flag {
-    Help,
-}
-
-pub(super) const SPECS: &[Spec<Flag>] =
-    &[Spec::new(Some('h'), "help", Flag::Help).help(&["Print this help"])];
 
 /// Parses the words after `pace completions`.
 pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
-    let mut options = Options::new(args, SPECS);
+    let mut options = Options::new(args, HELP_ONLY);
     let mut shell = None;
     while let Some(item) = options.next()? {
         match item {
             Item::Option(found) => match found.flag {
-                Flag::Help => return Ok(Command::Help(usage::of("completions"))),
+                HelpOnly::Help => return Ok(Command::Help(Help::Of("completions"))),
             },
             Item::Word(word) if shell.is_none() => shell = Some(word),
             Item::Word(word) => return Err(unexpected_word("completions", word)),
@@ -93,7 +82,7 @@ mod tests {
 
     #[test]
     fn one_script_per_shell() {
-        for shell in SHELLS {
+        for shell in commands::SHELLS {
             let Ok(Command::Generated(script)) = run(&["completions", shell]) else {
                 panic!("{shell}")
             };
