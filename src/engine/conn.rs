@@ -28,6 +28,9 @@ pub struct Conn<P: Protocol> {
     pub failures: u32,
     /// A large part of a response has arrived and the rest has not.
     pub receiving_large: bool,
+    /// Batches were started on it this turn and wait for the turn's end to
+    /// be written together ([`Protocol::MULTIPLEXED`]).
+    pub unflushed: bool,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -40,6 +43,7 @@ impl<P: Protocol> Conn<P> {
             connect_started_ns: 0,
             failures: 0,
             receiving_large: false,
+            unflushed: false,
         }
     }
 

@@ -121,6 +121,7 @@ impl Protocol for Http2 {
     type Link = StreamLink;
 
     const CHOICE: Choice = Choice::Http2;
+    const MULTIPLEXED: bool = true;
 
     /// The exchanges of a connection with `streams` streams for batches of
     /// `depth` requests; `capture` keeps headers and bodies (for the

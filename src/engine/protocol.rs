@@ -42,6 +42,10 @@ pub trait Protocol: Sized + Send + 'static {
     const CHOICE: Choice;
     /// The protocol arms timers of its own ([`Protocol::next_timer`]).
     const TIMERS: bool = false;
+    /// Many batches share a connection at once (streams): what the batches
+    /// started in one turn of the worker's loop leave in one write, at the
+    /// end of the turn, instead of a write each.
+    const MULTIPLEXED: bool = false;
 
     /// A connection's side, idle until [`Protocol::connected`].
     fn new(setup: &Self::Setup) -> Self;

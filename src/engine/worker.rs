@@ -329,8 +329,16 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
     }
 
     /// Sends every batch that is due, each on a ready connection to its
+    /// origin, and writes them (over a multiplexed protocol, a write per
+    /// connection for all the batches it took).
+    fn send_due(&mut self, now: u64) {
+        self.start_due(now);
+        self.connections.write_started(&mut self.recorder);
+    }
+
+    /// Starts every batch that is due, each on a ready connection to its
     /// origin; with several origins, one that has none ready parks it.
-    fn send_due(&mut self, mut now: u64) {
+    fn start_due(&mut self, mut now: u64) {
         let depth = self.source.depth();
         while !self.done_sending() {
             let connections = &self.connections;
@@ -570,6 +578,7 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
                 self.connections.send_retry(ticket.conn, &mut self.recorder);
             }
         }
+        self.connections.write_started(&mut self.recorder);
     }
 
     /// Hands the complete responses to the script's `response()`, in order
