@@ -148,3 +148,36 @@ fn spinning_between_sends_is_not_counted_as_work() {
     assert!(0.0 < working && working < on_cpu && on_cpu <= 1.0, "{run}");
     assert!((0.0..=1.0).contains(&share("thread_cpu_wait_share")), "{run}");
 }
+
+/// A closed loop whose request() takes 4 ms of CPU, against a fast
+/// server: its 10 connections wait for pace, which says so (with what it
+/// kept in flight); the same loop against a server that takes 20 ms keeps
+/// them busy and says nothing.
+#[test]
+fn a_closed_loop_held_back_by_its_generator_says_so_and_one_held_by_the_server_does_not() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/busy_request.lua");
+    let run = pace(&["-t1", "-c10", "-d1s", "-s", script, "-e", &target], LIMIT);
+    run.assert_ok();
+    assert_eq!(codes(&run), ["generator_held_slots"], "{run}");
+    let figures = &warning(&run, "generator_held_slots")["figures"];
+    assert_eq!(figures["slots"], 10, "{run}");
+    assert!(figures["busy_share"].as_f64().unwrap() < 0.5, "{run}");
+
+    let slow = common::serve(pace::serve::ServeOptions {
+        latency: Duration::from_millis(20),
+        ..common::serve_options()
+    });
+    let run = pace(&["-t1", "-c10", "-d1s", "-e", &url(slow.addr(), "/")], LIMIT);
+    run.assert_ok();
+    assert!(codes(&run).is_empty(), "{run}");
+    let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+    let concurrency = &json["concurrency"];
+    assert_eq!(concurrency["slots"], 10, "{run}");
+    // Every connection waits 20 ms for each answer and a few microseconds
+    // for pace: all 10 are busy but for that (and a loaded machine's pauses).
+    let mean = concurrency["mean_in_flight"].as_f64().unwrap();
+    assert!((8.0..=10.0).contains(&mean), "{mean} in flight\n{run}");
+}

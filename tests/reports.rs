@@ -577,7 +577,15 @@ fn phases_show_where_a_connection_per_request_spends_its_time() {
 
     let text = pace(&[&close[..], &["-k", "--latency", &https]].concat(), LIMIT);
     text.assert_ok();
-    for row in ["  Phases  ", "    Connect  ", "    TLS handshake  ", "    First byte  "] {
+    let rows = [
+        "  Phases  ",
+        "    Connect  ",
+        "    TLS handshake  ",
+        "    First byte  ",
+        "  In flight: ",
+        " requests on average, of 2 connections\n",
+    ];
+    for row in rows {
         assert!(text.stdout.contains(row), "no {row:?}\n{text}");
     }
     let plain = pace(&[&close[..], &["-k", &https]].concat(), LIMIT);

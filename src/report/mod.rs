@@ -8,6 +8,7 @@
 //! paced run, for the text and the JSON report alike. [`html`] is the
 //! self-contained HTML page with charts.
 
+pub mod concurrency;
 pub mod diagnose;
 pub mod hlog;
 pub mod html;

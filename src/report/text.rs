@@ -108,6 +108,7 @@ pub fn write_report(
     }
     if options.latency {
         write_phases(out, &stats.phases)?;
+        super::concurrency::write_line(out, super::concurrency::Concurrency::of(run, result))?;
     }
     // Paced runs' warnings, and any run's that failed as a whole (the
     // closed loop's report stays wrk's when all went well).

@@ -33,10 +33,12 @@
 //!   [`GENERATOR_FLOOR_US`] it is no warning.
 //!
 //! Closed-loop runs get none of these: without a plan there is nothing to
-//! keep, and their report stays wrk's. Any run gets those of
-//! [`failed`]: every request failed, a client certificate refused in
-//! HTTP, a proxy that closed its connections.
+//! keep, and their report stays wrk's unless pace itself held their
+//! slots idle ([`closed`]: the server was then not what was measured).
+//! Any run gets those of [`failed`]: every request failed, a client
+//! certificate refused in HTTP, a proxy that closed its connections.
 
+mod closed;
 mod failed;
 
 use serde::ser::{SerializeMap, Serializer};
@@ -95,6 +97,8 @@ pub enum Code {
     ClientCertificateRefused,
     /// Read errors of a proxy closing kept-alive connections.
     ProxyClosedConnections,
+    /// A closed loop's slots waited for pace, not for the server.
+    GeneratorHeldSlots,
 }
 
 impl Code {
@@ -109,6 +113,7 @@ impl Code {
             Code::AllFailed => "all_failed",
             Code::ClientCertificateRefused => "client_certificate_refused",
             Code::ProxyClosedConnections => "proxy_closed_connections",
+            Code::GeneratorHeldSlots => "generator_held_slots",
         }
     }
 }
@@ -198,6 +203,7 @@ impl LagEffect {
 /// any run whose requests failed ([`failed`]).
 pub fn diagnose(run: &Description, result: &RunResult) -> Vec<Diagnostic> {
     let mut found = paced(run, result);
+    found.extend(closed::diagnose(run, result));
     found.extend(failed::diagnose(run, &result.total));
     found
 }

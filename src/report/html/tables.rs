@@ -12,6 +12,7 @@ use super::{Origin, Page};
 use crate::config::Mode;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
+use crate::report::concurrency::Concurrency;
 use crate::report::diagnose;
 use crate::report::plan::stage_rows;
 use crate::report::targets::{statuses_text, target_rows};
@@ -210,6 +211,13 @@ pub fn summary(page: &Page) -> String {
     ];
     if let Some(target) = run.target_rate() {
         rows.push(("Target requests/sec", format_metric(target)));
+    }
+    let concurrency = Concurrency::of(run, result);
+    if let Some(mean) = concurrency.mean_in_flight {
+        rows.push((
+            "In flight",
+            format!("{mean:.2} on average, of {}", concurrency.describe_slots()),
+        ));
     }
     rows.push(("Read", format!("{}B", format_binary(stats.bytes as f64))));
     rows.push(("Transfer/sec", format!("{}B", format_binary(per_second(stats.bytes, runtime)))));

@@ -313,6 +313,10 @@ pub struct RunOnly {
     /// came).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub goaways_with_error: BTreeMap<String, u64>,
+    /// The concurrency the run offered: requests in flight on average
+    /// against the slots (computed from the figures, so not read back).
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub concurrency: Option<ConcurrencyReport>,
     /// The report's `Warning:` lines.
     #[serde(skip_deserializing)]
     pub warnings: Vec<Diagnostic>,
@@ -336,6 +340,17 @@ pub struct RunOnly {
     /// `pace merge -e`: what the merge could not do exactly, or assumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_notes: Option<Vec<String>>,
+}
+
+/// `concurrency` of the final report.
+#[derive(Debug, Serialize)]
+pub struct ConcurrencyReport {
+    /// Connections times the streams each carried at once.
+    pub slots: usize,
+    pub connections: usize,
+    pub streams_per_connection: usize,
+    /// Requests in flight on average (Little's law; null when none was).
+    pub mean_in_flight: Option<f64>,
 }
 
 /// One run of a merge, as its line after the merged report.

@@ -19,6 +19,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use hdrhistogram::Histogram;
 
+use super::concurrency::Concurrency;
 use super::hlog::encode_compressed;
 use super::text::WRK2_PERCENTILES;
 use super::ReportOptions;
@@ -33,9 +34,9 @@ use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles, Period, Phase,
-    Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport,
-    ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
+    ConcurrencyReport, ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles,
+    Period, Phase, Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary,
+    TargetReport, ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -127,6 +128,7 @@ pub fn final_report(
         streams_allowed: result.total.http2.stream_limit,
         retried_after_goaway: result.total.http2.retried_after_goaway,
         goaways_with_error: result.total.http2.goaways_with_error.clone(),
+        concurrency: Some(concurrency_report(Concurrency::of(run, result))),
         warnings: diagnose::diagnose(run, result),
         seed: run.uses_seed().then_some(run.seed),
         targets_order: run.targets_order.map(|order| targets_order_name(order).to_string()),
@@ -135,6 +137,16 @@ pub fn final_report(
         merge_notes: None,
     });
     Ok(report)
+}
+
+fn concurrency_report(concurrency: Concurrency) -> ConcurrencyReport {
+    ConcurrencyReport {
+        slots: concurrency.slots(),
+        connections: concurrency.connections,
+        streams_per_connection: concurrency.streams,
+        // Two decimals, as the text report prints it.
+        mean_in_flight: concurrency.mean_in_flight.map(|mean| (mean * 100.0).round() / 100.0),
+    }
 }
 
 /// `-4`/`-6` as the JSON names them.
