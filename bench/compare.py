@@ -61,9 +61,14 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            the same against `pace serve` on CPU 0 (port $BENCH_SERVE_PORT,
            default 18090), which keeps part of its core idle at these
            rates: the generator's own limit
+  h2-serve HTTP/2 against a server faster than the client: pace --http2
+           vs h2load, h2c closed loop against `pace serve` on CPU 0, at
+           -c10 x 10 streams and -c1 x 100 streams: requests/s, CPU per
+           request, and pace's requests in flight on average against its
+           slots (JSON concurrency): how many of them pace kept busy
 
 $PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire, rate and rate-serve
-then measure it too, in the same run ("base"), for before/after ratios; h2 too
+then measure it too, in the same run ("base"), for before/after ratios; h2 and h2-serve too
 if it has --http2.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
@@ -77,7 +82,7 @@ built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve]
+usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve,h2-serve]
 """
 import argparse, json, os, re, shlex, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -111,7 +116,8 @@ H2_URL = f'http://127.0.0.1:{H2_PORT}/index.html'
 POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
-PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate', 'rate-serve')
+PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate', 'rate-serve',
+         'h2-serve')
 
 
 def have(path):
@@ -461,23 +467,7 @@ def h2(rounds, base):
             errors.setdefault(name, {}).setdefault(kind, 0)
             errors[name][kind] += count
 
-    tools = [(name, [binary, '--http2', '--streams', str(m), '-t1', f'-c{c}', '-d5s', '-e', H2_URL])
-             for name, binary in paces_]
-    tools.append(('h2load', [H2LOAD, '-t1', f'-c{c}', f'-m{m}', '-D', '5', H2_URL]))
-    rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
-    for _ in range(rounds):
-        for name, cmd in tools:
-            out, cpu = timed(cmd)
-            requests, rps, failed = (h2load_figures if name == 'h2load' else pace_figures)(out)[:3]
-            note_errors(name, failed)
-            rows[name]['rps'].append(rps)
-            rows[name]['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
-    median_table(f'h2 closed loop -t1 -c{c}, {m} streams each, h2c (median of {rounds})', rows)
-    for name, _ in paces_:
-        print(f'  {name} rps / h2load = '
-              f'{statistics.median(rows[name]["rps"]) / statistics.median(rows["h2load"]["rps"]):.2f}   '
-              f'{name} CPU per request / h2load = '
-              f'{statistics.median(rows[name]["cpu_us"]) / statistics.median(rows["h2load"]["cpu_us"]):.2f}')
+    h2_closed(rounds, paces_, H2_URL, 'nginx', c, m, completed, note_errors)
 
     for rate in H2_RATES:
         tools = [(name, [binary, '--http2', '--streams', str(m), '-t1', f'-c{c}', '-d10s', '-R', str(rate), '-e',
@@ -522,6 +512,54 @@ def h2(rounds, base):
         print(f'  note: pace warned in its paced runs: '
               + ', '.join(f'{code} in {n} of {paced_runs}' for code, n in sorted(warned.items()))
               + ' (generator_cpu: its message says whether pace was busy, starved by other processes, or late in bursts)')
+
+
+def h2_closed(rounds, paces_, url, server, c, m, completed, note_errors):
+    """pace --http2 vs h2load in a closed loop of -t1 -c{c} with {m} streams
+    each against url: requests/s and CPU per request, and pace's mean in
+    flight (its JSON's concurrency, where it has one)."""
+    tools = [(name, [binary, '--http2', '--streams', str(m), '-t1', f'-c{c}', '-d5s', '-e', url])
+             for name, binary in paces_]
+    tools.append(('h2load', [H2LOAD, '-t1', f'-c{c}', f'-m{m}', '-D', '5', url]))
+    rows = {name: {'rps': [], 'cpu_us': [], 'in_flight': []} for name, _ in tools}
+    for _ in range(rounds):
+        for name, cmd in tools:
+            out, cpu = timed(cmd)
+            if name == 'h2load':
+                requests, rps, failed = h2load_figures(out)
+            else:
+                requests, rps, failed, report = pace_figures(out)
+                in_flight = (report.get('concurrency') or {}).get('mean_in_flight')
+                if in_flight is not None:  # not in a base older than the figure
+                    rows[name]['in_flight'].append(in_flight)
+            note_errors(name, failed)
+            rows[name]['rps'].append(rps)
+            rows[name]['cpu_us'].append(cpu / completed(name, requests, out) * 1e6)
+    median_table(f'h2 closed loop against {server} -t1 -c{c}, {m} streams each ({c * m} slots), h2c '
+                 f'(median of {rounds})', rows)
+    for name, _ in paces_:
+        print(f'  {name} rps / h2load = '
+              f'{statistics.median(rows[name]["rps"]) / statistics.median(rows["h2load"]["rps"]):.2f}   '
+              f'{name} CPU per request / h2load = '
+              f'{statistics.median(rows[name]["cpu_us"]) / statistics.median(rows["h2load"]["cpu_us"]):.2f}')
+
+
+def h2_serve(rounds, base, url):
+    """HTTP/2 against `pace serve`, faster than one client thread: the
+    client's own cost sets the rate."""
+    paces_ = [('pace', PACE)] + ([('base', PACE_BASE)] if base else [])
+
+    def completed(name, requests, out):
+        if requests == 0:
+            sys.exit(f'compare.py: {name} completed no requests on {url}: ' + out.strip()[-200:])
+        return requests
+
+    def note_errors(name, counts):
+        if any(counts.values()):
+            print(f'  note: {name} counted errors: ' + ', '.join(f'{k} {n}' for k, n in counts.items() if n))
+
+    for c, m in ((10, 10), (1, 100)):
+        h2_closed(rounds, paces_, url, 'pace serve', c, m, completed, note_errors)
 
 
 RATES = (30000, 50000, 70000, 90000)
@@ -704,13 +742,14 @@ def main():
         sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
     if PACE_BASE and not have(PACE_BASE):
         sys.exit(f'compare.py: no pace binary at PACE_BASE={PACE_BASE}')
-    if 'h2' in parts and not have(H2LOAD):
-        print('h2: skipped, no h2load (apt-get install nghttp2-client, or set H2LOAD)')
-        parts.remove('h2')
-        if not parts:
-            return
-    h2_base = bool(PACE_BASE) and 'h2' in parts and speaks_http2(PACE_BASE)
-    if PACE_BASE and 'h2' in parts and not h2_base:
+    for part in ('h2', 'h2-serve'):
+        if part in parts and not have(H2LOAD):
+            print(f'{part}: skipped, no h2load (apt-get install nghttp2-client, or set H2LOAD)')
+            parts.remove(part)
+    if not parts:
+        return
+    h2_base = bool(PACE_BASE) and {'h2', 'h2-serve'} & set(parts) and speaks_http2(PACE_BASE)
+    if PACE_BASE and {'h2', 'h2-serve'} & set(parts) and not h2_base:
         print(f'note: {PACE_BASE} (PACE_BASE) has no --http2: h2 without base')
     missing = missing_tools(parts)
     if missing:
@@ -749,6 +788,9 @@ def main():
         if 'rate-serve' in parts:
             with BuiltInServer() as url:
                 rate_per_core(args.rounds, url, 'pace serve')
+        if 'h2-serve' in parts:
+            with BuiltInServer() as url:
+                h2_serve(args.rounds, h2_base, url)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 
