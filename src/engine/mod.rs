@@ -168,9 +168,6 @@ struct Running<S> {
 }
 
 impl<'a> Engine<'a> {
-    /// Checks every origin (`places`: its target and resolved endpoint,
-    /// in the order of [`crate::config::origins::Origins`]) before the run
-    /// (see [`Origin::prepare`]; a signal heard by `stop` ends the checks).
     /// Over HTTP/2, the fewest concurrent streams per connection a server
     /// of the run allows, as the checks found (None: no limit, or not
     /// HTTP/2).
@@ -178,6 +175,9 @@ impl<'a> Engine<'a> {
         self.origins.iter().filter_map(|origin| origin.allowed_streams).min()
     }
 
+    /// Checks every origin (`places`: its target and resolved endpoint,
+    /// in the order of [`crate::config::origins::Origins`]) before the run
+    /// (see [`Origin::prepare`]; a signal heard by `stop` ends the checks).
     pub fn prepare(
         cfg: &'a BenchConfig,
         places: Vec<(Target, Endpoint)>,
