@@ -155,7 +155,7 @@ const WARNINGS: &[Part] = &[
     Item("all_failed", "No request got a 2xx or 3xx response. pace still exits 0, as wrk does: --slo 'errors<1%' makes such a run exit 4."),
     Item("client_certificate_refused", "Over https with --cert, most responses were 400: the server refused the certificate in HTTP (nginx: \"The SSL certificate error\"). Check that it trusts the issuer and that the certificate is valid now."),
     Item("proxy_closed_connections", "Read errors 'connection closed before the response' through a proxy in absolute form: the proxy closed connections it kept alive (tinyproxy does). They are the proxy's errors, not the server's."),
-    Item("generator_held_slots", "A closed loop kept at most 75% of its slots (connections, times streams over HTTP/2) busy on average while its busiest thread worked, or waited for a CPU, 90% of the time or more: the slots waited for pace, not for the server, so the figures measure pace. Add threads (-t), make the script cheaper, or ask for fewer slots."),
+    Item("generator_held_slots", "A closed loop kept at most 75% of its slots (connections, times streams over HTTP/2) busy on average over half a second or more while its busiest thread worked 90% of the time or more: the slots waited for pace, not for the server, so the figures measure pace. Add threads (-t), make the script cheaper, or ask for fewer slots."),
 ];
 
 /// What each exit status means, in full.
