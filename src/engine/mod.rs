@@ -571,7 +571,7 @@ pub(crate) mod fuzzing {
     pub(crate) use super::protocol::{
         CapturedResponse, Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict,
     };
-    pub(crate) use super::recorder::{PeriodChannel, Recorder, RecorderSetup};
+    pub(crate) use super::recorder::Recorder;
 }
 
 #[cfg(test)]

@@ -84,6 +84,28 @@ pub struct RecorderSetup {
     pub target_labels: Vec<Arc<str>>,
 }
 
+#[cfg(any(test, feature = "fuzzing"))]
+impl RecorderSetup {
+    /// Thread 0 of a closed loop, 3 digits, and nothing else recorded
+    /// apart (no periods, series, warm-up, stages or targets): for unit
+    /// tests and the fuzz targets.
+    pub fn plain(periods: PeriodChannel) -> RecorderSetup {
+        RecorderSetup {
+            thread: 0,
+            digits: 3,
+            paced: false,
+            batch_latency: false,
+            period_ns: None,
+            early_every_ns: None,
+            periods,
+            series_ns: None,
+            warmup_ns: 0,
+            stage_starts_ns: Vec::new(),
+            target_labels: Vec::new(),
+        }
+    }
+}
+
 pub struct Recorder {
     setup: RecorderSetup,
     /// Measurements of the current period.
@@ -113,6 +135,18 @@ pub struct Recorder {
 }
 
 impl Recorder {
+    /// A [`RecorderSetup::plain`] recorder that measures from time 0 and
+    /// hands its periods to nobody: for unit tests and the fuzz targets.
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn measuring_from_zero() -> Recorder {
+        let (to_collector, _) = std::sync::mpsc::channel();
+        let (_, recycled) = std::sync::mpsc::channel();
+        let mut recorder =
+            Recorder::new(RecorderSetup::plain(PeriodChannel { to_collector, recycled }));
+        recorder.start(0);
+        recorder
+    }
+
     pub fn new(setup: RecorderSetup) -> Recorder {
         let stats =
             Stats::with_parts(setup.digits, setup.stage_starts_ns.len(), &setup.target_labels);

@@ -2,10 +2,9 @@
 //! what a protocol delivers to, as the connection layer holds them.
 
 use std::collections::VecDeque;
-use std::sync::mpsc;
 
 use super::protocol::{CapturedResponse, Delivery, Protocol, Retry, Ticket, Verdict};
-use super::recorder::{PeriodChannel, Recorder, RecorderSetup};
+use super::recorder::Recorder;
 use crate::stats::Stats;
 
 /// What a protocol has delivered, and the recorder it recorded into.
@@ -20,22 +19,7 @@ impl<W> Delivered<W> {
     /// A recorder of a closed-loop run measured from time 0, with nothing
     /// delivered yet.
     pub fn new() -> Delivered<W> {
-        let (to_collector, _) = mpsc::channel();
-        let (_, recycled) = mpsc::channel();
-        let mut recorder = Recorder::new(RecorderSetup {
-            thread: 0,
-            digits: 3,
-            paced: false,
-            batch_latency: false,
-            period_ns: None,
-            early_every_ns: None,
-            periods: PeriodChannel { to_collector, recycled },
-            series_ns: None,
-            warmup_ns: 0,
-            stage_starts_ns: Vec::new(),
-            target_labels: Vec::new(),
-        });
-        recorder.start(0);
+        let recorder = Recorder::measuring_from_zero();
         Delivered { recorder, responses: Vec::new(), tickets: Vec::new(), retries: VecDeque::new() }
     }
 

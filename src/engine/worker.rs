@@ -671,19 +671,8 @@ mod tests {
         let source = Source::fixed(batches, 1, 0, Endpoint::Tcp(at), Order::Sequential);
         let (to_collector, periods) = mpsc::channel();
         let (_, recycled) = mpsc::channel();
-        let recorder = Recorder::new(RecorderSetup {
-            thread: 0,
-            digits: 3,
-            paced,
-            batch_latency: false,
-            period_ns: None,
-            early_every_ns: None,
-            periods: PeriodChannel { to_collector, recycled },
-            series_ns: None,
-            warmup_ns: 0,
-            stage_starts_ns: Vec::new(),
-            target_labels: Vec::new(),
-        });
+        let channel = PeriodChannel { to_collector, recycled };
+        let recorder = Recorder::new(RecorderSetup { paced, ..RecorderSetup::plain(channel) });
         let stop = Arc::new(AtomicBool::new(false));
         let hurry = Arc::new(AtomicBool::new(false));
         (Worker::new(run, connections, source, recorder, stop, hurry), periods)

@@ -6,12 +6,12 @@
 //! recorded by a real `Recorder`.
 
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
 use super::input::{cut, Input};
 use crate::engine::fuzzing::{
-    CapturedResponse, Context, Delivery, Http1, Http1Setup, Http1Wire, Outgoing, PeriodChannel,
-    Protocol, Recorder, RecorderSetup, Retry, Ticket, Verdict,
+    CapturedResponse, Context, Delivery, Http1, Http1Setup, Http1Wire, Outgoing, Protocol,
+    Recorder, Retry, Ticket, Verdict,
 };
 
 const MS: u64 = 1_000_000;
@@ -82,22 +82,7 @@ struct Client {
 
 impl Client {
     fn new(capture: bool) -> Client {
-        let (to_collector, _) = mpsc::channel();
-        let (_, recycled) = mpsc::channel();
-        let mut recorder = Recorder::new(RecorderSetup {
-            thread: 0,
-            digits: 3,
-            paced: false,
-            batch_latency: false,
-            period_ns: None,
-            early_every_ns: None,
-            periods: PeriodChannel { to_collector, recycled },
-            series_ns: None,
-            warmup_ns: 0,
-            stage_starts_ns: Vec::new(),
-            target_labels: Vec::new(),
-        });
-        recorder.start(0);
+        let recorder = Recorder::measuring_from_zero();
         Client {
             http1: Http1::new(&Http1Setup { capture }),
             recorder,

@@ -6,13 +6,13 @@
 //! with what it delivers recorded by a real `Recorder`.
 
 use std::collections::VecDeque;
-use std::sync::{mpsc, Arc};
+use std::sync::Arc;
 
 use super::frames::{frame, FrameReader, Op, Streams, SETTINGS, STATUSES};
 use super::input::{cut, Input};
 use crate::engine::fuzzing::{
-    CapturedResponse, Context, Delivery, Http2, Http2Setup, Http2Wire, Outgoing, PeriodChannel,
-    Protocol, Recorder, RecorderSetup, Retry, Ticket, Verdict,
+    CapturedResponse, Context, Delivery, Http2, Http2Setup, Http2Wire, Outgoing, Protocol,
+    Recorder, Retry, Ticket, Verdict,
 };
 
 /// The connection's number, in its tickets.
@@ -121,22 +121,7 @@ struct Client {
 
 impl Client {
     fn new(capture: bool, streams: usize, depth: usize, greets: bool) -> Client {
-        let (to_collector, _) = mpsc::channel();
-        let (_, recycled) = mpsc::channel();
-        let mut recorder = Recorder::new(RecorderSetup {
-            thread: 0,
-            digits: 3,
-            paced: false,
-            batch_latency: false,
-            period_ns: None,
-            early_every_ns: None,
-            periods: PeriodChannel { to_collector, recycled },
-            series_ns: None,
-            warmup_ns: 0,
-            stage_starts_ns: Vec::new(),
-            target_labels: Vec::new(),
-        });
-        recorder.start(0);
+        let recorder = Recorder::measuring_from_zero();
         Client {
             http2: Http2::new(&Http2Setup { capture, streams, depth }),
             recorder,
