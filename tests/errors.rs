@@ -7,7 +7,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use common::{
-    default_server, load_lock, pace, serve, serve_options, spawn_pace, stretched, url, Block,
+    default_server, load_lock, pace, serve, serve_options, spawn_pace, stretched, until_requests,
+    url, Block,
 };
 use pace::serve::ServeOptions;
 
@@ -59,11 +60,7 @@ fn requests_never_sent_to_a_dead_server_are_reported_and_slow() {
     let server = default_server();
     let target = url(server.addr(), "/");
     let running = spawn_pace(&["-t1", "-c4", "-d3s", "-R500", "-L", "-e", &target]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     thread::sleep(Duration::from_millis(500));
     let sent = server.stats().requests;
     server.stop();
@@ -126,11 +123,7 @@ fn server_dies_mid_run_reconnects_back_off() {
     // Once the run has begun (the first requests arrived), let it go on
     // for half a second, then the server dies: 2.5 s or less of the run
     // remain.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     thread::sleep(Duration::from_millis(500));
     let before = server.stats().requests;
     server.stop();
@@ -193,11 +186,7 @@ fn a_restarted_server_gets_the_plan() {
     let addr = first.addr();
     let target = url(addr, "/");
     let running = spawn_pace(&["-t1", "-c4", "-d4s", "-R200", "-U", &target]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while first.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&first, 1);
     thread::sleep(Duration::from_secs(1));
     let before = first.stats().requests;
     first.stop();

@@ -14,8 +14,8 @@ use serde_json::Value;
 const LIMIT: Duration = Duration::from_secs(30);
 
 use common::{
-    default_server, hdrh_available, load_lock, pace, python, serve, serve_options, spawn_pace, url,
-    Report, Run,
+    default_server, hdrh_available, load_lock, pace, python, serve, serve_options, spawn_pace,
+    until_requests, url, Report, Run,
 };
 
 /// Prints the total count and the value at each percentile (argv[2:]) of
@@ -249,11 +249,7 @@ fn hlog_is_complete_after_ctrl_c() {
         &target,
     ]);
     // Once the run has begun, let it go on for a few periods.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(std::time::Instant::now() < deadline, "no request reached the server in 10 s");
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     std::thread::sleep(Duration::from_millis(1300));
     running.signal(libc::SIGINT);
     let run = running.wait(Duration::from_secs(15));

@@ -6,7 +6,7 @@ mod common;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{default_server, load_lock, spawn_pace, url, Block};
+use common::{default_server, load_lock, spawn_pace, until_requests, url, Block};
 
 /// Starts a 20 s run, sends `signal` about 1 s after the first request
 /// reached the server and checks the early, complete report. Returns
@@ -18,11 +18,7 @@ fn interrupt(args: &[&str], signal: i32, name: &str) -> String {
     let mut args = args.to_vec();
     args.extend(["-d", "20s", &target]);
     let running = spawn_pace(&args);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     thread::sleep(Duration::from_secs(1));
     running.signal(signal);
     let signalled = Instant::now();

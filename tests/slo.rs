@@ -8,11 +8,14 @@
 mod common;
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use common::{default_server, load_lock, pace, serve, serve_options, spawn_pace, url, Block, Run};
+use common::{
+    default_server, load_lock, pace, serve, serve_options, spawn_pace, until_requests, url, Block,
+    Run,
+};
 use pace::serve::{ServeOptions, ServerHandle};
 
 const LIMIT: Duration = Duration::from_secs(15);
@@ -181,11 +184,7 @@ fn a_signal_wins_over_the_verdict() {
     let server = slow_server();
     let target = url(server.addr(), "/");
     let running = spawn_pace(&["-t1", "-c4", "-d20s", "-R50", "--slo", "p99<5ms", &target]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     thread::sleep(Duration::from_millis(500));
     running.signal(libc::SIGINT);
     let run = running.wait(LIMIT);

@@ -17,7 +17,9 @@ use std::path::Path;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use common::{default_server, load_lock, spawn_pace_with_env, stretched, url, Running};
+use common::{
+    default_server, load_lock, spawn_pace_with_env, stretched, until_requests, url, Running,
+};
 use pace::serve::ServerHandle;
 
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/stuck.lua");
@@ -33,11 +35,7 @@ fn start(stuck: &str, duration: &str, extra: &[&str]) -> (Running, ServerHandle)
     args.extend(extra);
     args.push(&target);
     let running = spawn_pace_with_env(&args, &[("PACE_TEST_STUCK", stuck)]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     (running, server)
 }
 

@@ -7,9 +7,9 @@
 mod common;
 
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::{load_lock, serve, serve_options, spawn_pace, url, Block};
+use common::{load_lock, serve, serve_options, spawn_pace, until_requests, url, Block};
 use pace::serve::ServeOptions;
 use serde_json::Value;
 
@@ -118,15 +118,6 @@ fn requests_alone_bound_the_closed_loop() {
     report.assert_rate_is_requests_over_runtime();
     assert!(report.runtime_s() >= 1.6, "{run}");
     assert!(!run.stderr.contains("Lua"), "{run}");
-}
-
-/// Waits until the server has seen `n` requests (10 s at most).
-fn until_requests(server: &pace::serve::ServerHandle, n: u64) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests < n {
-        assert!(Instant::now() < deadline, "the requests never reached the server");
-        thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// Ctrl-C stops a healthy run: the requests in flight answer and count,

@@ -8,11 +8,11 @@ mod common;
 
 use std::fs;
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
-use common::{default_server, load_lock, pace, spawn_pace, url, Run};
+use common::{default_server, load_lock, pace, spawn_pace, until_requests, url, Run};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -80,11 +80,7 @@ fn a_saved_text_report_says_the_run_was_stopped() {
     let saved = dir.path().join("report.txt");
     let running =
         spawn_pace(&["-t1", "-c2", "-R200", "-d20s", "-o", saved.to_str().unwrap(), &target]);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while server.stats().requests == 0 {
-        assert!(Instant::now() < deadline, "no request reached the server in 10 s");
-        thread::sleep(Duration::from_millis(5));
-    }
+    until_requests(&server, 1);
     thread::sleep(Duration::from_millis(500));
     running.signal(libc::SIGINT);
     let run = running.wait(Duration::from_secs(15));

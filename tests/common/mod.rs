@@ -479,6 +479,16 @@ pub fn serve_options() -> ServeOptions {
     ServeOptions { bind: "127.0.0.1:0".parse().unwrap(), ..ServeOptions::default() }
 }
 
+/// Waits until `server` has seen `n` requests (10 s at most, stretched by
+/// `PACE_TEST_SLACK`): a run has begun once its first request arrived.
+pub fn until_requests(server: &ServerHandle, n: u64) {
+    let deadline = Instant::now() + stretched(Duration::from_secs(10));
+    while server.stats().requests < n {
+        assert!(Instant::now() < deadline, "{n} requests never reached the server");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// The built-in server with default options on a free loopback port.
 pub fn default_server() -> ServerHandle {
     serve(serve_options())
