@@ -1,10 +1,12 @@
 //! HTTP/2 (`--http2`, and `pace serve` on the same port as HTTP/1.1):
 //! nghttp2's session API behind a safe wrapper ([`session`]), requests
 //! written as HTTP/1.1 text turned into HTTP/2 header blocks
-//! ([`request`]), and the check before a run ([`check`]). The client's
+//! ([`request`]), the check before a run ([`check`]), and the memory
+//! nghttp2 allocates per session ([`pool`]). The client's
 //! exchanges are in `engine/http2.rs`, the server's in `serve/`.
 
 pub mod check;
+mod pool;
 pub mod request;
 pub mod session;
 

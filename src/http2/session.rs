@@ -1,7 +1,8 @@
 //! An HTTP/2 session: nghttp2's session API (the C library h2load is built
 //! on, vendored and compiled by `libnghttp2-sys`), for the client and the
-//! built-in server alike. This is the only module with unsafe code for
-//! HTTP/2; what it offers is safe.
+//! built-in server alike. This and the session's allocator ([`super::pool`])
+//! are the only modules with unsafe code for HTTP/2; what they offer is
+//! safe.
 //!
 //! nghttp2 does no I/O here. [`Session::receive`] takes the bytes of one
 //! read and nghttp2 calls back, synchronously, for everything in them: the
@@ -25,6 +26,8 @@ use std::ptr;
 use std::sync::Arc;
 
 use libnghttp2_sys as ng;
+
+use super::pool::Pool;
 
 /// Flow-control windows, for streams and for the connection, as large as
 /// h2load's (`-w 30 -W 30`): a 64 KiB default window would cap the
@@ -187,6 +190,10 @@ pub struct Session {
     /// callbacks, takes a reference from the pointer for its own duration
     /// ([`Session::state`], [`Session::state_mut`], [`state`]).
     state: *mut State,
+    /// The memory nghttp2 allocates for this session, owned through this
+    /// pointer as the state is (`Box::into_raw` in [`Session::new`], freed
+    /// in `Drop` after the session); only nghttp2 uses it.
+    pool: *mut Pool,
     /// Scratch for the header fields of a submit, reused.
     nva: Vec<ng::nghttp2_nv>,
 }
@@ -212,13 +219,17 @@ impl Session {
             failure: None,
             kept_body: None,
         }));
-        // From here on, Drop frees the state (and the session once made).
-        let mut session = Session { raw: ptr::null_mut(), state, nva: Vec::new() };
+        let pool = Box::into_raw(Box::new(Pool::new()));
+        // From here on, Drop frees the state and the pool (and the session
+        // once made).
+        let mut session = Session { raw: ptr::null_mut(), state, pool, nva: Vec::new() };
         let user_data = session.state;
-        // SAFETY: the callbacks and the option are made, used and freed
-        // here (the session copies them). `user_data` is the state's own
-        // pointer, which outlives the session (freed after it in Drop).
+        // SAFETY: the callbacks, the option and the allocator are made,
+        // used and freed here (the session copies them). `user_data` and
+        // the pool are their own pointers, which outlive the session
+        // (freed after it in Drop).
         let rv = unsafe {
+            let mut mem = Pool::allocator(pool);
             let mut callbacks = ptr::null_mut();
             let mut option = ptr::null_mut();
             if ng::nghttp2_session_callbacks_new(&mut callbacks) != 0
@@ -250,14 +261,14 @@ impl Session {
                     callbacks,
                     user_data.cast(),
                     option,
-                    ptr::null_mut(),
+                    &mut mem,
                 ),
                 Role::Server { .. } => ng::nghttp2_session_server_new3(
                     &mut session.raw,
                     callbacks,
                     user_data.cast(),
                     option,
-                    ptr::null_mut(),
+                    &mut mem,
                 ),
             };
             ng::nghttp2_session_callbacks_del(callbacks);
@@ -565,8 +576,9 @@ impl Drop for Session {
             unsafe { ng::nghttp2_session_del(self.raw) };
         }
         // SAFETY: made by Box::into_raw in `new`, freed only here, and
-        // nghttp2, which held it too, is gone.
+        // nghttp2, which held them too, is gone.
         drop(unsafe { Box::from_raw(self.state) });
+        drop(unsafe { Box::from_raw(self.pool) });
     }
 }
 
@@ -700,7 +712,8 @@ unsafe extern "C" fn on_header(
     let (name, value) =
         (std::slice::from_raw_parts(name, namelen), std::slice::from_raw_parts(value, valuelen));
     let capture = state.capture || matches!(state.role, Role::Server { .. });
-    let Some(message) = slot_of(session, hd.stream_id).and_then(|slot| state.message(slot)) else {
+    let Some(message) = slot_of(session, hd.stream_id).and_then(|slot| state.message(slot))
+    else {
         return 0;
     };
     if name == b":status" {
@@ -761,7 +774,9 @@ unsafe extern "C" fn on_frame(
             state.events.push(Event::Settings);
         }
         ng::NGHTTP2_RST_STREAM => {
-            if let Some(message) = slot_of(session, hd.stream_id).and_then(|s| state.message(s)) {
+            if let Some(message) =
+                slot_of(session, hd.stream_id).and_then(|s| state.message(s))
+            {
                 message.reset_by_peer = true;
             }
         }
