@@ -194,9 +194,11 @@ def paced_run(cmd, rate, port=PORT, h2=False):
 
 
 def median_table(title, rows):
+    def cell(value):  # small figures (microseconds per request) need two decimals
+        return f'{value:.2f}' if abs(value) < 10 else f'{value:.1f}'
     print(f'\n== {title}')
     for name, samples in rows.items():
-        cells = '  '.join(f'{k}={statistics.median(v):.1f}' for k, v in samples.items() if v)
+        cells = '  '.join(f'{k}={cell(statistics.median(v))}' for k, v in samples.items() if v)
         print(f'  {name:6} {cells}')
 
 

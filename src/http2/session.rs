@@ -157,6 +157,12 @@ struct State {
     /// How much of a captured body to keep, given its message so far
     /// ([`Session::keep_bodies_up_to`]); None: all of it.
     kept_body: Option<fn(&Message) -> usize>,
+    /// The stream looked up last, and its slot. A response's header
+    /// fields, body and end come one after another for one stream, and a
+    /// lookup in nghttp2's stream map costs more than handling a field.
+    /// A stream keeps its slot until it closes, and its id is never used
+    /// again in the session.
+    recent: Option<(i32, usize)>,
 }
 
 impl State {
@@ -218,6 +224,7 @@ impl Session {
             complaint: None,
             failure: None,
             kept_body: None,
+            recent: None,
         }));
         let pool = Box::into_raw(Box::new(Pool::new()));
         // From here on, Drop frees the state and the pool (and the session
@@ -646,8 +653,19 @@ unsafe fn state<'a>(user_data: *mut c_void) -> &'a mut State {
 /// The slot of `stream_id` (its user data).
 ///
 /// SAFETY (callers): a live session.
-unsafe fn slot_of(session: *mut ng::nghttp2_session, stream_id: i32) -> Option<usize> {
-    State::slot_of(ng::nghttp2_session_get_stream_user_data(session, stream_id))
+unsafe fn slot_of(
+    session: *mut ng::nghttp2_session,
+    state: &mut State,
+    stream_id: i32,
+) -> Option<usize> {
+    if let Some((recent, slot)) = state.recent {
+        if recent == stream_id {
+            return Some(slot);
+        }
+    }
+    let slot = State::slot_of(ng::nghttp2_session_get_stream_user_data(session, stream_id))?;
+    state.recent = Some((stream_id, slot));
+    Some(slot)
 }
 
 /// A header block begins: a server's new request gets a slot; a client's
@@ -674,9 +692,10 @@ unsafe extern "C" fn on_begin_headers(
                 state.free.push(slot);
                 return ng::NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
             }
+            state.recent = Some((headers.hd.stream_id, slot));
         }
         Role::Client => {
-            let slot = slot_of(session, headers.hd.stream_id);
+            let slot = slot_of(session, state, headers.hd.stream_id);
             if let (Some(slot), ng::NGHTTP2_HCAT_RESPONSE) = (slot, headers.cat) {
                 state.events.push(Event::Response { slot, stream_id: headers.hd.stream_id });
             }
@@ -712,7 +731,7 @@ unsafe extern "C" fn on_header(
     let (name, value) =
         (std::slice::from_raw_parts(name, namelen), std::slice::from_raw_parts(value, valuelen));
     let capture = state.capture || matches!(state.role, Role::Server { .. });
-    let Some(message) = slot_of(session, hd.stream_id).and_then(|slot| state.message(slot))
+    let Some(message) = slot_of(session, state, hd.stream_id).and_then(|slot| state.message(slot))
     else {
         return 0;
     };
@@ -742,7 +761,7 @@ unsafe extern "C" fn on_data_chunk(
     let state = state(user_data);
     let capture = state.capture || matches!(state.role, Role::Server { .. });
     let kept_body = state.kept_body;
-    if let Some(message) = slot_of(session, stream_id).and_then(|slot| state.message(slot)) {
+    if let Some(message) = slot_of(session, state, stream_id).and_then(|slot| state.message(slot)) {
         message.body_len += len as u64;
         if capture {
             let limit = kept_body.map_or(usize::MAX, |limit| limit(message));
@@ -775,13 +794,13 @@ unsafe extern "C" fn on_frame(
         }
         ng::NGHTTP2_RST_STREAM => {
             if let Some(message) =
-                slot_of(session, hd.stream_id).and_then(|s| state.message(s))
+                slot_of(session, state, hd.stream_id).and_then(|s| state.message(s))
             {
                 message.reset_by_peer = true;
             }
         }
         ng::NGHTTP2_HEADERS | ng::NGHTTP2_DATA if end_stream => {
-            if let Some(slot) = slot_of(session, hd.stream_id) {
+            if let Some(slot) = slot_of(session, state, hd.stream_id) {
                 if let Some(message) = state.message(slot) {
                     message.ended = true;
                 }
@@ -834,7 +853,8 @@ unsafe extern "C" fn on_stream_close(
     user_data: *mut c_void,
 ) -> i32 {
     let state = state(user_data);
-    if let Some(slot) = slot_of(session, stream_id) {
+    if let Some(slot) = slot_of(session, state, stream_id) {
+        state.recent = None;
         if let Some(body) = state.bodies.get_mut(slot) {
             *body = None;
         }
@@ -857,7 +877,7 @@ unsafe extern "C" fn read_body(
     user_data: *mut c_void,
 ) -> ng::nghttp2_ssize {
     let state = state(user_data);
-    let body = slot_of(session, stream_id).and_then(|slot| state.bodies.get_mut(slot));
+    let body = slot_of(session, state, stream_id).and_then(|slot| state.bodies.get_mut(slot));
     let Some(Some(body)) = body else {
         *data_flags |= ng::NGHTTP2_DATA_FLAG_EOF;
         return 0;
