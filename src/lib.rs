@@ -25,6 +25,7 @@ mod error;
 mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
+mod grpc;
 mod http;
 mod http2;
 mod limits;

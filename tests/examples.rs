@@ -170,6 +170,10 @@ fn write_fixtures(dir: &Path, servers: &Servers, certificate_pem: &str) {
     fs::create_dir_all(dir.join("bodies")).unwrap();
     fs::write(dir.join("bodies/item.json"), "{\"name\":\"pace\"}").unwrap();
     fs::write(dir.join("thing.json"), "{\"a\":1}").unwrap();
+    let echo = "syntax = \"proto3\"; package demo;\n\
+                service Echo { rpc Say (Note) returns (Note); }\n\
+                message Note { string text = 1; }\n";
+    fs::write(dir.join("echo.proto"), echo).unwrap();
     for name in ["serve.pem", "ca.pem", "cert.pem"] {
         fs::write(dir.join(name), certificate_pem).unwrap();
     }

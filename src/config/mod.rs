@@ -128,6 +128,9 @@ pub struct BenchConfig {
     /// `--streams`: requests in flight on one HTTP/2 connection at once
     /// (1 over HTTP/1.1).
     pub streams: usize,
+    /// `--grpc`: the requests are calls of this method
+    /// (`package.Service/Method`), over HTTP/2.
+    pub grpc: Option<String>,
     /// `--proxy`: the proxy the run goes through, or why `--proxy env`
     /// found none (None: no `--proxy`, the run goes direct).
     pub proxy: Option<Route>,
@@ -170,6 +173,7 @@ impl BenchConfig {
             streams: 1,
             proxy: None,
             reach: Reach::default(),
+            grpc: None,
             provenance: None,
         }
     }

@@ -76,6 +76,9 @@ pub struct Http2Setup {
     pub streams: usize,
     /// Requests per batch (one stream each).
     pub depth: usize,
+    /// The requests are gRPC calls: a response's outcome is its
+    /// `grpc-status`.
+    pub grpc: bool,
 }
 
 /// A batch in flight on a slot.
@@ -91,6 +94,7 @@ struct Slot {
 pub struct Http2 {
     session: Option<Session>,
     capture: bool,
+    grpc: bool,
     /// Requests per batch (one stream each).
     depth: usize,
     /// `--streams`: streams wanted per connection.
@@ -130,6 +134,7 @@ impl Protocol for Http2 {
         Http2 {
             session: None,
             capture: setup.capture,
+            grpc: setup.grpc,
             depth: setup.depth.max(1),
             streams: setup.streams.max(1),
             slots: 0,
@@ -549,6 +554,10 @@ impl Http2 {
         let (status, reset_by_peer, ended) = session
             .message(stream_slot)
             .map_or((0, false, false), |m| (m.status, m.reset_by_peer, m.ended));
+        let outcome = match self.grpc {
+            true => session.message(stream_slot).map_or(Err(NotGrpc::NoStatus), grpc_outcome),
+            false => Ok(Outcome::Http(status)),
+        };
         // An interim (1xx) status, or a stream closed before the server's
         // END_STREAM, is not a whole response.
         let complete = code == session::NO_ERROR && status >= 200 && ended;
@@ -561,9 +570,15 @@ impl Http2 {
         let refused_by_goaway = self.goaway.is_some_and(|last| stream_id > last)
             && code == session::REFUSED_STREAM
             && !reset_by_peer;
-        if complete {
+        if let (true, Err(not_grpc)) = (complete, outcome) {
+            // A whole response, but no gRPC call's: a proxy's error page,
+            // a server that does not speak gRPC on this path.
             self.completed += 1;
-            out.response(exchange, now, Outcome::Http(status), last_of_batch, captured);
+            out.error(ErrorKind::Read, &not_grpc.in_words(status));
+            out.recorder.lost(state.batch.target);
+        } else if let (true, Ok(outcome)) = (complete, outcome) {
+            self.completed += 1;
+            out.response(exchange, now, outcome, last_of_batch, captured);
             out.succeeded();
         } else if code == session::NO_ERROR && ended {
             out.error(ErrorKind::Read, "HTTP/2 response without :status");
@@ -608,6 +623,42 @@ impl Http2 {
         if self.accepting() {
             out.ready(self.generation, now);
         }
+    }
+}
+
+/// Why a whole response is no gRPC call's.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum NotGrpc {
+    /// Its HTTP status is not 200 (with a gRPC status it would still be
+    /// a call's: gRPC servers answer every call with 200).
+    HttpStatus,
+    /// Its `content-type` is not gRPC's.
+    ContentType,
+    /// It ended without a `grpc-status`.
+    NoStatus,
+}
+
+impl NotGrpc {
+    /// The cause, one per kind (and HTTP status).
+    fn in_words(self, status: u16) -> String {
+        match self {
+            NotGrpc::HttpStatus => format!("not a gRPC response: HTTP status {status}"),
+            NotGrpc::ContentType => {
+                "not a gRPC response: its content-type is not application/grpc".into()
+            }
+            NotGrpc::NoStatus => "gRPC response without grpc-status".into(),
+        }
+    }
+}
+
+/// A gRPC call's outcome: the `grpc-status` of a response that is a
+/// gRPC call's.
+fn grpc_outcome(message: &Message) -> Result<Outcome, NotGrpc> {
+    match (message.status, message.grpc_content, message.grpc_status) {
+        (200, true, Some(code)) => Ok(Outcome::Grpc(code)),
+        (200, true, None) => Err(NotGrpc::NoStatus),
+        (200, false, _) => Err(NotGrpc::ContentType),
+        _ => Err(NotGrpc::HttpStatus),
     }
 }
 

@@ -506,7 +506,7 @@ impl Speaks for Http1 {
 
 impl Speaks for Http2 {
     fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Http2Setup {
-        Http2Setup { capture, streams: cfg.streams, depth }
+        Http2Setup { capture, streams: cfg.streams, depth, grpc: cfg.grpc.is_some() }
     }
 }
 

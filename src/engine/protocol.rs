@@ -259,7 +259,11 @@ impl<'a, W> Delivery<'a, W> {
     ) {
         self.recorder.response(exchange, arrived, outcome, last_of_batch);
         if let Some(captured) = captured {
-            let Outcome::Http(status) = outcome;
+            // A gRPC call's HTTP status: a call with a status is an HTTP 200.
+            let status = match outcome {
+                Outcome::Http(status) => status,
+                Outcome::Grpc(_) => 200,
+            };
             self.responses.push(CapturedResponse { status, captured });
         }
     }

@@ -28,6 +28,7 @@ use std::sync::Arc;
 use libnghttp2_sys as ng;
 
 use super::pool::Pool;
+use crate::grpc;
 
 /// Flow-control windows, for streams and for the connection, as large as
 /// h2load's (`-w 30 -W 30`): a 64 KiB default window would cap the
@@ -78,6 +79,11 @@ pub struct Message {
     /// whole. A stream that closes without it (a `RST_STREAM` with
     /// `NO_ERROR` mid-body) carried only part of one.
     pub ended: bool,
+    /// The `grpc-status` of a gRPC response (in its trailers, or its only
+    /// header block), noted whether or not the session captures.
+    pub grpc_status: Option<u8>,
+    /// Its `content-type` is gRPC's (`application/grpc`, `+proto`...).
+    pub grpc_content: bool,
     /// The size of `fields` as a header list ([`MAX_HEADER_LIST`]).
     header_list_size: usize,
 }
@@ -139,6 +145,9 @@ impl Body {
     }
 }
 
+/// Header fields sent after a body (a gRPC response's `grpc-status`).
+pub type Trailers = &'static [(&'static [u8], &'static [u8])];
+
 /// What the callbacks write into (the session's user data).
 struct State {
     role: Role,
@@ -146,6 +155,8 @@ struct State {
     messages: Vec<Message>,
     /// The body each slot is sending.
     bodies: Vec<Option<Body>>,
+    /// The trailers each slot sends after its body.
+    trailers: Vec<Option<Trailers>>,
     /// Server: slots free for new requests.
     free: Vec<usize>,
     events: Vec<Event>,
@@ -180,6 +191,7 @@ impl State {
         if slot >= self.messages.len() {
             self.messages.resize_with(slot + 1, Message::default);
             self.bodies.resize_with(slot + 1, || None);
+            self.trailers.resize_with(slot + 1, || None);
         }
     }
 }
@@ -219,6 +231,7 @@ impl Session {
             capture,
             messages: Vec::new(),
             bodies: Vec::new(),
+            trailers: Vec::new(),
             free: Vec::new(),
             events: Vec::new(),
             complaint: None,
@@ -381,6 +394,8 @@ impl Session {
             message.body_len = 0;
             message.reset_by_peer = false;
             message.ended = false;
+            message.grpc_status = None;
+            message.grpc_content = false;
         }
     }
 
@@ -421,18 +436,23 @@ impl Session {
     }
 
     /// Server: queues the response to the request of `slot` (stream
-    /// `stream_id`), with these header fields (`:status` first) and body.
+    /// `stream_id`), with these header fields (`:status` first), body and
+    /// trailers after the body.
     pub fn submit_response<'f>(
         &mut self,
         stream_id: i32,
         slot: usize,
         fields: impl IntoIterator<Item = (&'f [u8], &'f [u8])>,
         body: Option<Body>,
+        trailers: Option<Trailers>,
     ) -> Result<(), String> {
         let state = self.state_mut();
         state.make_room(slot);
         let has_body = body.is_some();
         state.bodies[slot] = body;
+        // Trailers follow a body: without one they would be a second
+        // header block on a stream already ended.
+        state.trailers[slot] = trailers.filter(|_| has_body);
         self.fill_nva(fields);
         let provider = data_provider(slot);
         // SAFETY: as in submit_request.
@@ -735,8 +755,14 @@ unsafe extern "C" fn on_header(
     else {
         return 0;
     };
-    if name == b":status" {
-        message.status = std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+    match name {
+        b":status" => {
+            message.status =
+                std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
+        }
+        b"grpc-status" => message.grpc_status = Some(grpc::status::parse(value)),
+        b"content-type" => message.grpc_content = value.starts_with(b"application/grpc"),
+        _ => {}
     }
     if capture {
         message.header_list_size += name.len() + value.len() + FIELD_OVERHEAD;
@@ -858,6 +884,9 @@ unsafe extern "C" fn on_stream_close(
         if let Some(body) = state.bodies.get_mut(slot) {
             *body = None;
         }
+        if let Some(trailers) = state.trailers.get_mut(slot) {
+            *trailers = None;
+        }
         state.events.push(Event::Closed { slot, stream_id, code: error_code });
         if matches!(state.role, Role::Server { .. }) {
             state.free.push(slot);
@@ -885,6 +914,23 @@ unsafe extern "C" fn read_body(
     let (n, done) = body.fill(std::slice::from_raw_parts_mut(buf, length));
     if done {
         *data_flags |= ng::NGHTTP2_DATA_FLAG_EOF;
+        let trailers = slot_of(session, state, stream_id).and_then(|slot| state.trailers.get(slot));
+        if let Some(Some(trailers)) = trailers {
+            // The trailers end the stream, not the last DATA frame.
+            let nva: Vec<ng::nghttp2_nv> = trailers
+                .iter()
+                .map(|(name, value)| ng::nghttp2_nv {
+                    name: name.as_ptr().cast_mut(),
+                    value: value.as_ptr().cast_mut(),
+                    namelen: name.len(),
+                    valuelen: value.len(),
+                    flags: ng::NGHTTP2_NV_FLAG_NONE as u8,
+                })
+                .collect();
+            if ng::nghttp2_submit_trailer(session, stream_id, nva.as_ptr(), nva.len()) == 0 {
+                *data_flags |= ng::NGHTTP2_DATA_FLAG_NO_END_STREAM;
+            }
+        }
     }
     n as ng::nghttp2_ssize
 }
@@ -926,7 +972,7 @@ mod tests {
             let len = echo.len();
             let fields: [(&[u8], &[u8]); 2] = [(b":status", b"200"), (b"x-path", &path)];
             let body = Body::Bytes { bytes: echo, start: 0, end: len };
-            server.submit_response(stream_id, slot, fields, Some(body)).unwrap();
+            server.submit_response(stream_id, slot, fields, Some(body), None).unwrap();
         }
     }
 

@@ -24,6 +24,7 @@ use crate::config::targets::TargetsOrder;
 use crate::config::{Mode, Shard};
 use crate::description::reached::{OriginReach, Reached};
 use crate::description::Description;
+use crate::grpc::status;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::protocol::Protocol;
 use crate::reach::Family;
@@ -359,6 +360,11 @@ fn measured(report: &Report) -> Result<Stats, String> {
     stats.bytes = count("bytes", report.bytes)?;
     stats.errors = errors("errors", &Errors::from(&report.errors))?;
     stats.outcomes = outcomes("status_codes", &report.status_codes)?;
+    for (name, &n) in &report.grpc_codes {
+        let code = status::from_name(name)
+            .ok_or_else(|| format!("grpc_codes: {name} is not a gRPC status code"))?;
+        stats.outcomes.add(Outcome::Grpc(code), count("grpc_codes", n)?);
+    }
     for (cause, n) in &report.error_causes {
         stats.error_causes.insert(cause.clone(), count("error_causes", *n)?);
     }

@@ -17,6 +17,7 @@ use hdrhistogram::Histogram;
 use super::ReportOptions;
 use crate::config::Mode;
 use crate::description::Description;
+use crate::grpc::status;
 use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
@@ -407,8 +408,15 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
             e.stopped
         )?;
     }
-    if e.status > 0 {
-        writeln!(out, "  Non-2xx or 3xx responses: {}", e.status)?;
+    // gRPC calls that failed are counted by their code, in a line of
+    // their own: they are no HTTP response's failure.
+    let grpc_failed: u64 =
+        stats.outcomes.grpc().filter(|&(code, _)| code != status::OK).map(|(_, n)| n).sum();
+    if e.status > grpc_failed {
+        writeln!(out, "  Non-2xx or 3xx responses: {}", e.status - grpc_failed)?;
+    }
+    if grpc_failed > 0 {
+        writeln!(out, "  gRPC calls not OK: {grpc_failed}")?;
     }
     if stats.nil_requests > 0 {
         writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
@@ -450,9 +458,14 @@ fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()>
 /// words, so a run that got nothing but `200 OK` (the common case) keeps
 /// wrk's report exactly; a mix, or any other status, is worth the line.
 fn write_statuses(out: &mut dyn Write, outcomes: &Outcomes) -> io::Result<()> {
+    let codes: Vec<String> =
+        outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code))).collect();
+    if !codes.is_empty() {
+        writeln!(out, "  gRPC status: {}", codes.join(", "))?;
+    }
     let statuses: Vec<(u16, u64)> = outcomes.http().collect();
     let all_one_success =
-        statuses.len() <= 1 && statuses.iter().all(|(status, _)| (200..300).contains(status));
+        statuses.len() <= 1 && statuses.iter().all(|(code, _)| (200..300).contains(code));
     if all_one_success {
         return Ok(());
     }

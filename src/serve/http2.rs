@@ -30,6 +30,7 @@ use super::endpoint::{self, Endpoint};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
+use crate::grpc;
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
 use crate::http2::session::{self, Event, Role, Session};
@@ -192,9 +193,21 @@ impl Http2Conn {
             match event {
                 Event::Request { slot, stream_id } => {
                     let message = self.session.take_message(slot);
-                    let request = request(&message);
-                    requests += u64::from(request.endpoint != Endpoint::Stats);
-                    let response = answer(request, message.body_len, now, shared);
+                    let response = match grpc_call(&message) {
+                        Some(status) => {
+                            requests += 1;
+                            // A message larger than an echo keeps is not
+                            // echoed cut short.
+                            let kept = message.body_len == message.body.len() as u64;
+                            let status = if kept { status } else { RESOURCE_EXHAUSTED };
+                            Response::grpc(status, message.body, now, shared)
+                        }
+                        None => {
+                            let request = request(&message);
+                            requests += u64::from(request.endpoint != Endpoint::Stats);
+                            answer(request, message.body_len, now, shared)
+                        }
+                    };
                     self.pending.push(Pending { stream_id, slot, response });
                 }
                 Event::Closed { stream_id, .. } => {
@@ -244,6 +257,9 @@ impl Http2Conn {
         let length = length.map(|n| n.to_string());
         let mut fields: Vec<(&[u8], &[u8])> =
             vec![(b":status", status.as_bytes()), (b"server", b"pace")];
+        if let Some(code) = response.grpc {
+            return self.submit_grpc(stream_id, slot, fields, code, body);
+        }
         match response.body {
             Body::None | Body::Interim => {}
             Body::Stats => fields.push((b"content-type", b"application/json")),
@@ -256,7 +272,37 @@ impl Http2Conn {
             fields.push((b"x-token", endpoint::TOKEN.as_bytes()));
         }
         let body = body.filter(|_| !response.head_only);
-        self.session.submit_response(stream_id, slot, fields, body).map_err(io::Error::other)
+        self.session.submit_response(stream_id, slot, fields, body, None).map_err(io::Error::other)
+    }
+
+    /// A gRPC call's answer: OK with the reply message and the status in
+    /// trailers; any other status in the headers alone (gRPC's
+    /// trailers-only response).
+    fn submit_grpc(
+        &mut self,
+        stream_id: i32,
+        slot: usize,
+        fields: Vec<(&[u8], &[u8])>,
+        code: u8,
+        body: Option<session::Body>,
+    ) -> io::Result<()> {
+        let code_text = code.to_string();
+        let grpc_fields = [(&b"content-type"[..], &b"application/grpc"[..])];
+        let status_field = [(&b"grpc-status"[..], code_text.as_bytes())];
+        let fields = fields.into_iter().chain(grpc_fields);
+        let submitted = match code {
+            grpc::status::OK => {
+                self.session.submit_response(stream_id, slot, fields, body, Some(GRPC_OK))
+            }
+            _ => self.session.submit_response(
+                stream_id,
+                slot,
+                fields.chain(status_field),
+                None,
+                None,
+            ),
+        };
+        submitted.map_err(io::Error::other)
     }
 
     /// Writes the frames the session has, until done or the socket is full.
@@ -284,6 +330,26 @@ impl Http2Conn {
     }
 }
 
+/// The status of a call whose message is too large to echo.
+const RESOURCE_EXHAUSTED: u8 = 8;
+
+/// The trailers of an OK gRPC answer.
+const GRPC_OK: session::Trailers = &[(b"grpc-status", b"0")];
+
+/// The metadata a call sends to be answered with that status instead of
+/// its message (`-H 'pace-grpc-status: 14'`: UNAVAILABLE).
+const ASKED_STATUS: &[u8] = b"pace-grpc-status";
+
+/// A gRPC call (its content-type is gRPC's): the status to answer it
+/// with, OK unless the call asked for another. None: not a gRPC call.
+fn grpc_call(message: &session::Message) -> Option<u8> {
+    let content_type = field(message, b"content-type")?;
+    if !content_type.starts_with(b"application/grpc") {
+        return None;
+    }
+    Some(field(message, ASKED_STATUS).map_or(grpc::status::OK, grpc::status::parse))
+}
+
 /// The value of the header field `name` (the first, if repeated).
 fn field<'m>(message: &'m session::Message, name: &[u8]) -> Option<&'m [u8]> {
     message.fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..])
@@ -298,7 +364,7 @@ fn endpoint(message: &session::Message) -> Endpoint {
 /// `/echo` uses one, up to HTTP/1.1's bound (one byte more would be a
 /// 413 anyway); of the rest of the body only its length is counted.
 fn kept_body(message: &session::Message) -> usize {
-    if endpoint(message) == Endpoint::Echo {
+    if endpoint(message) == Endpoint::Echo || grpc_call(message).is_some() {
         MAX_ECHO_BODY
     } else {
         0

@@ -46,6 +46,10 @@ pub(super) struct Response {
     pub head_only: bool,
     /// Adds `X-Token` (the `/auth` response).
     pub token: bool,
+    /// A gRPC call's answer (over HTTP/2 only): its status; an OK one
+    /// carries the body (`Echo`: the request's message) and the status in
+    /// trailers, any other only the status.
+    pub grpc: Option<u8>,
 }
 
 #[derive(Debug)]
@@ -70,7 +74,18 @@ pub(super) enum Body {
 
 impl Response {
     fn new(due_ns: u64, status: u16, body: Body, connection: Connection) -> Response {
-        Response { due_ns, status, body, connection, head_only: false, token: false }
+        Response { due_ns, status, body, connection, head_only: false, token: false, grpc: None }
+    }
+
+    /// The answer to a gRPC call (any method): its request `message`
+    /// echoed with OK, or `status` alone, due as every answer.
+    pub(super) fn grpc(status: u8, message: Vec<u8>, now: u64, shared: &Shared) -> Response {
+        let body = Body::Echo(message);
+        let connection = Connection::KeepAlive;
+        Response {
+            grpc: Some(status),
+            ..Response::new(shared.due_time(now, 0), 200, body, connection)
+        }
     }
 
     /// `100 Continue`, written as soon as the responses before it.

@@ -47,12 +47,13 @@ pub fn sample_mean_stdev(samples: &[f64]) -> (f64, f64) {
     (mean, stdev)
 }
 
-/// How a completed response ended: what the protocol says of it (an HTTP
-/// status today; a gRPC call's status has room here).
+/// How a completed response ended: what the protocol says of it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Outcome {
     /// An HTTP response's status code.
     Http(u16),
+    /// A gRPC call's status code (its `grpc-status`, `crate::grpc::status`).
+    Grpc(u8),
 }
 
 impl Outcome {
@@ -62,6 +63,7 @@ impl Outcome {
     pub fn is_error(self) -> bool {
         match self {
             Outcome::Http(status) => status > 399,
+            Outcome::Grpc(code) => code != crate::grpc::status::OK,
         }
     }
 }
@@ -106,8 +108,17 @@ impl Outcomes {
 
     /// The HTTP statuses seen, in order, with their counts.
     pub fn http(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
-        self.iter().map(|(outcome, n)| match outcome {
-            Outcome::Http(status) => (status, n),
+        self.iter().filter_map(|(outcome, n)| match outcome {
+            Outcome::Http(status) => Some((status, n)),
+            Outcome::Grpc(_) => None,
+        })
+    }
+
+    /// The gRPC status codes seen, in order, with their counts.
+    pub fn grpc(&self) -> impl Iterator<Item = (u8, u64)> + '_ {
+        self.iter().filter_map(|(outcome, n)| match outcome {
+            Outcome::Grpc(code) => Some((code, n)),
+            Outcome::Http(_) => None,
         })
     }
 

@@ -40,6 +40,7 @@
 //! script or any other file pace cannot read), a bad line in one a
 //! command-line error (exit 1).
 
+mod grpc;
 mod table;
 mod validate;
 
@@ -57,6 +58,7 @@ use super::{version_line, Command, Help};
 use crate::config::targets::{self, TargetsOrder};
 use crate::config::Shard;
 use crate::error::Error;
+use crate::grpc::schema::Sources;
 use crate::metrics::{parse_push_url, ListenAddr};
 use crate::output::OutputOptions;
 use crate::reach::{ConnectTo, Family, Reach};
@@ -120,6 +122,11 @@ struct BenchArgs {
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
+    /// `--grpc`, its schema (`--proto`, `--import-path`, `--protoset`)
+    /// and `--data`: checked and read by [`validate`].
+    grpc: Option<String>,
+    schema: Sources,
+    data: Option<String>,
     /// `--proxy`: a proxy URL, or `env`.
     proxy: Option<String>,
     /// `--unix-socket`, `--connect-to` (every rule, in order), `-4`/`-6`.
@@ -168,6 +175,9 @@ impl Default for BenchArgs {
             slo: Vec::new(),
             http2: false,
             streams: None,
+            grpc: None,
+            schema: Sources::default(),
+            data: None,
             proxy: None,
             reach: Reach::default(),
             print_version: false,
@@ -265,6 +275,11 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
+            Flag::Grpc => typed.grpc = Some(options.text(name)?),
+            Flag::Proto => typed.schema.protos.push(PathBuf::from(options.value(name)?)),
+            Flag::ImportPath => typed.schema.import_paths.push(PathBuf::from(options.value(name)?)),
+            Flag::Protoset => typed.schema.protoset = Some(PathBuf::from(options.value(name)?)),
+            Flag::Data => typed.data = Some(options.text(name)?),
             Flag::Proxy => typed.proxy = Some(options.text(name)?),
             Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
             Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),

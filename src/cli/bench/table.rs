@@ -48,6 +48,11 @@ pub(in crate::cli) enum Flag {
     Slo,
     Http2,
     Streams,
+    Grpc,
+    Proto,
+    ImportPath,
+    Protoset,
+    Data,
     Proxy,
     CaCert,
     Cert,
@@ -124,6 +129,21 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         "HTTP/2 requests in flight per connection",
         "(default 1; the server may allow fewer)",
     ]),
+    Spec::new(None, "grpc", Flag::Grpc)
+        .takes("M")
+        .help(&["Call the gRPC method M (package.Service/", "Method) over HTTP/2, unary calls"]),
+    Spec::new(None, "proto", Flag::Proto)
+        .takes_file("F")
+        .help(&["The .proto file of --grpc (repeatable);", "compiled in process"]),
+    Spec::new(None, "import-path", Flag::ImportPath)
+        .takes_file("D")
+        .help(&["Where --proto's imports are (repeatable)"]),
+    Spec::new(None, "protoset", Flag::Protoset)
+        .takes_file("F")
+        .help(&["--grpc's schema as a compiled", "descriptor set (protoc -o)"]),
+    Spec::new(None, "data", Flag::Data)
+        .takes("J")
+        .help(&["--grpc's request message in JSON,", "or @FILE (default {})"]),
     Spec::new(None, "unix-socket", Flag::UnixSocket).takes_file("P").help(&[
         "Connect to the Unix socket P; the URL",
         "still gives Host and path (e.g. P =",

@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use super::super::options::bad_value;
 use super::super::plan;
-use super::BenchArgs;
+use super::{grpc, BenchArgs};
 use crate::config::origins::Origins;
 use crate::config::targets::Targets;
 use crate::config::{BenchConfig, Shard};
 use crate::error::Error;
+use crate::grpc::call::fields as grpc_fields;
 use crate::metrics::{BearerToken, MetricsOptions};
 use crate::protocol::Protocol;
 use crate::proxy;
@@ -49,12 +50,18 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         (None, Some(file)) => Some(body_file(file)?),
         (None, None) => None,
     };
+    let call = grpc::call_of(&typed)?;
+    let body = call.as_ref().map(|call| call.body.clone()).or(body);
     let targets = typed.targets.as_deref().map(Targets::read).transpose()?;
-    let target = match (&url, &targets) {
+    let mut target = match (&url, &targets) {
         (Some(url), _) => Target::parse(url).map_err(|err| Error::Usage(err.to_string()))?,
         (None, Some(targets)) => targets.first().target.clone(),
         (None, None) => return Err(missing_url()),
     };
+    if let Some(call) = &call {
+        // The method is the path; the URL names the server.
+        target.path = format!("/{}", call.method);
+    }
     // With --targets, each target goes to its own URL.
     let (speaks_tls, plain) = match &targets {
         Some(targets) => (
@@ -68,6 +75,12 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     // it), unless an -H header says otherwise. A target's own (the URL
     // taken from the first target) is that target's alone.
     let mut headers = typed.headers;
+    if call.is_some() {
+        let typed_names: Vec<String> =
+            headers.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
+        let own = grpc_fields(typed.timeout).into_iter();
+        headers.extend(own.filter(|(name, _)| !typed_names.contains(name)));
+    }
     let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
     let typed_url = url.is_some();
     if let Some(credentials) = target.basic_authorization().filter(|_| !authorized && typed_url) {
@@ -93,7 +106,10 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         shard: typed.shard,
         start_at: typed.start_at,
         headers,
-        method: typed.method.unwrap_or_else(|| "GET".to_string()),
+        method: match call {
+            Some(_) => "POST".to_string(),
+            None => typed.method.unwrap_or_else(|| "GET".to_string()),
+        },
         body,
         targets,
         targets_order: typed.targets_order.unwrap_or_default(),
@@ -104,8 +120,13 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         digits: typed.digits as u8,
         script: typed.script,
         script_args: words.collect(),
-        protocol: if typed.http2 { Protocol::Http2 } else { Protocol::Http1 },
+        // gRPC rides on HTTP/2.
+        protocol: match typed.http2 || call.is_some() {
+            true => Protocol::Http2,
+            false => Protocol::Http1,
+        },
         streams: typed.streams.unwrap_or(1),
+        grpc: call.map(|call| call.method),
         proxy,
         reach: typed.reach,
         provenance: None,
@@ -143,7 +164,7 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
     }
     match typed.streams {
         Some(0) => return fail("--streams must be at least 1".into()),
-        Some(_) if !typed.http2 => {
+        Some(_) if !typed.http2 && typed.grpc.is_none() => {
             return fail(
                 "--streams needs --http2 (an HTTP/1.1 connection carries one request at a time)"
                     .into(),

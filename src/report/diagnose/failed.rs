@@ -8,6 +8,7 @@ use serde_json::json;
 
 use super::{Code, Diagnostic};
 use crate::description::Description;
+use crate::grpc::status;
 use crate::stats::Stats;
 use crate::target::Scheme;
 
@@ -39,6 +40,13 @@ fn all_failed(stats: &Stats) -> Option<Diagnostic> {
     }
     let mut how: Vec<String> =
         stats.outcomes.http().map(|(s, n)| format!("status {s}: {n}")).collect();
+    let calls = stats.outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code)));
+    how.extend(calls);
+    // gRPC calls succeed by their status, not by an HTTP status.
+    let success = match stats.outcomes.grpc().next() {
+        Some(_) => "an OK gRPC status",
+        None => "a 2xx or 3xx response",
+    };
     for (what, n) in [
         ("connect errors", e.connect),
         ("read errors", e.read),
@@ -53,7 +61,7 @@ fn all_failed(stats: &Stats) -> Option<Diagnostic> {
     Some(Diagnostic {
         code: Code::AllFailed,
         message: format!(
-            "every request failed: none of the {failed} got a 2xx or 3xx response ({}), so the \
+            "every request failed: none of the {failed} got {success} ({}), so the \
              report's figures are those of failures. pace exits 0 all the same, as wrk does; to \
              make such a run fail, give it --slo 'errors<1%' (exit code 4)",
             how.join(", ")

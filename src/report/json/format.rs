@@ -82,6 +82,10 @@ pub struct Report {
     #[serde(default)]
     pub bytes_per_sec: f64,
     pub status_codes: BTreeMap<u16, u64>,
+    /// gRPC calls by status code name (`OK`, `UNAVAILABLE`); only in gRPC
+    /// runs.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_codes: BTreeMap<String, u64>,
     pub error_causes: BTreeMap<String, u64>,
     /// Times the script's `request()` returned nil (nothing was sent).
     pub nil_requests: u64,

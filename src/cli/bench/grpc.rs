@@ -1,0 +1,64 @@
+//! `--grpc` and its options: the options it needs and excludes, the schema
+//! and message read once, and the run's requests made calls of the
+//! method.
+
+use std::path::Path;
+
+use super::BenchArgs;
+use crate::error::Error;
+use crate::grpc::call::{self, Call};
+
+/// The call `--grpc` asks for, checked against the other options, its
+/// schema and message read; None without `--grpc`.
+pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Call>, Error> {
+    let fail = |message: &str| Err(Error::Usage(message.into()));
+    let Some(name) = &typed.grpc else {
+        let given = [
+            ("--proto", !typed.schema.protos.is_empty()),
+            ("--import-path", !typed.schema.import_paths.is_empty()),
+            ("--protoset", typed.schema.protoset.is_some()),
+            ("--data", typed.data.is_some()),
+        ];
+        return match given.iter().find(|(_, given)| *given) {
+            Some((option, _)) => Err(Error::Usage(format!("{option} needs --grpc"))),
+            None => Ok(None),
+        };
+    };
+    if typed.schema.protos.is_empty() && typed.schema.protoset.is_none() {
+        return fail("--grpc needs its schema: --proto FILE or --protoset FILE");
+    }
+    if !typed.schema.protos.is_empty() && typed.schema.protoset.is_some() {
+        return fail("--proto and --protoset cannot be used together: one schema");
+    }
+    if typed.schema.protoset.is_some() && !typed.schema.import_paths.is_empty() {
+        return fail("--import-path applies to --proto (a protoset has its imports)");
+    }
+    let excluded = [
+        ("-m/--method", typed.method.is_some(), "a gRPC call is a POST"),
+        ("--body", typed.body.is_some(), "--data gives the message"),
+        ("--body-file", typed.body_file.is_some(), "--data @FILE gives the message"),
+        ("--targets", typed.targets.is_some(), "every call goes to the URL's server"),
+        ("-s/--script", typed.script.is_some(), "scripts do not make gRPC calls yet"),
+    ];
+    if let Some((option, _, why)) = excluded.iter().find(|(_, given, _)| *given) {
+        return Err(Error::Usage(format!("{option} cannot be used with --grpc: {why}")));
+    }
+    // A file that cannot be read is a setup error (exit 2); a mistake in
+    // one is the command line's (exit 1).
+    let unreadable = |option: &str, file: &Path, e: std::io::Error| {
+        Error::Setup(format!("{option} {}: {}", file.display(), crate::error::io_reason(&e)))
+    };
+    let schema = &typed.schema;
+    let files = schema.protos.iter().map(|f| ("--proto", f));
+    for (option, file) in files.chain(schema.protoset.iter().map(|f| ("--protoset", f))) {
+        std::fs::File::open(file).map_err(|e| unreadable(option, file, e))?;
+    }
+    let data = match typed.data.as_deref().map(|data| data.strip_prefix('@').ok_or(data)) {
+        None => None,
+        Some(Err(json)) => Some(json.to_string()),
+        Some(Ok(file)) => Some(
+            std::fs::read_to_string(file).map_err(|e| unreadable("--data", Path::new(file), e))?,
+        ),
+    };
+    call::prepare(name, &typed.schema, data.as_deref()).map(Some).map_err(Error::Usage)
+}

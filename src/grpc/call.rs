@@ -1,0 +1,147 @@
+//! A unary call as pace sends it: the method's path, the request message
+//! from JSON encoded once with the schema and framed as gRPC frames a
+//! message, and the header fields every call carries.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prost::Message;
+use prost_reflect::{DynamicMessage, MethodDescriptor};
+
+use super::schema::{self, Sources};
+
+/// What every call of a run sends.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Call {
+    /// `package.Service/Method`, as the request's path names it.
+    pub method: String,
+    /// The request message in gRPC's framing.
+    pub body: Arc<[u8]>,
+}
+
+/// The call of `name` with the message `data` (JSON; `{}` when None),
+/// checked against the schema `sources` give.
+pub fn prepare(name: &str, sources: &Sources, data: Option<&str>) -> Result<Call, String> {
+    let pool = schema::load(sources)?;
+    let method = schema::method(&pool, name)?;
+    check_unary(&method, name)?;
+    let message = message(&method, data.unwrap_or("{}"))?;
+    let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
+    Ok(Call { method: method_path, body: frame(&message).into() })
+}
+
+/// Streaming methods are refused before any load, in words.
+fn check_unary(method: &MethodDescriptor, name: &str) -> Result<(), String> {
+    let kind = match (method.is_client_streaming(), method.is_server_streaming()) {
+        (false, false) => return Ok(()),
+        (true, true) => "bidirectional streaming",
+        (true, false) => "client streaming",
+        (false, true) => "server streaming",
+    };
+    Err(format!("--grpc {name}: a {kind} method; pace calls unary methods only, for now"))
+}
+
+/// The request message of `method` from its JSON (protobuf's JSON
+/// mapping), encoded.
+fn message(method: &MethodDescriptor, json: &str) -> Result<Vec<u8>, String> {
+    let input = method.input();
+    let mut deserializer = serde_json::Deserializer::from_str(json);
+    let message = DynamicMessage::deserialize(input.clone(), &mut deserializer)
+        .and_then(|message| deserializer.end().map(|()| message))
+        .map_err(|e| format!("--data is not a {} in JSON: {e}", input.full_name()))?;
+    Ok(message.encode_to_vec())
+}
+
+/// A message as gRPC frames it: not compressed (0), its length (4 bytes,
+/// big-endian), the message.
+pub fn frame(message: &[u8]) -> Vec<u8> {
+    let mut framed = Vec::with_capacity(5 + message.len());
+    framed.push(0);
+    framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
+    framed.extend_from_slice(message);
+    framed
+}
+
+/// The header fields of every call: gRPC's content type, `te: trailers`
+/// (which proxies need to pass trailers on), and the deadline `timeout`
+/// as `grpc-timeout`.
+pub fn fields(timeout: Duration) -> Vec<(String, String)> {
+    vec![
+        ("content-type".into(), "application/grpc".into()),
+        ("te".into(), "trailers".into()),
+        ("grpc-timeout".into(), timeout_value(timeout)),
+    ]
+}
+
+/// `grpc-timeout`: at most eight digits and a unit; milliseconds while
+/// they fit, else seconds, then hours (rounded up: a deadline never
+/// shorter than asked).
+pub fn timeout_value(timeout: Duration) -> String {
+    const MOST: u128 = 99_999_999;
+    let millis = timeout.as_nanos().div_ceil(1_000_000);
+    if millis <= MOST {
+        return format!("{millis}m");
+    }
+    let seconds = millis.div_ceil(1000);
+    match seconds <= MOST {
+        true => format!("{seconds}S"),
+        false => format!("{}H", seconds.div_ceil(3600).min(MOST)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ECHO: &str = r#"
+        syntax = "proto3";
+        package demo;
+        service Echo {
+            rpc Say (Note) returns (Note);
+            rpc Listen (Note) returns (stream Note);
+        }
+        message Note { string text = 1; int32 times = 2; }
+    "#;
+
+    fn sources() -> (tempfile::TempDir, Sources) {
+        let dir = tempfile::tempdir().unwrap();
+        let proto = dir.path().join("echo.proto");
+        std::fs::write(&proto, ECHO).unwrap();
+        (dir, Sources { protos: vec![proto], ..Sources::default() })
+    }
+
+    #[test]
+    fn a_call_from_json_encoded_and_framed() {
+        let (_dir, sources) = sources();
+        let call =
+            prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi", "times": 3}"#)).unwrap();
+        assert_eq!(call.method, "demo.Echo/Say");
+        // text (field 1, bytes "hi"), times (field 2, varint 3).
+        assert_eq!(&call.body[..], &[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]);
+        let empty = prepare("demo.Echo.Say", &sources, None).unwrap();
+        assert_eq!(&empty.body[..], &[0, 0, 0, 0, 0][..]);
+    }
+
+    #[test]
+    fn bad_data_and_streaming_methods_in_words() {
+        let (_dir, sources) = sources();
+        let error = prepare("demo.Echo/Say", &sources, Some(r#"{"txet": "hi"}"#)).unwrap_err();
+        assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
+        let error = prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi"} x"#)).unwrap_err();
+        assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
+        let error = prepare("demo.Echo/Listen", &sources, None).unwrap_err();
+        assert_eq!(
+            error,
+            "--grpc demo.Echo/Listen: a server streaming method; pace calls unary methods only, \
+             for now"
+        );
+    }
+
+    #[test]
+    fn deadlines_in_grpc_timeout_units() {
+        assert_eq!(timeout_value(Duration::from_secs(2)), "2000m");
+        assert_eq!(timeout_value(Duration::from_micros(1500)), "2m");
+        assert_eq!(timeout_value(Duration::from_secs(100_000)), "100000S");
+        assert_eq!(timeout_value(Duration::from_secs(u64::MAX)), "99999999H");
+    }
+}

@@ -1,0 +1,176 @@
+//! gRPC end to end (`--grpc` with `--proto`): unary calls to the built-in
+//! server, which answers every gRPC call by echoing its message (or with
+//! the status a call asks for in `pace-grpc-status`). The calls pace counts
+//! by status must be the calls the server answered; a response that is no
+//! gRPC call's is counted in words; a bad schema, method or message is a
+//! clear error before any load.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{default_server, pace, url, Run};
+use serde_json::Value;
+
+const LIMIT: Duration = Duration::from_secs(30);
+
+const ECHO: &str = r#"
+syntax = "proto3";
+package demo;
+import "demo/note.proto";
+service Echo {
+    rpc Say (Note) returns (Note);
+    rpc Listen (Note) returns (stream Note);
+}
+"#;
+
+const NOTE: &str = r#"
+syntax = "proto3";
+package demo;
+message Note { string text = 1; int32 times = 2; }
+"#;
+
+/// A schema in two files, the message in an imported one (under
+/// `imports/`, found with `--import-path`).
+fn schema() -> (tempfile::TempDir, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("imports/demo")).unwrap();
+    std::fs::write(dir.path().join("echo.proto"), ECHO).unwrap();
+    std::fs::write(dir.path().join("imports/demo/note.proto"), NOTE).unwrap();
+    let proto = dir.path().join("echo.proto").display().to_string();
+    let imports = dir.path().join("imports").display().to_string();
+    (dir, proto, imports)
+}
+
+fn json_of(run: &Run) -> Value {
+    let last = run.stdout.lines().rev().find(|l| l.starts_with('{'));
+    serde_json::from_str(last.unwrap_or_else(|| panic!("no JSON\n{run}"))).unwrap()
+}
+
+#[test]
+fn unary_calls_are_counted_by_status_as_the_server_answered_them() {
+    let server = default_server();
+    let (_dir, proto, imports) = schema();
+    let target = url(server.addr(), "/");
+    let args = ["--grpc", "demo.Echo/Say", "--proto", &proto, "--import-path", &imports];
+    let data = ["--data", r#"{"text": "hello", "times": 3}"#];
+    let load = ["-t1", "-c2", "--streams", "4", "-n", "400", "-d10s", &target];
+    let run = pace(&[&args[..], &data, &load].concat(), LIMIT);
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC status: OK: 400\n"), "{run}");
+    assert!(!run.stdout.contains("Non-2xx"), "{run}");
+    assert_eq!(server.stats().requests, 400, "{run}");
+
+    let run = pace(&[&args[..], &["-H", "pace-grpc-status: 14", "--json"], &load].concat(), LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], serde_json::json!({"UNAVAILABLE": 400}), "{run}");
+    assert_eq!(report["status_codes"], serde_json::json!({}), "{run}");
+    assert_eq!(report["errors"]["http_error"], 400, "{run}");
+    assert_eq!(server.stats().requests, 800, "{run}");
+}
+
+#[test]
+fn a_failed_call_fails_an_error_slo() {
+    let server = default_server();
+    let (_dir, proto, imports) = schema();
+    let target = url(server.addr(), "/");
+    let run = pace(
+        &[
+            "--grpc",
+            "demo.Echo.Say",
+            "--proto",
+            &proto,
+            "--import-path",
+            &imports,
+            "-H",
+            "pace-grpc-status: 4",
+            "--slo",
+            "errors<1%",
+            "-t1",
+            "-c1",
+            "-n",
+            "50",
+            &target,
+        ],
+        LIMIT,
+    );
+    run.assert_code(4);
+    assert!(run.stdout.contains("  gRPC calls not OK: 50\n"), "{run}");
+    assert!(run.stdout.contains("  gRPC status: DEADLINE_EXCEEDED: 50\n"), "{run}");
+}
+
+#[test]
+fn a_response_that_is_no_grpc_call_is_counted_in_words() {
+    let server = default_server();
+    let (_dir, proto, imports) = schema();
+    let target = url(server.addr(), "/");
+    // Sent as plain text, the call is answered as any HTTP/2 request.
+    let run = pace(
+        &[
+            "--grpc",
+            "demo.Echo/Say",
+            "--proto",
+            &proto,
+            "--import-path",
+            &imports,
+            "-H",
+            "content-type: text/plain",
+            "-t1",
+            "-c1",
+            "-n",
+            "20",
+            "--json",
+            &target,
+        ],
+        LIMIT,
+    );
+    run.assert_ok();
+    let report = json_of(&run);
+    let causes = report["error_causes"].as_object().unwrap();
+    let cause = "read: not a gRPC response: its content-type is not application/grpc";
+    assert_eq!(causes.get(cause), Some(&serde_json::json!(20)), "{run}");
+    assert_eq!(report["errors"]["read"], 20, "{run}");
+}
+
+#[test]
+fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
+    let server = default_server();
+    let (dir, proto, imports) = schema();
+    let target = url(server.addr(), "/");
+    let schema = ["--proto", &proto, "--import-path", &imports];
+    let refused = |args: &[&str], code: i32, said: &str| {
+        let run = pace(&[args, &["-d1s", &target]].concat(), LIMIT);
+        run.assert_code(code);
+        assert!(run.stderr.contains(said), "{said}\n{run}");
+    };
+    refused(
+        &[&["--grpc", "demo.Echo/Shout"][..], &schema].concat(),
+        1,
+        "--grpc demo.Echo/Shout: demo.Echo has no method Shout (it has Say, Listen)",
+    );
+    refused(
+        &[&["--grpc", "demo.Echo/Say", "--data", r#"{"txt": 1}"#][..], &schema].concat(),
+        1,
+        "--data is not a demo.Note in JSON",
+    );
+    refused(
+        &[&["--grpc", "demo.Echo/Listen"][..], &schema].concat(),
+        1,
+        "a server streaming method; pace calls unary methods only",
+    );
+    // Without --import-path the import is not found.
+    refused(&["--grpc", "demo.Echo/Say", "--proto", &proto], 1, "--proto ");
+    let broken = dir.path().join("broken.proto");
+    std::fs::write(&broken, "syntax = \"proto3\";\nservice {").unwrap();
+    refused(&["--grpc", "demo.Echo/Say", "--proto", broken.to_str().unwrap()], 1, "--proto ");
+    refused(&["--grpc", "demo.Echo/Say", "--proto", "/nonexistent/x.proto"], 2, "x.proto");
+    refused(&["--grpc", "demo.Echo/Say"], 1, "--grpc needs its schema");
+    refused(&["--proto", &proto], 1, "--proto needs --grpc");
+    refused(
+        &[&["--grpc", "demo.Echo/Say", "-m", "GET"][..], &schema].concat(),
+        1,
+        "-m/--method cannot be used with --grpc",
+    );
+    assert_eq!(server.stats().requests, 0, "nothing was sent");
+}
