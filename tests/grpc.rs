@@ -1,16 +1,25 @@
-//! gRPC end to end (`--grpc` with `--proto`): unary calls to the built-in
-//! server, which answers every gRPC call by echoing its message (or with
-//! the status a call asks for in `pace-grpc-status`). The calls pace counts
-//! by status must be the calls the server answered; a response that is no
-//! gRPC call's is counted in words; a bad schema, method or message is a
-//! clear error before any load.
+//! gRPC end to end (`--grpc` with `--proto` or `--protoset`): unary calls
+//! to the built-in server, which answers every gRPC call by echoing its
+//! message (or with the status a call asks for in `pace-grpc-status`), and
+//! to grpc-go (tests/grpc-go: the interop suite's TestService, counting
+//! the calls it answered by status). The calls pace counts by status must
+//! be the calls the server answered; a response that is no gRPC call's is
+//! counted in words; a bad schema, method or message is a clear error
+//! before any load.
+//!
+//! The grpc-go server comes from `$PACE_GRPC_SERVER` (`.ci/run` builds it
+//! with `go build` in tests/grpc-go). Without it those tests say SKIPPED
+//! and pass, except in CI.
 
 mod common;
 
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{default_server, pace, url, Run};
-use serde_json::Value;
+use common::{default_server, in_ci, load_lock, pace, url, DieWithTest, Run};
+use serde_json::{json, Value};
 
 const LIMIT: Duration = Duration::from_secs(30);
 
@@ -173,4 +182,122 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
         "-m/--method cannot be used with --grpc",
     );
     assert_eq!(server.stats().requests, 0, "nothing was sent");
+}
+
+/// grpc-go's TestService on a free loopback port. Stopped (SIGTERM) by
+/// [`GrpcGo::stop`], which returns the calls it answered by status code.
+struct GrpcGo {
+    child: Child,
+    url: String,
+}
+
+impl GrpcGo {
+    /// The server binary, or None (said loudly) when it was not built.
+    fn binary() -> Option<String> {
+        let path = std::env::var("PACE_GRPC_SERVER").ok().filter(|p| Path::new(p).exists());
+        if path.is_none() {
+            let build = "go build -o grpc-test-server . in tests/grpc-go, and set PACE_GRPC_SERVER";
+            if in_ci() {
+                panic!("the grpc-go test server was not found: CI must build it ({build})");
+            }
+            eprintln!("\n!!!!!!!!!! SKIPPED: no grpc-go test server ({build}) !!!!!!!!!!\n");
+        }
+        path
+    }
+
+    fn start() -> Option<GrpcGo> {
+        let mut child = Command::new(GrpcGo::binary()?)
+            .stdout(Stdio::piped())
+            .die_with_test()
+            .spawn()
+            .expect("start the grpc-go test server");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap()).read_line(&mut line).unwrap();
+        let addr = line.trim().strip_prefix("listening ").unwrap_or_else(|| panic!("{line}"));
+        Some(GrpcGo { url: format!("http://{addr}/"), child })
+    }
+
+    /// Writes the server's schema as a descriptor set into `dir`.
+    fn protoset(dir: &Path) -> String {
+        let file = dir.join("test.protoset");
+        let binary = GrpcGo::binary().expect("checked by start");
+        let status = Command::new(binary).arg("-protoset").arg(&file).status().unwrap();
+        assert!(status.success());
+        file.display().to_string()
+    }
+
+    /// Stops the server; the calls it answered, by grpc-go's code names.
+    fn stop(mut self) -> Value {
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let mut out = String::new();
+        self.child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        assert!(self.child.wait().unwrap().success(), "{out}");
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"))
+    }
+}
+
+const UNARY: &str = "grpc.testing.TestService/UnaryCall";
+
+#[test]
+fn grpc_go_answered_every_call_pace_counted() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    let call = ["--grpc", UNARY, "--protoset", &protoset];
+    let load = ["-t1", "-c2", "--streams", "10", "-n", "2000", "-d20s", "--json", &server.url];
+    let run = pace(&[&call[..], &["--data", r#"{"responseSize": 100}"#], &load].concat(), LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], json!({"OK": 2000}), "{run}");
+
+    let failing = r#"{"response_status": {"code": 14, "message": "down for the test"}}"#;
+    let run = pace(
+        &[&call[..], &["--data", failing, "-L"], &load[..load.len() - 2], &[&server.url]].concat(),
+        LIMIT,
+    );
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC calls not OK: 2000\n"), "{run}");
+    assert!(run.stdout.contains("  gRPC status: UNAVAILABLE: 2000\n"), "{run}");
+    assert_eq!(server.stop(), json!({"OK": 2000, "Unavailable": 2000}));
+}
+
+#[test]
+fn grpc_go_paced_calls_and_an_unimplemented_method() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    let run = pace(
+        &[
+            "--grpc",
+            UNARY,
+            "--protoset",
+            &protoset,
+            "-R",
+            "500",
+            "-d1s",
+            "-t1",
+            "-c2",
+            "--json",
+            &server.url,
+        ],
+        LIMIT,
+    );
+    run.assert_ok();
+    let report = json_of(&run);
+    // On a loaded machine a paced run may leave some unsent: every call
+    // pace counted is one grpc-go answered.
+    let answered = report["requests"].as_u64().unwrap();
+    assert!(answered > 0, "{run}");
+    assert_eq!(report["grpc_codes"], json!({"OK": answered}), "{run}");
+    // The interop server does not implement this one: counted by its code.
+    let unimplemented = "grpc.testing.TestService/UnimplementedCall";
+    let run = pace(
+        &["--grpc", unimplemented, "--protoset", &protoset, "-n", "10", "-t1", "-c1", &server.url],
+        LIMIT,
+    );
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC status: UNIMPLEMENTED: 10\n"), "{run}");
+    assert_eq!(server.stop(), json!({"OK": answered, "Unimplemented": 10}));
 }

@@ -1,0 +1,126 @@
+// grpc-test-server: the independent gRPC server of pace's tests
+// (tests/grpc.rs), on grpc-go: grpc.testing.TestService (the interop
+// suite's, whose generated code ships in the grpc module), with server
+// reflection. UnaryCall answers with the status its request asks for
+// (response_status), else OK with a payload of response_size bytes.
+//
+// It prints "listening ADDR" once it serves; on SIGTERM it prints the calls
+// it answered by status code, as JSON ({"OK": 400, "UNAVAILABLE": 40}),
+// and exits. With -protoset FILE it writes the descriptor set of
+// grpc/testing/test.proto and its imports (as protoc --include_imports -o
+// does) and exits.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+)
+
+type testServer struct {
+	testgrpc.UnimplementedTestServiceServer
+}
+
+func (testServer) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
+	return &testgrpc.Empty{}, nil
+}
+
+func (testServer) UnaryCall(_ context.Context, in *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
+	if st := in.GetResponseStatus(); st != nil && st.GetCode() != 0 {
+		return nil, status.Error(codes.Code(st.GetCode()), st.GetMessage())
+	}
+	if in.GetResponseSize() < 0 {
+		return nil, status.Error(codes.InvalidArgument, "negative response_size")
+	}
+	body := make([]byte, in.GetResponseSize())
+	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: body}}, nil
+}
+
+// calls counts the calls answered, by status code name.
+type calls struct {
+	sync.Mutex
+	byCode map[string]uint64
+}
+
+func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	c.Lock()
+	c.byCode[status.Code(err).String()]++
+	c.Unlock()
+	return resp, err
+}
+
+// writeProtoset writes the file of TestService and its imports, imports first.
+func writeProtoset(path string) error {
+	set := &descriptorpb.FileDescriptorSet{}
+	seen := map[string]bool{}
+	var add func(protoreflect.FileDescriptor)
+	add = func(file protoreflect.FileDescriptor) {
+		if seen[file.Path()] {
+			return
+		}
+		seen[file.Path()] = true
+		imports := file.Imports()
+		for i := 0; i < imports.Len(); i++ {
+			add(imports.Get(i).FileDescriptor)
+		}
+		set.File = append(set.File, protodesc.ToFileDescriptorProto(file))
+	}
+	add(testgrpc.File_grpc_testing_test_proto)
+	bytes, err := proto.Marshal(set)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, bytes, 0o644)
+}
+
+func main() {
+	listen := flag.String("listen", "127.0.0.1:0", "address to listen on")
+	protoset := flag.String("protoset", "", "write the descriptor set of TestService to this file and exit")
+	flag.Parse()
+	if *protoset != "" {
+		if err := writeProtoset(*protoset); err != nil {
+			log.Fatal(err)
+		}
+		return
+	}
+	listener, err := net.Listen("tcp", *listen)
+	if err != nil {
+		log.Fatal(err)
+	}
+	counted := &calls{byCode: map[string]uint64{}}
+	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count))
+	testgrpc.RegisterTestServiceServer(server, testServer{})
+	reflection.Register(server)
+	go func() {
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+		<-stop
+		server.Stop()
+	}()
+	fmt.Printf("listening %s\n", listener.Addr())
+	if err := server.Serve(listener); err != nil {
+		log.Fatal(err)
+	}
+	counted.Lock()
+	defer counted.Unlock()
+	out, _ := json.Marshal(counted.byCode)
+	fmt.Println(string(out))
+}
