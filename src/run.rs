@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::thread;
 use std::time::{Duration, Instant};
 
+use crate::blocking::{self, Deadline, Exchange};
 use crate::config::origins::Origins;
 use crate::config::{BenchConfig, Mode};
 use crate::description::Description;
@@ -17,6 +18,7 @@ use crate::engine::{
     Before, Engine, Finished, Observer, Overrun, Recording, EARLY_EVERY, HAND_OVER_EVERY,
 };
 use crate::error::Error;
+use crate::grpc::{self, reflection};
 use crate::http::request::count_requests;
 use crate::limits;
 use crate::metrics::{self, Metrics, MetricsOptions};
@@ -26,11 +28,12 @@ use crate::report::{self, ReportOptions};
 use crate::requests;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
-use crate::signals::{Interruption, Signals};
+use crate::signals::{Interruption, Signals, Stop};
 use crate::slo::{self, Objective};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
-use crate::target::Target;
+use crate::target::{Scheme, Target};
+use crate::tls::TlsClient;
 use crate::workload::{NoScript, Requests, Scripted, Workload};
 
 /// Upper bound of the test connection made to each resolved address: a
@@ -108,6 +111,13 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
     };
     let endpoints = &resolved[0].clone();
+    // --grpc without a schema: the server's reflection gives it, before
+    // anything is sent.
+    let reflected = match with_reflected_call(cfg, &endpoints[0], &stop) {
+        Ok(reflected) => reflected,
+        Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
+    };
+    let cfg = reflected.as_ref().unwrap_or(cfg);
     let places = (origins.list.iter().zip(resolved))
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
         .collect();
@@ -161,6 +171,51 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         }
         (outcome, Ok(())) => outcome,
     }
+}
+
+/// With `--grpc` and no schema, the run's configuration with the call
+/// whose schema the server's reflection gave (its message encoded once);
+/// None without. The reflection call goes on a connection of its own to
+/// `endpoint`, within [`MAX_PROBE_TIMEOUT`].
+fn with_reflected_call(
+    cfg: &BenchConfig,
+    endpoint: &Endpoint,
+    stop: &Stop,
+) -> Result<Option<BenchConfig>, Error> {
+    let Some(wanted) = &cfg.grpc_from_server else { return Ok(None) };
+    let (service, _) = grpc::schema::service_and_method(&wanted.name).map_err(Error::Usage)?;
+    let deadline = Deadline::after(MAX_PROBE_TIMEOUT, stop);
+    let authority = cfg.target.host_header();
+    let scheme = match cfg.target.scheme {
+        Scheme::Https => "https",
+        Scheme::Http => "http",
+    };
+    let server = reflection::Server { scheme, authority: &authority };
+    let failed = |why: String| {
+        Error::Setup(format!("--grpc {}: asking {endpoint} for the schema: {why}", wanted.name))
+    };
+    let ask = |exchange: &mut dyn Exchange| {
+        reflection::schema(exchange, &server, service).map_err(&failed)
+    };
+    let pool = match cfg.target.scheme {
+        Scheme::Https => {
+            let tls = TlsClient::new(&cfg.target.host, &cfg.tls, cfg.protocol.alpn())?;
+            tls.check_handshake(endpoint, &deadline, ask)?
+        }
+        Scheme::Http => {
+            let socket =
+                blocking::connect(endpoint, &deadline).map_err(|e| failed(e.to_string()))?;
+            ask(&mut deadline.on(&socket))?
+        }
+    };
+    let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref())
+        .map_err(Error::Usage)?;
+    let mut reflected = cfg.clone();
+    reflected.body = Some(call.body);
+    reflected.target.path = format!("/{}", call.method);
+    reflected.grpc = Some(call.method);
+    reflected.grpc_from_server = None;
+    Ok(Some(reflected))
 }
 
 /// The engine, every origin checked (see [`Engine::prepare`]); a signal

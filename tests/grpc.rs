@@ -1,4 +1,4 @@
-//! gRPC end to end (`--grpc` with `--proto` or `--protoset`): unary calls
+//! gRPC end to end (`--grpc` with `--proto`, `--protoset` or reflection): unary calls
 //! to the built-in server, which answers every gRPC call by echoing its
 //! message (or with the status a call asks for in `pace-grpc-status`), and
 //! to grpc-go (tests/grpc-go: the interop suite's TestService, counting
@@ -174,7 +174,17 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
     std::fs::write(&broken, "syntax = \"proto3\";\nservice {").unwrap();
     refused(&["--grpc", "demo.Echo/Say", "--proto", broken.to_str().unwrap()], 1, "--proto ");
     refused(&["--grpc", "demo.Echo/Say", "--proto", "/nonexistent/x.proto"], 2, "x.proto");
-    refused(&["--grpc", "demo.Echo/Say"], 1, "--grpc needs its schema");
+    refused(
+        &["--grpc", "demo.Echo/Say", "--import-path", &imports],
+        1,
+        "--import-path applies to --proto",
+    );
+    refused(
+        &["--grpc", "demo.Echo/Say", "--proxy", "http://127.0.0.1:9/"],
+        1,
+        "asks the server's reflection service, which pace does not do through --proxy",
+    );
+    refused(&["--grpc", "Say", "--proto", &proto], 1, "name a method as package.Service/Method");
     refused(&["--proto", &proto], 1, "--proto needs --grpc");
     refused(
         &[&["--grpc", "demo.Echo/Say", "-m", "GET"][..], &schema].concat(),
@@ -182,6 +192,14 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
         "-m/--method cannot be used with --grpc",
     );
     assert_eq!(server.stats().requests, 0, "nothing was sent");
+    // Without a schema pace asks the server's reflection (v1, then
+    // v1alpha); the built-in server has none, and no call is sent.
+    refused(
+        &["--grpc", "demo.Echo/Say"],
+        2,
+        "the server has no reflection service: give the schema",
+    );
+    assert_eq!(server.stats().requests, 2, "the two reflection calls only");
 }
 
 /// grpc-go's TestService on a free loopback port. Stopped (SIGTERM) by
@@ -300,4 +318,26 @@ fn grpc_go_paced_calls_and_an_unimplemented_method() {
     run.assert_ok();
     assert!(run.stdout.contains("  gRPC status: UNIMPLEMENTED: 10\n"), "{run}");
     assert_eq!(server.stop(), json!({"OK": answered, "Unimplemented": 10}));
+}
+
+#[test]
+fn without_a_schema_grpc_go_gives_it_by_reflection() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let run = pace(
+        &["--grpc", "grpc.testing.TestService.UnaryCall", "--data", r#"{"responseSize": 7}"#]
+            .iter()
+            .chain(&["-t1", "-c1", "--streams", "5", "-n", "300", "--json", &server.url])
+            .copied()
+            .collect::<Vec<_>>(),
+        LIMIT,
+    );
+    run.assert_ok();
+    assert_eq!(json_of(&run)["grpc_codes"], json!({"OK": 300}), "{run}");
+    // A service the server does not have: said before any load.
+    let run = pace(&["--grpc", "grpc.testing.Nothing/Call", "-n", "10", &server.url], LIMIT);
+    run.assert_code(2);
+    assert!(run.stderr.contains("the server has no service grpc.testing.Nothing"), "{run}");
+    // grpc-go counts the calls of TestService only (not reflection's).
+    assert_eq!(server.stop(), json!({"OK": 300}));
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
+use crate::grpc::call::FromServer;
 use crate::plan::PlanSpec;
 use crate::protocol::Protocol;
 use crate::provenance::Provenance;
@@ -131,6 +132,10 @@ pub struct BenchConfig {
     /// `--grpc`: the requests are calls of this method
     /// (`package.Service/Method`), over HTTP/2.
     pub grpc: Option<String>,
+    /// `--grpc` without a schema: the call the server's reflection gives
+    /// the schema of, before the run (then the requests' body is unknown
+    /// until then).
+    pub grpc_from_server: Option<FromServer>,
     /// `--proxy`: the proxy the run goes through, or why `--proxy env`
     /// found none (None: no `--proxy`, the run goes direct).
     pub proxy: Option<Route>,
@@ -174,6 +179,7 @@ impl BenchConfig {
             proxy: None,
             reach: Reach::default(),
             grpc: None,
+            grpc_from_server: None,
             provenance: None,
         }
     }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use prost::Message;
-use prost_reflect::{DynamicMessage, MethodDescriptor};
+use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
 
 use super::schema::{self, Sources};
 
@@ -19,11 +19,25 @@ pub struct Call {
     pub body: Arc<[u8]>,
 }
 
+/// A call whose schema the server's reflection gives, asked for before
+/// the run (no `--proto` or `--protoset`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FromServer {
+    /// `--grpc` as typed.
+    pub name: String,
+    /// `--data`, read.
+    pub data: Option<String>,
+}
+
 /// The call of `name` with the message `data` (JSON; `{}` when None),
 /// checked against the schema `sources` give.
 pub fn prepare(name: &str, sources: &Sources, data: Option<&str>) -> Result<Call, String> {
-    let pool = schema::load(sources)?;
-    let method = schema::method(&pool, name)?;
+    prepare_with(&schema::load(sources)?, name, data)
+}
+
+/// [`prepare`] with the schema `pool`.
+pub fn prepare_with(pool: &DescriptorPool, name: &str, data: Option<&str>) -> Result<Call, String> {
+    let method = schema::method(pool, name)?;
     check_unary(&method, name)?;
     let message = message(&method, data.unwrap_or("{}"))?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());

@@ -54,14 +54,18 @@ fn compile(protos: &[PathBuf], import_paths: &[PathBuf]) -> Result<DescriptorPoo
     Ok(compiler.descriptor_pool())
 }
 
-/// The method `name` names: `package.Service/Method`, or ghz's
-/// `package.Service.Method`.
-pub fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
-    let (service, method) = name
-        .split_once('/')
+/// The service and method `name` names: `package.Service/Method`, or
+/// ghz's `package.Service.Method`.
+pub fn service_and_method(name: &str) -> Result<(&str, &str), String> {
+    name.split_once('/')
         .or_else(|| name.rsplit_once('.'))
         .filter(|(service, method)| !service.is_empty() && !method.is_empty())
-        .ok_or_else(|| format!("--grpc {name}: name a method as package.Service/Method"))?;
+        .ok_or_else(|| format!("--grpc {name}: name a method as package.Service/Method"))
+}
+
+/// The method `name` names ([`service_and_method`]) in `pool`.
+pub fn method(pool: &DescriptorPool, name: &str) -> Result<MethodDescriptor, String> {
+    let (service, method) = service_and_method(name)?;
     let Some(found) = pool.get_service_by_name(service) else {
         let known: Vec<String> = pool.services().map(|s| s.full_name().to_string()).collect();
         let known = match known.is_empty() {

@@ -26,6 +26,10 @@ const NAMES: [&str; 17] = [
 pub const OK: u8 = 0;
 /// The code gRPC gives a status it cannot read.
 pub const UNKNOWN: u8 = 2;
+/// The code of something asked for that does not exist.
+pub const NOT_FOUND: u8 = 5;
+/// The code of a method the server does not have.
+pub const UNIMPLEMENTED: u8 = 12;
 
 /// The name of `code` (`UNAVAILABLE`), or `CODE_20` for one gRPC does not
 /// name.

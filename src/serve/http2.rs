@@ -342,10 +342,16 @@ const ASKED_STATUS: &[u8] = b"pace-grpc-status";
 
 /// A gRPC call (its content-type is gRPC's): the status to answer it
 /// with, OK unless the call asked for another. None: not a gRPC call.
+/// The server has no reflection service (every method echoes, whatever
+/// its schema): a call of one is UNIMPLEMENTED, so that a client says
+/// to give the schema instead.
 fn grpc_call(message: &session::Message) -> Option<u8> {
     let content_type = field(message, b"content-type")?;
     if !content_type.starts_with(b"application/grpc") {
         return None;
+    }
+    if field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection.")) {
+        return Some(grpc::status::UNIMPLEMENTED);
     }
     Some(field(message, ASKED_STATUS).map_or(grpc::status::OK, grpc::status::parse))
 }

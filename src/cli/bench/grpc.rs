@@ -6,11 +6,34 @@ use std::path::Path;
 
 use super::BenchArgs;
 use crate::error::Error;
-use crate::grpc::call::{self, Call};
+use crate::grpc::call::{self, Call, FromServer};
+use crate::grpc::schema;
+
+/// What `--grpc` asks for.
+pub(super) enum Grpc {
+    /// The call, its schema and message read.
+    Call(Call),
+    /// A call whose schema the server's reflection will give.
+    FromServer(FromServer),
+}
+
+impl Grpc {
+    /// The request path of the call: `/package.Service/Method`.
+    pub(super) fn path(&self) -> String {
+        match self {
+            Grpc::Call(call) => format!("/{}", call.method),
+            Grpc::FromServer(wanted) => {
+                let (service, method) =
+                    schema::service_and_method(&wanted.name).expect("checked in call_of");
+                format!("/{service}/{method}")
+            }
+        }
+    }
+}
 
 /// The call `--grpc` asks for, checked against the other options, its
 /// schema and message read; None without `--grpc`.
-pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Call>, Error> {
+pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
     let fail = |message: &str| Err(Error::Usage(message.into()));
     let Some(name) = &typed.grpc else {
         let given = [
@@ -24,8 +47,16 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Call>, Error> {
             None => Ok(None),
         };
     };
-    if typed.schema.protos.is_empty() && typed.schema.protoset.is_none() {
-        return fail("--grpc needs its schema: --proto FILE or --protoset FILE");
+    schema::service_and_method(name).map_err(Error::Usage)?;
+    let from_server = typed.schema.protos.is_empty() && typed.schema.protoset.is_none();
+    if from_server && !typed.schema.import_paths.is_empty() {
+        return fail("--import-path applies to --proto");
+    }
+    if from_server && typed.proxy.is_some() {
+        return fail(
+            "--grpc without --proto or --protoset asks the server's reflection service, which \
+             pace does not do through --proxy: give the schema",
+        );
     }
     if !typed.schema.protos.is_empty() && typed.schema.protoset.is_some() {
         return fail("--proto and --protoset cannot be used together: one schema");
@@ -60,5 +91,9 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Call>, Error> {
             std::fs::read_to_string(file).map_err(|e| unreadable("--data", Path::new(file), e))?,
         ),
     };
-    call::prepare(name, &typed.schema, data.as_deref()).map(Some).map_err(Error::Usage)
+    if from_server {
+        return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), data })));
+    }
+    let call = call::prepare(name, &typed.schema, data.as_deref()).map_err(Error::Usage)?;
+    Ok(Some(Grpc::Call(call)))
 }

@@ -129,9 +129,12 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         "HTTP/2 requests in flight per connection",
         "(default 1; the server may allow fewer)",
     ]),
-    Spec::new(None, "grpc", Flag::Grpc)
-        .takes("M")
-        .help(&["Call the gRPC method M (package.Service/", "Method) over HTTP/2, unary calls"]),
+    Spec::new(None, "grpc", Flag::Grpc).takes("M").help(&[
+        "Call the gRPC method M (package.Service/",
+        "Method) over HTTP/2, unary calls; its",
+        "schema from --proto, --protoset, or the",
+        "server's reflection",
+    ]),
     Spec::new(None, "proto", Flag::Proto)
         .takes_file("F")
         .help(&["The .proto file of --grpc (repeatable);", "compiled in process"]),

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use super::super::options::bad_value;
 use super::super::plan;
-use super::{grpc, BenchArgs};
+use super::grpc::{self, Grpc};
+use super::BenchArgs;
 use crate::config::origins::Origins;
 use crate::config::targets::Targets;
 use crate::config::{BenchConfig, Shard};
@@ -51,7 +52,10 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         (None, None) => None,
     };
     let call = grpc::call_of(&typed)?;
-    let body = call.as_ref().map(|call| call.body.clone()).or(body);
+    let body = match &call {
+        Some(Grpc::Call(call)) => Some(call.body.clone()),
+        _ => body,
+    };
     let targets = typed.targets.as_deref().map(Targets::read).transpose()?;
     let mut target = match (&url, &targets) {
         (Some(url), _) => Target::parse(url).map_err(|err| Error::Usage(err.to_string()))?,
@@ -60,7 +64,7 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     };
     if let Some(call) = &call {
         // The method is the path; the URL names the server.
-        target.path = format!("/{}", call.method);
+        target.path = call.path();
     }
     // With --targets, each target goes to its own URL.
     let (speaks_tls, plain) = match &targets {
@@ -126,7 +130,11 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
             false => Protocol::Http1,
         },
         streams: typed.streams.unwrap_or(1),
-        grpc: call.map(|call| call.method),
+        grpc: call.as_ref().map(|call| call.path()[1..].to_string()),
+        grpc_from_server: match call {
+            Some(Grpc::FromServer(wanted)) => Some(wanted),
+            _ => None,
+        },
         proxy,
         reach: typed.reach,
         provenance: None,
