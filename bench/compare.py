@@ -66,6 +66,13 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            -c10 x 10 streams and -c1 x 100 streams: requests/s, CPU per
            request, and pace's requests in flight on average against its
            slots (JSON concurrency): how many of them pace kept busy
+  grpc     gRPC unary calls, closed loop, -t1 -c10 x 10 streams: pace vs
+           ghz (-c 100 --connections 10) against grpc-go's TestService on
+           CPU 0 (calls/s, CPU per call); then what gRPC adds to pace's
+           HTTP/2: a unary call against a plain HTTP/2 POST with a body of
+           the same size, both to `pace serve` on CPU 0. Needs ghz and the
+           grpc-go server ($GHZ, $GRPC_SERVER, else on PATH, else what
+           `bench/peers.sh ghz grpc-server` built)
 
 $PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire, rate and rate-serve
 then measure it too, in the same run ("base"), for before/after ratios; h2 and h2-serve too
@@ -82,7 +89,7 @@ built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve,h2-serve]
+usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve,h2-serve,grpc]
 """
 import argparse, json, os, re, shlex, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -105,6 +112,8 @@ WRK2 = peer('WRK2', 'wrk2', ('wrk2', 'wrk'))
 FLOOR = os.path.join(HERE, 'uring-probe', 'target', 'release', 'uring-probe')
 OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 H2LOAD = os.environ.get('H2LOAD') or shutil.which('h2load')
+GHZ = peer('GHZ', 'ghz', ('ghz', 'bin', 'ghz'))
+GRPC_SERVER = peer('GRPC_SERVER', 'grpc-test-server', ('grpc-test-server',))
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
 SERVE_PORT = int(os.environ.get('BENCH_SERVE_PORT', '18090'))
@@ -117,7 +126,7 @@ POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
 PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate', 'rate-serve',
-         'h2-serve')
+         'h2-serve', 'grpc')
 
 
 def have(path):
@@ -564,6 +573,89 @@ def h2_serve(rounds, base, url):
         h2_closed(rounds, paces_, url, 'pace serve', c, m, completed, note_errors)
 
 
+class GrpcGo:
+    """grpc-go's TestService (tests/grpc-go) on CPU 0 for the duration of a
+    with block: its address, and its schema as a descriptor set."""
+
+    def __enter__(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.protoset = os.path.join(self.dir.name, 'test.protoset')
+        subprocess.run([GRPC_SERVER, '-protoset', self.protoset], check=True)
+        self.process = subprocess.Popen(['taskset', '-c', '0', GRPC_SERVER], stdout=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        if not line.startswith('listening '):
+            self.process.kill()
+            sys.exit(f'compare.py: the grpc-go server did not start: {line!r}')
+        return line.split()[1], self.protoset
+
+    def __exit__(self, *exc):
+        self.process.kill()
+        self.process.wait()
+        self.dir.cleanup()
+
+
+GRPC_UNARY = 'grpc.testing.TestService/UnaryCall'
+# The schema of the call to `pace serve`, which echoes any gRPC call.
+ECHO_PROTO = ('syntax = "proto3"; package demo;\n'
+              'service Echo { rpc Say (Note) returns (Note); }\n'
+              'message Note { string text = 1; }\n')
+
+
+def ghz_figures(out):
+    """(calls, calls/s, calls not OK) of ghz's summary."""
+    count = int(re.search(r'Count:\s+(\d+)', out).group(1))
+    rate = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
+    ok = sum(int(n) for n in re.findall(r'\[OK\]\s+(\d+) responses', out))
+    return count, rate, count - ok
+
+
+def grpc_part(rounds):
+    """pace --grpc vs ghz against grpc-go, then a unary call vs a plain
+    HTTP/2 POST of the same size against `pace serve`."""
+    with GrpcGo() as (addr, protoset):
+        call = ['--grpc', GRPC_UNARY, '--protoset', protoset]
+        tools = [('pace', [PACE] + call + ['-t1', '-c10', '--streams', '10', '-d5s', f'http://{addr}/']),
+                 ('ghz', [GHZ, '--insecure', '--protoset', protoset, '--call', GRPC_UNARY, '-d', '{}',
+                          '-c', '100', '--connections', '10', '-z', '5s', addr])]
+        rows = {name: {'calls_per_s': [], 'cpu_us': []} for name, _ in tools}
+        for _ in range(rounds):
+            for name, cmd in tools:
+                out, cpu = timed(cmd)
+                if name == 'ghz':
+                    calls, rate, failed = ghz_figures(out)
+                else:
+                    calls, rate = requests_of(out), rate_of(out)
+                    failed = sum(int(n) for n in re.findall(r'gRPC calls not OK: (\d+)', out))
+                if calls == 0:
+                    sys.exit(f'compare.py: {name} made no calls against grpc-go:\n' + out[-800:])
+                if failed:  # ghz counts the calls its -z cuts off at the end as Unavailable
+                    print(f'  note: {name}: {failed} of {calls} calls not OK')
+                rows[name]['calls_per_s'].append(rate)
+                rows[name]['cpu_us'].append(cpu / calls * 1e6)
+        median_table(f'gRPC unary calls against grpc-go -t1, 10 connections x 10 streams (median of {rounds})', rows)
+        ratio = lambda key: statistics.median(rows['pace'][key]) / statistics.median(rows['ghz'][key])
+        print(f'  pace CPU per call / ghz = {ratio("cpu_us"):.2f}   pace calls/s / ghz = {ratio("calls_per_s"):.2f}')
+    with BuiltInServer() as url, tempfile.TemporaryDirectory() as d:
+        proto = os.path.join(d, 'echo.proto')
+        with open(proto, 'w') as f:
+            f.write(ECHO_PROTO)
+        load = ['-t1', '-c10', '--streams', '10', '-d5s', url]
+        # The call's message is 12 bytes framed ("hello" in field 1: 7, and
+        # gRPC's 5-byte prefix); the POST's body as many.
+        tools = [('grpc', [PACE, '--grpc', 'demo.Echo/Say', '--proto', proto, '--data', '{"text": "hello"}'] + load),
+                 ('h2', [PACE, '--http2', '-m', 'POST', '--body', '0123456789ab'] + load)]
+        rows = {name: {'rps': [], 'cpu_us': []} for name, _ in tools}
+        for _ in range(rounds):
+            for name, cmd in tools:
+                out, cpu = timed(cmd)
+                rows[name]['rps'].append(rate_of(out))
+                rows[name]['cpu_us'].append(cpu / requests_of(out) * 1e6)
+        median_table(f'a unary call vs an HTTP/2 POST of its size, to pace serve -t1 -c10 x 10 (median of {rounds})',
+                     rows)
+        cost = statistics.median(rows['grpc']['cpu_us']) / statistics.median(rows['h2']['cpu_us'])
+        print(f'  CPU per gRPC call / per HTTP/2 request = {cost:.2f}')
+
+
 RATES = (30000, 50000, 70000, 90000)
 RATE_LAG_LIMIT_US = 100  # pace holds a rate when its schedule lag p99 stays within this
 RATE_HELD_SHARE = 0.99  # and it achieves at least this share of what its schedule plans
@@ -744,6 +836,10 @@ def main():
         sys.exit(f'compare.py: no pace binary at {PACE}: run cargo build --release (or set PACE)')
     if PACE_BASE and not have(PACE_BASE):
         sys.exit(f'compare.py: no pace binary at PACE_BASE={PACE_BASE}')
+    if 'grpc' in parts and not (have(GHZ) and have(GRPC_SERVER)):
+        print(f'grpc: skipped, no ghz at {GHZ} or no grpc-go server at {GRPC_SERVER} '
+              '(bench/peers.sh ghz grpc-server, or set GHZ and GRPC_SERVER)')
+        parts.remove('grpc')
     for part in ('h2', 'h2-serve'):
         if part in parts and not have(H2LOAD):
             print(f'{part}: skipped, no h2load (apt-get install nghttp2-client, or set H2LOAD)')
@@ -793,6 +889,8 @@ def main():
         if 'h2-serve' in parts:
             with BuiltInServer() as url:
                 h2_serve(args.rounds, h2_base, url)
+        if 'grpc' in parts:
+            grpc_part(args.rounds)
     finally:
         subprocess.run(['bash', os.path.join(HERE, 'nginx-up'), 'stop'])
 

@@ -4,7 +4,12 @@
 #   $PEERS/oha/bin/oha   cargo install oha $OHA_VERSION (default 1.16.0) --locked
 #   $PEERS/wrk2/wrk      giltene/wrk2 at $WRK2_COMMIT, built against the system
 #                        LuaJIT and OpenSSL instead of its bundled tarballs
-# usage: bench/peers.sh [oha] [wrk2]     (no argument: both)
+#   $PEERS/ghz/bin/ghz   go install ghz $GHZ_VERSION (default v0.93.0), the
+#                        gRPC peer
+#   $PEERS/grpc-test-server  tests/grpc-go (grpc-go's TestService), the
+#                        gRPC server of compare.py's grpc part
+# usage: bench/peers.sh [oha] [wrk2] [ghz] [grpc-server]
+#        (no argument: oha and wrk2)
 # $WRK2_GIT is where wrk2's source is cloned from (default
 # https://github.com/giltene/wrk2.git; a local clone or bare mirror works).
 # Needs: cargo (oha); git, cc, pkg-config, luajit, libluajit-5.1-dev,
@@ -17,6 +22,7 @@ PEERS=${PEERS:-$here/peers}
 OHA_VERSION=${OHA_VERSION:-1.16.0}
 WRK2_GIT=${WRK2_GIT:-https://github.com/giltene/wrk2.git}
 WRK2_COMMIT=${WRK2_COMMIT:-44a94c17d8e6a0bac8559b53da76848e430cb7a7}
+GHZ_VERSION=${GHZ_VERSION:-v0.93.0}
 
 die() { echo "peers.sh: $*" >&2; exit 1; }
 need() { command -v "$1" >/dev/null || die "missing $1 ($2)"; }
@@ -69,12 +75,25 @@ build_wrk2() {
     grep -m1 '^wrk ' <<<"$version" || die "$PEERS/wrk2/wrk does not run: $(head -1 <<<"$version")"
 }
 
+build_ghz() {
+    need go 'install Go 1.26 or later'
+    GOBIN="$PEERS/ghz/bin" go install -modcacherw "github.com/bojand/ghz/cmd/ghz@$GHZ_VERSION" \
+        || die "go install ghz $GHZ_VERSION failed (try GHZ_VERSION=<another version>)"
+    "$PEERS/ghz/bin/ghz" --version
+}
+
+build_grpc-server() {
+    need go 'install Go 1.26 or later'
+    (cd "$here/../tests/grpc-go" && go build -modcacherw -o "$PEERS/grpc-test-server" .) \
+        || die "go build of tests/grpc-go failed"
+}
+
 targets=("$@")
 [ ${#targets[@]} -eq 0 ] && targets=(oha wrk2)
 for t in "${targets[@]}"; do
     case $t in
-        oha|wrk2) ;;
-        *) die "unknown peer $t (peers: oha, wrk2)" ;;
+        oha|wrk2|ghz|grpc-server) ;;
+        *) die "unknown peer $t (peers: oha, wrk2, ghz, grpc-server)" ;;
     esac
 done
 mkdir -p "$PEERS"
