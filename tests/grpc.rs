@@ -59,13 +59,14 @@ fn json_of(run: &Run) -> Value {
 #[test]
 fn unary_calls_are_counted_by_status_as_the_server_answered_them() {
     let server = default_server();
-    let (_dir, proto, imports) = schema();
+    let (dir, proto, imports) = schema();
     let target = url(server.addr(), "/");
     let args = ["--grpc", "demo.Echo/Say", "--proto", &proto, "--import-path", &imports];
     let data = ["--data", r#"{"text": "hello", "times": 3}"#];
     let load = ["-t1", "-c2", "--streams", "4", "-n", "400", "-d10s", &target];
     let run = pace(&[&args[..], &data, &load].concat(), LIMIT);
     run.assert_ok();
+    assert!(run.stdout.contains("  gRPC unary calls of demo.Echo/Say\n"), "{run}");
     assert!(run.stdout.contains("  gRPC status: OK: 400\n"), "{run}");
     assert!(!run.stdout.contains("Non-2xx"), "{run}");
     assert_eq!(server.stats().requests, 400, "{run}");
@@ -73,10 +74,22 @@ fn unary_calls_are_counted_by_status_as_the_server_answered_them() {
     let run = pace(&[&args[..], &["-H", "pace-grpc-status: 14", "--json"], &load].concat(), LIMIT);
     run.assert_ok();
     let report = json_of(&run);
+    assert_eq!(report["grpc_method"], "demo.Echo/Say", "{run}");
     assert_eq!(report["grpc_codes"], serde_json::json!({"UNAVAILABLE": 400}), "{run}");
     assert_eq!(report["status_codes"], serde_json::json!({}), "{run}");
     assert_eq!(report["errors"]["http_error"], 400, "{run}");
     assert_eq!(server.stats().requests, 800, "{run}");
+
+    // A saved run reads back with its method and its calls by status.
+    let saved = dir.path().join("run.json");
+    let saved = saved.to_str().unwrap();
+    pace(&[&args[..], &["-H", "pace-grpc-status: 14", "-e", "-o", saved], &load].concat(), LIMIT)
+        .assert_ok();
+    let again = pace(&["report", saved], LIMIT);
+    again.assert_ok();
+    assert!(again.stdout.contains("  gRPC unary calls of demo.Echo/Say\n"), "{again}");
+    assert!(again.stdout.contains("  gRPC calls not OK: 400\n"), "{again}");
+    assert!(again.stdout.contains("  gRPC status: UNAVAILABLE: 400\n"), "{again}");
 }
 
 #[test]

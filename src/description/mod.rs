@@ -28,6 +28,8 @@ pub struct Description {
     pub scheme: Scheme,
     /// `--streams` (1 over HTTP/1.1).
     pub streams: usize,
+    /// `--grpc`: the method every request called (`package.Service/Method`).
+    pub grpc: Option<String>,
     /// Over HTTP/2, the concurrent streams per connection the server
     /// allows, when it sets a limit (its SETTINGS before the run; a saved
     /// run's as its connections learned it). The run uses the fewer of
@@ -71,6 +73,7 @@ impl Description {
             protocol: cfg.protocol,
             scheme: cfg.target.scheme,
             streams: cfg.streams,
+            grpc: cfg.grpc.clone(),
             allowed_streams: None,
             threads: cfg.threads,
             connections: cfg.connections,

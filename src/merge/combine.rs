@@ -258,9 +258,9 @@ fn runs_description(runs: &[SavedRun], notes: &mut Vec<String>) -> Description {
             (Some(PlanSpec::constant(rate)), Duration::ZERO, longest)
         }
     };
-    if common(runs, |s| (s.protocol, s.streams)).is_none() {
+    if common(runs, |s| (s.protocol, s.streams, s.grpc.clone())).is_none() {
         notes.push(
-            "the runs spoke different protocols (HTTP/1.1, HTTP/2, --streams): the header names \
+            "the runs spoke different protocols (HTTP/1.1, HTTP/2, --streams, --grpc): the header names \
              the first's"
                 .into(),
         );
@@ -458,6 +458,7 @@ mod tests {
                 protocol: Protocol::Http1,
                 scheme: Scheme::Http,
                 streams: 1,
+                grpc: None,
                 allowed_streams: None,
                 threads: 2,
                 connections: 12,

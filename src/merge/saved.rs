@@ -228,6 +228,7 @@ fn description(report: &Report, run: &RunOnly) -> Result<Description, String> {
         protocol,
         scheme,
         streams: at_least_one("streams", report.streams)?,
+        grpc: report.grpc_method.clone(),
         allowed_streams: run.streams_allowed,
         threads: at_least_one("threads", report.threads)?,
         connections: at_least_one("connections", report.connections)?,

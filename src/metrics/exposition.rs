@@ -9,6 +9,7 @@
 use std::fmt::Write;
 
 use super::figures::{Buckets, Figures, LATENCY_BOUNDS_NS};
+use crate::grpc::status;
 
 /// How the figures are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -166,6 +167,25 @@ pub fn families(figures: &Figures) -> Vec<Family> {
             samples: errors.collect(),
         },
     );
+    // Only a --grpc run has the family (gRPC calls not OK are among the
+    // http_error errors above).
+    if !figures.grpc_codes.is_empty() {
+        let codes = figures.grpc_codes.iter().map(|(&code, n)| Sample {
+            name: "pace_grpc_calls_total".into(),
+            labels: vec![("code", status::name(code))],
+            value: *n as f64,
+        });
+        all.insert(
+            3,
+            Family {
+                name: "pace_grpc_calls",
+                kind: Kind::Counter,
+                unit: None,
+                help: "Completed gRPC calls by status code (grpc-status).",
+                samples: codes.collect(),
+            },
+        );
+    }
     all.push(histogram(
         "pace_latency_corrected_seconds",
         "Latency from each request's intended send time (coordinated-omission corrected).",
@@ -310,6 +330,26 @@ mod tests {
 
     fn lines(text: &str) -> Vec<&str> {
         text.lines().collect()
+    }
+
+    #[test]
+    fn grpc_calls_by_code_only_in_grpc_runs() {
+        assert!(!render(&figures(false), Format::Text).contains("pace_grpc_calls"));
+        let mut figures = figures(false);
+        let mut stats = Stats::new(3);
+        stats.response(Outcome::Grpc(0));
+        stats.response(Outcome::Grpc(14));
+        stats.response(Outcome::Grpc(14));
+        let length = Duration::from_millis(200);
+        figures.add(&Interval { index: 1, start: length, length, stats });
+        let text = render(&figures, Format::Text);
+        for expected in [
+            "# TYPE pace_grpc_calls_total counter",
+            "pace_grpc_calls_total{shard=\"0/2\",code=\"OK\"} 1",
+            "pace_grpc_calls_total{shard=\"0/2\",code=\"UNAVAILABLE\"} 2",
+        ] {
+            assert!(lines(&text).contains(&expected), "{expected}\n{text}");
+        }
     }
 
     #[test]

@@ -95,6 +95,8 @@ pub struct Figures {
     pub bytes: u64,
     pub errors: Errors,
     pub statuses: BTreeMap<u16, u64>,
+    /// gRPC calls by status code (`--grpc` runs only).
+    pub grpc_codes: BTreeMap<u8, u64>,
     pub corrected: Buckets,
     pub uncorrected: Buckets,
     /// Paced runs only.
@@ -125,6 +127,7 @@ impl Figures {
             bytes: 0,
             errors: Errors::default(),
             statuses: BTreeMap::new(),
+            grpc_codes: BTreeMap::new(),
             corrected: Buckets::default(),
             uncorrected: Buckets::default(),
             lag: Buckets::default(),
@@ -144,6 +147,9 @@ impl Figures {
         self.errors.add(&stats.errors);
         for (status, n) in stats.outcomes.http() {
             *self.statuses.entry(status).or_insert(0) += n;
+        }
+        for (code, n) in stats.outcomes.grpc() {
+            *self.grpc_codes.entry(code).or_insert(0) += n;
         }
         self.corrected.add(&stats.corrected);
         self.uncorrected.add(&stats.uncorrected);

@@ -66,6 +66,9 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
         let streams = if used == 1 { "stream" } else { "streams" };
         writeln!(out, "  HTTP/2 ({how}), {used} {streams} per connection")?;
     }
+    if let Some(method) = &run.grpc {
+        writeln!(out, "  gRPC unary calls of {method}")?;
+    }
     run.reached.write_routes(out)?;
     super::plan::write_header(out, run)
 }

@@ -48,6 +48,9 @@ pub struct Report {
     /// `--streams` (1 over HTTP/1.1).
     #[serde(default = "one")]
     pub streams: usize,
+    /// `--grpc`: the method the run's calls called; absent without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_method: Option<String>,
     /// `--proxy`: the proxy the run went through; absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyReport>,

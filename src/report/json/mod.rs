@@ -268,6 +268,7 @@ fn common_fields(
         connections: run.connections,
         protocol: run.protocol_name().to_string(),
         streams: run.streams,
+        grpc_method: run.grpc.clone(),
         proxy: reached.proxy.clone(),
         connected_to: reached.origins.first().and_then(|origin| origin.connected_to.clone()),
         ip_family: reached.family.map(|family| family_name(family).to_string()),
