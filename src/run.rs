@@ -211,7 +211,7 @@ fn with_reflected_call(
     let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref())
         .map_err(Error::Usage)?;
     let mut reflected = cfg.clone();
-    reflected.body = Some(call.body);
+    reflected.grpc_messages = call.messages;
     reflected.target.path = format!("/{}", call.method);
     reflected.grpc = Some(call.method);
     reflected.grpc_from_server = None;

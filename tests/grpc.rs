@@ -334,6 +334,46 @@ fn grpc_go_paced_calls_and_an_unimplemented_method() {
 }
 
 #[test]
+fn a_file_of_messages_is_sent_in_turn() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    // Nine calls that succeed, one that the server fails: a tenth of the
+    // calls, whatever the concurrency, as the messages go in turn.
+    let mut messages = "{\"responseSize\": 10}\n".repeat(9);
+    messages.push_str("{\"responseStatus\": {\"code\": 14, \"message\": \"down\"}}\n");
+    let file = dir.path().join("messages.json");
+    std::fs::write(&file, messages).unwrap();
+    let data = format!("@{}", file.display());
+    let run = pace(
+        &[
+            "--grpc",
+            UNARY,
+            "--protoset",
+            &protoset,
+            "--data",
+            &data,
+            "-t1",
+            "-c2",
+            "--streams",
+            "10",
+            "-n",
+            "1000",
+            "-d20s",
+            "--json",
+            &server.url,
+        ],
+        LIMIT,
+    );
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], json!({"OK": 900, "UNAVAILABLE": 100}), "{run}");
+    assert_eq!(report["errors"]["http_error"], 100, "{run}");
+    assert_eq!(server.stop(), json!({"OK": 900, "Unavailable": 100}));
+}
+
+#[test]
 fn without_a_schema_grpc_go_gives_it_by_reflection() {
     let _load = load_lock();
     let Some(server) = GrpcGo::start() else { return };

@@ -132,6 +132,10 @@ pub struct BenchConfig {
     /// `--grpc`: the requests are calls of this method
     /// (`package.Service/Method`), over HTTP/2.
     pub grpc: Option<String>,
+    /// `--grpc`: the request messages, framed, each a request's body, sent
+    /// in turn (empty without `--grpc`, and until the server's reflection
+    /// gave the schema).
+    pub grpc_messages: Vec<Arc<[u8]>>,
     /// `--grpc` without a schema: the call the server's reflection gives
     /// the schema of, before the run (then the requests' body is unknown
     /// until then).
@@ -179,6 +183,7 @@ impl BenchConfig {
             proxy: None,
             reach: Reach::default(),
             grpc: None,
+            grpc_messages: Vec::new(),
             grpc_from_server: None,
             provenance: None,
         }

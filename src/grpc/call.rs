@@ -15,8 +15,9 @@ use super::schema::{self, Sources};
 pub struct Call {
     /// `package.Service/Method`, as the request's path names it.
     pub method: String,
-    /// The request message in gRPC's framing.
-    pub body: Arc<[u8]>,
+    /// The request messages in gRPC's framing, sent in turn (one, or
+    /// each of a file's).
+    pub messages: Vec<Arc<[u8]>>,
 }
 
 /// A call whose schema the server's reflection gives, asked for before
@@ -39,9 +40,10 @@ pub fn prepare(name: &str, sources: &Sources, data: Option<&str>) -> Result<Call
 pub fn prepare_with(pool: &DescriptorPool, name: &str, data: Option<&str>) -> Result<Call, String> {
     let method = schema::method(pool, name)?;
     check_unary(&method, name)?;
-    let message = message(&method, data.unwrap_or("{}"))?;
+    let messages = messages(&method, data.unwrap_or("{}"))?;
+    let messages = messages.iter().map(|message| frame(message).into()).collect();
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
-    Ok(Call { method: method_path, body: frame(&message).into() })
+    Ok(Call { method: method_path, messages })
 }
 
 /// Streaming methods are refused before any load, in words.
@@ -55,15 +57,22 @@ fn check_unary(method: &MethodDescriptor, name: &str) -> Result<(), String> {
     Err(format!("--grpc {name}: a {kind} method; pace calls unary methods only, for now"))
 }
 
-/// The request message of `method` from its JSON (protobuf's JSON
-/// mapping), encoded.
-fn message(method: &MethodDescriptor, json: &str) -> Result<Vec<u8>, String> {
+/// The request messages of `method` from JSON (protobuf's JSON mapping):
+/// one object, or several one after another (a file of messages, one per
+/// line or not), each encoded.
+fn messages(method: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, String> {
     let input = method.input();
-    let mut deserializer = serde_json::Deserializer::from_str(json);
-    let message = DynamicMessage::deserialize(input.clone(), &mut deserializer)
-        .and_then(|message| deserializer.end().map(|()| message))
-        .map_err(|e| format!("--data is not a {} in JSON: {e}", input.full_name()))?;
-    Ok(message.encode_to_vec())
+    let not_a =
+        |e: serde_json::Error| format!("--data is not a {} in JSON: {e}", input.full_name());
+    let mut messages = Vec::new();
+    for value in serde_json::Deserializer::from_str(json).into_iter::<serde_json::Value>() {
+        let message = DynamicMessage::deserialize(input.clone(), value.map_err(not_a)?);
+        messages.push(message.map_err(not_a)?.encode_to_vec());
+    }
+    match messages.is_empty() {
+        true => Err(format!("--data holds no {} message", input.full_name())),
+        false => Ok(messages),
+    }
 }
 
 /// A message as gRPC frames it: not compressed (0), its length (4 bytes,
@@ -131,9 +140,26 @@ mod tests {
             prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi", "times": 3}"#)).unwrap();
         assert_eq!(call.method, "demo.Echo/Say");
         // text (field 1, bytes "hi"), times (field 2, varint 3).
-        assert_eq!(&call.body[..], &[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]);
+        assert_eq!(&call.messages[0][..], &[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]);
         let empty = prepare("demo.Echo.Say", &sources, None).unwrap();
-        assert_eq!(&empty.body[..], &[0, 0, 0, 0, 0][..]);
+        assert_eq!(empty.messages, [Arc::from(&[0, 0, 0, 0, 0][..])]);
+    }
+
+    #[test]
+    fn a_file_of_messages_is_each_of_them_in_order() {
+        let (_dir, sources) = sources();
+        let file = "{\"text\": \"a\"}\n{\"times\": 1}\n\n  {\n  \"text\": \"b\"\n}\n";
+        let call = prepare("demo.Echo/Say", &sources, Some(file)).unwrap();
+        let expected: [&[u8]; 3] = [
+            &[0, 0, 0, 0, 3, 0x0a, 1, b'a'],
+            &[0, 0, 0, 0, 2, 0x10, 1],
+            &[0, 0, 0, 0, 3, 0x0a, 1, b'b'],
+        ];
+        assert_eq!(call.messages.iter().map(|m| &m[..]).collect::<Vec<_>>(), expected);
+        let error = prepare("demo.Echo/Say", &sources, Some(" \n")).unwrap_err();
+        assert_eq!(error, "--data holds no demo.Note message");
+        let error = prepare("demo.Echo/Say", &sources, Some("{} {\"x\": 1}")).unwrap_err();
+        assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
     }
 
     #[test]

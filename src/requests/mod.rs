@@ -98,6 +98,13 @@ pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
                 })
                 .collect()
         }
+        // Each gRPC message is a request of its own, sent in turn.
+        None if !cfg.grpc_messages.is_empty() => (cfg.grpc_messages.iter())
+            .map(|message| {
+                let request = request(&cfg.method, &cfg.target, &cfg.headers, &[], Some(message));
+                Batch::new([request])
+            })
+            .collect(),
         None => {
             let mut request = request(&cfg.method, &cfg.target, &cfg.headers, &[], body);
             through_proxy(cfg, &cfg.target, &mut request);

@@ -144,9 +144,10 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
     Spec::new(None, "protoset", Flag::Protoset)
         .takes_file("F")
         .help(&["--grpc's schema as a compiled", "descriptor set (protoc -o)"]),
-    Spec::new(None, "data", Flag::Data)
-        .takes("J")
-        .help(&["--grpc's request message in JSON,", "or @FILE (default {})"]),
+    Spec::new(None, "data", Flag::Data).takes("J").help(&[
+        "--grpc's request message in JSON, or",
+        "@FILE (several: sent in turn; default {})",
+    ]),
     Spec::new(None, "unix-socket", Flag::UnixSocket).takes_file("P").help(&[
         "Connect to the Unix socket P; the URL",
         "still gives Host and path (e.g. P =",

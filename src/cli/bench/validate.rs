@@ -52,9 +52,10 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         (None, None) => None,
     };
     let call = grpc::call_of(&typed)?;
-    let body = match &call {
-        Some(Grpc::Call(call)) => Some(call.body.clone()),
-        _ => body,
+    // A gRPC call's body is its message (grpc_messages).
+    let grpc_messages = match &call {
+        Some(Grpc::Call(call)) => call.messages.clone(),
+        _ => Vec::new(),
     };
     let targets = typed.targets.as_deref().map(Targets::read).transpose()?;
     let mut target = match (&url, &targets) {
@@ -131,6 +132,7 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         },
         streams: typed.streams.unwrap_or(1),
         grpc: call.as_ref().map(|call| call.path()[1..].to_string()),
+        grpc_messages,
         grpc_from_server: match call {
             Some(Grpc::FromServer(wanted)) => Some(wanted),
             _ => None,
