@@ -84,7 +84,7 @@ build_ghz() {
 
 build_grpc-server() {
     need go 'install Go 1.26 or later'
-    (cd "$here/../tests/grpc-go" && go build -modcacherw -o "$PEERS/grpc-test-server" .) \
+    (cd "$here/../tests/grpc-go" && go build -buildvcs=false -modcacherw -o "$PEERS/grpc-test-server" .) \
         || die "go build of tests/grpc-go failed"
 }
 
