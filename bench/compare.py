@@ -70,7 +70,9 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            ghz (-c 100 --connections 10) against grpc-go's TestService on
            CPU 0 (calls/s, CPU per call); then what gRPC adds to pace's
            HTTP/2: a unary call against a plain HTTP/2 POST with a body of
-           the same size, both to `pace serve` on CPU 0. Needs ghz and the
+           the same size, both to `pace serve` on CPU 0; and paced calls at
+           5,000/s, pace -R vs ghz --rps: the calls' HEADERS frames on the
+           wire (bench/pacing.py: grid p50/p99). Needs ghz and the
            grpc-go server ($GHZ, $GRPC_SERVER, else on PATH, else what
            `bench/peers.sh ghz grpc-server` built)
 
@@ -144,9 +146,9 @@ def missing_tools(parts):
         need(WRK, 'wrk', 'apt-get install wrk')
     need(shutil.which('taskset'), 'taskset', 'apt-get install util-linux')
     need(have('/usr/bin/time'), '/usr/bin/time', 'apt-get install time')
-    if {'paced', 'wide', 'shards', 'wire', 'h2'} & set(parts):
+    if {'paced', 'wide', 'shards', 'wire', 'h2', 'grpc'} & set(parts):
         need(shutil.which('tcpdump') or os.path.exists('/usr/sbin/tcpdump'), 'tcpdump', 'apt-get install tcpdump')
-    if {'paced', 'wide', 'shards', 'h2'} & set(parts):
+    if {'paced', 'wide', 'shards', 'h2', 'grpc'} & set(parts):
         numpy = have(PYTHON_WITH_NUMPY) and subprocess.run(
             [PYTHON_WITH_NUMPY, '-c', 'import numpy'], capture_output=True).returncode == 0
         need(numpy, f'numpy for {PYTHON_WITH_NUMPY}',
@@ -595,6 +597,7 @@ class GrpcGo:
 
 
 GRPC_UNARY = 'grpc.testing.TestService/UnaryCall'
+GRPC_RATE = 5000
 # The schema of the call to `pace serve`, which echoes any gRPC call.
 ECHO_PROTO = ('syntax = "proto3"; package demo;\n'
               'service Echo { rpc Say (Note) returns (Note); }\n'
@@ -607,6 +610,34 @@ def ghz_figures(out):
     rate = float(re.search(r'Requests/sec:\s+([\d.]+)', out).group(1))
     ok = sum(int(n) for n in re.findall(r'\[OK\]\s+(\d+) responses', out))
     return count, rate, count - ok
+
+
+def grpc_paced(rounds, addr, call, protoset):
+    """Paced unary calls at GRPC_RATE against grpc-go: pace -R against
+    ghz --rps, the HEADERS frames of the calls on the wire (pacing.py)."""
+    port = int(addr.rsplit(':', 1)[1])
+    rate = GRPC_RATE
+    tools = [('pace', [PACE] + call + ['-t1', '-c10', '--streams', '10', '-d10s', '-R', str(rate), '-e',
+                                       f'http://{addr}/']),
+             ('ghz', [GHZ, '--insecure', '--protoset', protoset, '--call', GRPC_UNARY, '-d', '{}', '-c', '100',
+                      '--connections', '10', '--rps', str(rate), '-z', '10s', addr])]
+    keys = ('achieved', 'lag_p99', 'grid_p50', 'grid_p99', 'win1ms_p99', 'cpu_us')
+    rows = {name: {k: [] for k in keys} for name, _ in tools}
+    for _ in range(rounds):
+        for name, cmd in tools:
+            figures, out, cpu = paced_run(cmd, rate, port, h2=True)
+            row = rows[name]
+            for key in ('achieved', 'grid_p50', 'grid_p99', 'win1ms_p99'):
+                if key in figures:
+                    row[key].append(figures[key])
+            if name == 'ghz':
+                calls = ghz_figures(out)[0]
+            else:
+                calls, _, _, report = pace_figures(out)
+                row['lag_p99'].append(report['schedule_lag']['percentiles_us']['99'])
+            row['cpu_us'].append(cpu / max(calls, 1) * 1e6)
+    median_table(f'gRPC paced -R {rate} against grpc-go, -t1, 10 connections x 10 streams, the calls\' '
+                 f'HEADERS on the wire (median of {rounds})', rows)
 
 
 def grpc_part(rounds):
@@ -635,6 +666,7 @@ def grpc_part(rounds):
         median_table(f'gRPC unary calls against grpc-go -t1, 10 connections x 10 streams (median of {rounds})', rows)
         ratio = lambda key: statistics.median(rows['pace'][key]) / statistics.median(rows['ghz'][key])
         print(f'  pace CPU per call / ghz = {ratio("cpu_us"):.2f}   pace calls/s / ghz = {ratio("calls_per_s"):.2f}')
+        grpc_paced(rounds, addr, call, protoset)
     with BuiltInServer() as url, tempfile.TemporaryDirectory() as d:
         proto = os.path.join(d, 'echo.proto')
         with open(proto, 'w') as f:
