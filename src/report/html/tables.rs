@@ -10,6 +10,7 @@ use hdrhistogram::Histogram;
 use super::escape::escape;
 use super::{Origin, Page};
 use crate::config::Mode;
+use crate::grpc::status;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::report::concurrency::Concurrency;
@@ -255,9 +256,19 @@ pub fn summary(page: &Page) -> String {
             format!("{}: cut off by the stop, neither answered nor timed out", e.stopped),
         ));
     }
-    rows.push(("Status > 399", e.status.to_string()));
+    // gRPC calls that failed are counted by their code, in rows of their
+    // own, as in the text report.
+    let codes: Vec<String> =
+        stats.outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code))).collect();
+    let grpc_failed: u64 =
+        stats.outcomes.grpc().filter(|&(code, _)| code != status::OK).map(|(_, n)| n).sum();
+    rows.push(("Status > 399", e.status.saturating_sub(grpc_failed).to_string()));
     let statuses: Vec<String> = stats.outcomes.http().map(|(s, n)| format!("{s}: {n}")).collect();
     rows.push(("Status codes", escape(&statuses.join(", "))));
+    if !codes.is_empty() {
+        rows.push(("gRPC calls not OK", grpc_failed.to_string()));
+        rows.push(("gRPC status", codes.join(", ")));
+    }
     if stats.nil_requests > 0 {
         rows.push(("request() returned nil", stats.nil_requests.to_string()));
     }

@@ -133,3 +133,18 @@ fn the_phases_that_happened_are_columns_of_the_latency_table() {
     assert!(!html.contains("TLS handshake"));
     assert!(html.contains("<td>count</td>"), "{html}");
 }
+
+#[test]
+fn a_grpc_run_counts_its_calls_by_status() {
+    let cfg = config(false);
+    let mut total = Stats::new(3);
+    for i in 0..20u64 {
+        total.response(Outcome::Grpc(if i % 4 == 0 { 14 } else { 0 }));
+        total.corrected.record(1000 + i).unwrap();
+        total.uncorrected.record(1000 + i).unwrap();
+    }
+    let result = result(total);
+    let html = render(&page(&cfg, &result, &[], Origin::Live));
+    assert!(html.contains("gRPC calls not OK"), "{html}");
+    assert!(html.contains("OK: 15, UNAVAILABLE: 5"), "{html}");
+}
