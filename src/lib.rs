@@ -26,6 +26,7 @@ mod files;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 mod grpc;
+mod grpc_status;
 mod http;
 mod http2;
 mod limits;

@@ -4,9 +4,8 @@
 //! `grpc-status` trailer. The schema comes from `.proto` files or a
 //! descriptor set ([`schema`]), or from the server's reflection service
 //! ([`reflection`]); a call's message from JSON, encoded once ([`call`]);
-//! its outcome is a status code ([`status`]).
+//! its outcome is a status code (`crate::grpc_status`).
 
 pub mod call;
 pub mod reflection;
 pub mod schema;
-pub mod status;

@@ -10,8 +10,8 @@ use prost::Message;
 use prost_reflect::DescriptorPool;
 
 use super::call::frame;
-use super::status;
 use crate::blocking::Exchange;
+use crate::grpc_status;
 use crate::http2::session::{self, Body, Event, Role, Session};
 
 /// The reflection services, newest first.
@@ -78,10 +78,10 @@ pub fn schema(
     for (slot, path) in PATHS.iter().enumerate() {
         let answer = call(&mut session, exchange, server, path, &body, slot)?;
         match answer.status {
-            status::OK => return pool_of(&answer.messages, service),
+            grpc_status::OK => return pool_of(&answer.messages, service),
             // A server with only the older service.
-            status::UNIMPLEMENTED if slot + 1 < PATHS.len() => continue,
-            status::UNIMPLEMENTED => {
+            grpc_status::UNIMPLEMENTED if slot + 1 < PATHS.len() => continue,
+            grpc_status::UNIMPLEMENTED => {
                 return Err("the server has no reflection service: give the schema with \
                             --proto or --protoset"
                     .into())
@@ -90,7 +90,7 @@ pub fn schema(
                 let said = answer.message.map(|m| format!(": {m}")).unwrap_or_default();
                 return Err(format!(
                     "the reflection call failed with {}{said}",
-                    status::name(code)
+                    grpc_status::name(code)
                 ));
             }
         }
@@ -187,7 +187,7 @@ fn pool_of(messages: &[Vec<u8>], service: &str) -> Result<DescriptorPool, String
     let response = ReflectionResponse::decode(&first[..]).map_err(bad)?;
     if let Some(error) = response.error_response {
         return Err(match u8::try_from(error.error_code) {
-            Ok(status::NOT_FOUND) => format!("the server has no service {service}"),
+            Ok(grpc_status::NOT_FOUND) => format!("the server has no service {service}"),
             _ => format!("the server's reflection answered: {}", error.error_message),
         });
     }

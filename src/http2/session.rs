@@ -28,7 +28,7 @@ use std::sync::Arc;
 use libnghttp2_sys as ng;
 
 use super::pool::Pool;
-use crate::grpc;
+use crate::grpc_status;
 
 /// Flow-control windows, for streams and for the connection, as large as
 /// h2load's (`-w 30 -W 30`): a 64 KiB default window would cap the
@@ -760,7 +760,7 @@ unsafe extern "C" fn on_header(
             message.status =
                 std::str::from_utf8(value).ok().and_then(|v| v.parse().ok()).unwrap_or(0);
         }
-        b"grpc-status" => message.grpc_status = Some(grpc::status::parse(value)),
+        b"grpc-status" => message.grpc_status = Some(grpc_status::parse(value)),
         b"content-type" => message.grpc_content = value.starts_with(b"application/grpc"),
         _ => {}
     }

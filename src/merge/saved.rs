@@ -24,7 +24,7 @@ use crate::config::targets::TargetsOrder;
 use crate::config::{Mode, Shard};
 use crate::description::reached::{OriginReach, Reached};
 use crate::description::Description;
-use crate::grpc::status;
+use crate::grpc_status;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::protocol::Protocol;
 use crate::reach::Family;
@@ -362,7 +362,7 @@ fn measured(report: &Report) -> Result<Stats, String> {
     stats.errors = errors("errors", &Errors::from(&report.errors))?;
     stats.outcomes = outcomes("status_codes", &report.status_codes)?;
     for (name, &n) in &report.grpc_codes {
-        let code = status::from_name(name)
+        let code = grpc_status::from_name(name)
             .ok_or_else(|| format!("grpc_codes: {name} is not a gRPC status code"))?;
         stats.outcomes.add(Outcome::Grpc(code), count("grpc_codes", n)?);
     }

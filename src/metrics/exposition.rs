@@ -9,7 +9,7 @@
 use std::fmt::Write;
 
 use super::figures::{Buckets, Figures, LATENCY_BOUNDS_NS};
-use crate::grpc::status;
+use crate::grpc_status;
 
 /// How the figures are written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -172,7 +172,7 @@ pub fn families(figures: &Figures) -> Vec<Family> {
     if !figures.grpc_codes.is_empty() {
         let codes = figures.grpc_codes.iter().map(|(&code, n)| Sample {
             name: "pace_grpc_calls_total".into(),
-            labels: vec![("code", status::name(code))],
+            labels: vec![("code", grpc_status::name(code))],
             value: *n as f64,
         });
         all.insert(

@@ -17,7 +17,7 @@ use hdrhistogram::Histogram;
 use super::ReportOptions;
 use crate::config::Mode;
 use crate::description::Description;
-use crate::grpc::status;
+use crate::grpc_status;
 use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
@@ -413,8 +413,7 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     }
     // gRPC calls that failed are counted by their code, in a line of
     // their own: they are no HTTP response's failure.
-    let grpc_failed: u64 =
-        stats.outcomes.grpc().filter(|&(code, _)| code != status::OK).map(|(_, n)| n).sum();
+    let grpc_failed = stats.outcomes.grpc_failed();
     if e.status > grpc_failed {
         writeln!(out, "  Non-2xx or 3xx responses: {}", e.status - grpc_failed)?;
     }
@@ -462,7 +461,7 @@ fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()>
 /// wrk's report exactly; a mix, or any other status, is worth the line.
 fn write_statuses(out: &mut dyn Write, outcomes: &Outcomes) -> io::Result<()> {
     let codes: Vec<String> =
-        outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code))).collect();
+        outcomes.grpc().map(|(code, n)| format!("{}: {n}", grpc_status::name(code))).collect();
     if !codes.is_empty() {
         writeln!(out, "  gRPC status: {}", codes.join(", "))?;
     }

@@ -30,7 +30,7 @@ use super::endpoint::{self, Endpoint};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
-use crate::grpc;
+use crate::grpc_status;
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
 use crate::http2::session::{self, Event, Role, Session};
@@ -286,21 +286,16 @@ impl Http2Conn {
         code: u8,
         body: Option<session::Body>,
     ) -> io::Result<()> {
-        let code_text = code.to_string();
-        let grpc_fields = [(&b"content-type"[..], &b"application/grpc"[..])];
-        let status_field = [(&b"grpc-status"[..], code_text.as_bytes())];
-        let fields = fields.into_iter().chain(grpc_fields);
+        let fields = fields.into_iter().chain([(&b"content-type"[..], &b"application/grpc"[..])]);
         let submitted = match code {
-            grpc::status::OK => {
+            grpc_status::OK => {
                 self.session.submit_response(stream_id, slot, fields, body, Some(GRPC_OK))
             }
-            _ => self.session.submit_response(
-                stream_id,
-                slot,
-                fields.chain(status_field),
-                None,
-                None,
-            ),
+            _ => {
+                let code = code.to_string();
+                let fields = fields.chain([(&b"grpc-status"[..], code.as_bytes())]);
+                self.session.submit_response(stream_id, slot, fields, None, None)
+            }
         };
         submitted.map_err(io::Error::other)
     }
@@ -351,9 +346,9 @@ fn grpc_call(message: &session::Message) -> Option<u8> {
         return None;
     }
     if field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection.")) {
-        return Some(grpc::status::UNIMPLEMENTED);
+        return Some(grpc_status::UNIMPLEMENTED);
     }
-    Some(field(message, ASKED_STATUS).map_or(grpc::status::OK, grpc::status::parse))
+    Some(field(message, ASKED_STATUS).map_or(grpc_status::OK, grpc_status::parse))
 }
 
 /// The value of the header field `name` (the first, if repeated).

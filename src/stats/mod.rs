@@ -52,7 +52,7 @@ pub fn sample_mean_stdev(samples: &[f64]) -> (f64, f64) {
 pub enum Outcome {
     /// An HTTP response's status code.
     Http(u16),
-    /// A gRPC call's status code (its `grpc-status`, `crate::grpc::status`).
+    /// A gRPC call's status code (its `grpc-status`, `crate::grpc_status`).
     Grpc(u8),
 }
 
@@ -63,7 +63,7 @@ impl Outcome {
     pub fn is_error(self) -> bool {
         match self {
             Outcome::Http(status) => status > 399,
-            Outcome::Grpc(code) => code != crate::grpc::status::OK,
+            Outcome::Grpc(code) => code != crate::grpc_status::OK,
         }
     }
 }
@@ -112,6 +112,11 @@ impl Outcomes {
             Outcome::Http(status) => Some((status, n)),
             Outcome::Grpc(_) => None,
         })
+    }
+
+    /// gRPC calls whose status was not OK (among the errors' `status`).
+    pub fn grpc_failed(&self) -> u64 {
+        self.grpc().filter(|&(code, _)| code != crate::grpc_status::OK).map(|(_, n)| n).sum()
     }
 
     /// The gRPC status codes seen, in order, with their counts.

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::{Code, Diagnostic};
 use crate::description::Description;
-use crate::grpc::status;
+use crate::grpc_status;
 use crate::stats::Stats;
 use crate::target::Scheme;
 
@@ -40,7 +40,7 @@ fn all_failed(stats: &Stats) -> Option<Diagnostic> {
     }
     let mut how: Vec<String> =
         stats.outcomes.http().map(|(s, n)| format!("status {s}: {n}")).collect();
-    let calls = stats.outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code)));
+    let calls = stats.outcomes.grpc().map(|(code, n)| format!("{}: {n}", grpc_status::name(code)));
     how.extend(calls);
     // gRPC calls succeed by their status, not by an HTTP status.
     let success = match stats.outcomes.grpc().next() {

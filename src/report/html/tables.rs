@@ -10,7 +10,7 @@ use hdrhistogram::Histogram;
 use super::escape::escape;
 use super::{Origin, Page};
 use crate::config::Mode;
-use crate::grpc::status;
+use crate::grpc_status;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::report::concurrency::Concurrency;
@@ -258,10 +258,12 @@ pub fn summary(page: &Page) -> String {
     }
     // gRPC calls that failed are counted by their code, in rows of their
     // own, as in the text report.
-    let codes: Vec<String> =
-        stats.outcomes.grpc().map(|(code, n)| format!("{}: {n}", status::name(code))).collect();
-    let grpc_failed: u64 =
-        stats.outcomes.grpc().filter(|&(code, _)| code != status::OK).map(|(_, n)| n).sum();
+    let codes: Vec<String> = stats
+        .outcomes
+        .grpc()
+        .map(|(code, n)| format!("{}: {n}", grpc_status::name(code)))
+        .collect();
+    let grpc_failed = stats.outcomes.grpc_failed();
     rows.push(("Status > 399", e.status.saturating_sub(grpc_failed).to_string()));
     let statuses: Vec<String> = stats.outcomes.http().map(|(s, n)| format!("{s}: {n}")).collect();
     rows.push(("Status codes", escape(&statuses.join(", "))));

@@ -26,7 +26,7 @@ use super::ReportOptions;
 use super::{diagnose, plan, series, targets};
 use crate::config::Mode;
 use crate::description::{targets_order_name, Description};
-use crate::grpc::status;
+use crate::grpc_status;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::reach::Family;
@@ -284,7 +284,7 @@ fn common_fields(
         requests_per_sec,
         bytes_per_sec,
         status_codes: stats.outcomes.http().collect(),
-        grpc_codes: stats.outcomes.grpc().map(|(code, n)| (status::name(code), n)).collect(),
+        grpc_codes: stats.outcomes.grpc().map(|(code, n)| (grpc_status::name(code), n)).collect(),
         error_causes: stats.error_causes.clone(),
         nil_requests: stats.nil_requests,
         latency: Latency {

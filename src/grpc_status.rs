@@ -1,5 +1,7 @@
 //! gRPC status codes (the `grpc-status` trailer) by name, as gRPC's
-//! `doc/statuscodes.md` names them.
+//! `doc/statuscodes.md` names them. Apart from `grpc/`, which builds on
+//! the HTTP/2 session: the session notes a response's status, and the
+//! stats and reports count it, so the codes sit below them all.
 
 /// The names of codes 0 to 16.
 const NAMES: [&str; 17] = [
