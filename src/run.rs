@@ -208,7 +208,7 @@ fn with_reflected_call(
             ask(&mut deadline.on(&socket))?
         }
     };
-    let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref())
+    let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref(), wanted.gzip)
         .map_err(Error::Usage)?;
     let mut reflected = cfg.clone();
     reflected.grpc_messages = call.messages;
@@ -262,7 +262,12 @@ fn conclude<S>(
         return overran(&finished);
     }
     if let Some(error) = finished.script_error {
-        return Err(Error::Script(format!("the script failed, the run was stopped: {error}")));
+        return Err(match bench.config.script {
+            Some(_) => Error::Script(format!("the script failed, the run was stopped: {error}")),
+            // Without a script, what stops a run is a message a --data
+            // template made for one call.
+            None => Error::Usage(format!("a call's message, the run was stopped: {error}")),
+        });
     }
     if let Some((mut script, threads)) = done {
         if let Some(signal) = done_watched(&mut script, &finished.result, threads, signals)? {

@@ -62,6 +62,17 @@ pub enum Requests<S> {
     /// are HEAD or not as `heads` says (every batch has the depth and HEAD
     /// flags of the script's first, as in wrk).
     Scripted { script: S, heads: Arc<[bool]> },
+    /// Requests made one at a time during the run, each new (gRPC calls
+    /// whose message a template makes), all to `endpoint`.
+    Made { maker: Box<dyn MakeRequests>, endpoint: Endpoint },
+}
+
+/// Makes each request of a thread as it is sent, without a script.
+pub trait MakeRequests: Send + 'static {
+    /// The next batch (one request), for the connection numbered
+    /// `connection` in its thread. Err: it could not be made, in words
+    /// (the run stops).
+    fn next(&mut self, connection: usize) -> Result<Batch, String>;
 }
 
 /// What the threads of a run send: one [`Requests`] each.

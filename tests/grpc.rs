@@ -394,3 +394,34 @@ fn without_a_schema_grpc_go_gives_it_by_reflection() {
     // grpc-go counts the calls of TestService only (not reflection's).
     assert_eq!(server.stop(), json!({"OK": 300}));
 }
+
+#[test]
+fn templates_make_each_call_its_own_message_and_gzip_compresses_them() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    let call = ["--grpc", UNARY, "--protoset", &protoset];
+    let load = ["-t2", "-c4", "--streams", "5", "-n", "600", "-d20s", "--json", &server.url];
+    // Every call's number is its own (numbers unique across threads),
+    // the fixed message between the templated ones is encoded once.
+    let data = r#"{"responseStatus": {"message": "call {{.RequestNumber}} {{.UUID}}"}}
+        {"responseSize": 3}"#;
+    let run = pace(&[&call[..], &["--data", data], &load].concat(), LIMIT);
+    run.assert_ok();
+    assert_eq!(json_of(&run)["grpc_codes"], json!({"OK": 600}), "{run}");
+    // In random order, with gzip: the server decompressed every message.
+    let data = r#"{"responseStatus": {"message": "{{randomString 16}}"}} {}"#;
+    let random = ["--data", data, "--targets-order", "random", "--seed", "7", "--grpc-gzip"];
+    let run = pace(&[&call[..], &random, &load].concat(), LIMIT);
+    run.assert_ok();
+    assert!(run.stderr.contains("pace: --data's messages in random order, seed 7"), "{run}");
+    assert_eq!(json_of(&run)["grpc_codes"], json!({"OK": 600}), "{run}");
+    let counted = server.stop();
+    assert_eq!(counted["OK"], 1200, "{counted}");
+    assert_eq!(counted["compressed"], 600, "{counted}");
+    // 300 calls of the first run carry a distinct number each; those of
+    // the second run a random text each (of about 300: drawn at random).
+    let distinct = counted["distinct_messages"].as_u64().unwrap();
+    assert!((300 + 200..=300 + 400).contains(&distinct), "{counted}");
+}

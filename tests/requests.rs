@@ -502,7 +502,10 @@ fn bad_request_options_are_command_line_errors() {
         "option '--bo' is ambiguous; possibilities: '--body' '--body-file'",
     );
     assert_usage_error(&["--seed", "-3", url], "invalid value for '--seed': '-3' is not a whole");
-    assert_usage_error(&["--targets-order", "random", url], "--targets-order needs --targets");
+    assert_usage_error(
+        &["--targets-order", "random", url],
+        "--targets-order needs --targets (or --grpc's --data)",
+    );
     assert_usage_error(&["-m", "POST"], "missing URL (try 'pace --help')");
 }
 

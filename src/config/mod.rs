@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::grpc::call::FromServer;
+use crate::grpc::call::{FromServer, Message};
 use crate::plan::PlanSpec;
 use crate::protocol::Protocol;
 use crate::provenance::Provenance;
@@ -132,10 +132,11 @@ pub struct BenchConfig {
     /// `--grpc`: the requests are calls of this method
     /// (`package.Service/Method`), over HTTP/2.
     pub grpc: Option<String>,
-    /// `--grpc`: the request messages, framed, each a request's body, sent
-    /// in turn (empty without `--grpc`, and until the server's reflection
-    /// gave the schema).
-    pub grpc_messages: Vec<Arc<[u8]>>,
+    /// `--grpc`: the request messages, each a request's body (framed, or
+    /// made per call from a template), sent in turn or in random order
+    /// (`targets_order`); empty without `--grpc`, and until the server's
+    /// reflection gave the schema.
+    pub grpc_messages: Vec<Message>,
     /// `--grpc` without a schema: the call the server's reflection gives
     /// the schema of, before the run (then the requests' body is unknown
     /// until then).

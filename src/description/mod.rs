@@ -84,7 +84,8 @@ impl Description {
             mode: cfg.mode.clone(),
             warmup: cfg.warmup,
             seed: cfg.seed,
-            targets_order: cfg.targets.as_ref().map(|_| cfg.targets_order),
+            targets_order: (cfg.targets.is_some() || cfg.grpc_messages.len() > 1)
+                .then_some(cfg.targets_order),
             client_certificate: cfg.tls.client_certificate.is_some(),
             shard: cfg.shard,
             start_at: cfg.start_at,

@@ -317,6 +317,7 @@ impl<'a> Engine<'a> {
                     .and_then(|route| route.absolute_form(self.cfg.protocol, target));
                 Ok(Source::Scripted { script, text: ScriptText::new(heads, context), absolute })
             }
+            Requests::Made { maker, endpoint } => Ok(Source::Made { maker, context, endpoint }),
         }
     }
 

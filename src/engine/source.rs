@@ -12,7 +12,7 @@ use super::routed::Routed;
 use crate::endpoint::Endpoint;
 use crate::http::response::Captured;
 use crate::proxy::absolute::AbsoluteForm;
-use crate::workload::{Batch, Interrupt, Order, ScriptError, Scripted};
+use crate::workload::{Batch, Interrupt, MakeRequests, Order, ScriptError, Scripted};
 
 /// A thread's source of request batches in the wire form of `P`.
 pub enum Source<P: Protocol, S> {
@@ -31,6 +31,8 @@ pub enum Source<P: Protocol, S> {
     /// the script's first request (as in wrk). Through a proxy in plain
     /// HTTP, `absolute` rewrites each request into the form a proxy takes.
     Scripted { script: S, text: ScriptText<P>, absolute: Option<AbsoluteForm> },
+    /// Requests made as they are sent, each encoded then.
+    Made { maker: Box<dyn MakeRequests>, context: Context, endpoint: Endpoint },
 }
 
 /// How a script's requests are encoded: once per distinct request, the
@@ -104,6 +106,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
             Source::Fixed { batches, .. } => P::depth(&batches[0].wire),
             Source::Routed(routed) => P::depth(routed.first_wire()),
             Source::Scripted { text, .. } => text.heads.len(),
+            Source::Made { .. } => 1,
         }
     }
 
@@ -134,11 +137,15 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
         }
     }
 
-    /// The next request batch, for a connection to `origin` (only a
-    /// source of several origins looks at it); None when the script's
-    /// `request()` gave none (nil).
+    /// The next request batch, for the connection numbered `connection`
+    /// in the thread, to `origin` (only a source of several origins looks
+    /// at it); None when the script's `request()` gave none (nil).
     #[inline]
-    pub fn next_batch(&mut self, origin: usize) -> Result<Option<Outgoing<P::Wire>>, ScriptError> {
+    pub fn next_batch(
+        &mut self,
+        origin: usize,
+        connection: usize,
+    ) -> Result<Option<Outgoing<P::Wire>>, ScriptError> {
         match self {
             Source::Fixed { batches, next, random: None, .. } => {
                 let batch = batches[*next].clone();
@@ -164,6 +171,11 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
                 let wire = text.encode(bytes)?;
                 Ok(Some(Outgoing { wire, target: 0, origin: 0 }))
             }
+            Source::Made { maker, context, .. } => {
+                let batch = maker.next(connection).map_err(ScriptError)?;
+                let wire = P::encode(&batch.requests, context).map_err(ScriptError)?;
+                Ok(Some(Outgoing { wire, target: 0, origin: 0 }))
+            }
         }
     }
 
@@ -187,7 +199,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
         match self {
             Source::Fixed { batches, next, .. } => spread(batches, *next, skipped, n),
             Source::Routed(routed) => spread(routed.batches(), routed.position(), skipped, n),
-            Source::Scripted { .. } => Vec::new(),
+            Source::Scripted { .. } | Source::Made { .. } => Vec::new(),
         }
     }
 
@@ -199,7 +211,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
     /// A complete response, for the script's `response()`.
     pub fn on_response(&mut self, status: u16, captured: &Captured) -> Result<(), ScriptError> {
         match self {
-            Source::Fixed { .. } | Source::Routed(_) => Ok(()),
+            Source::Fixed { .. } | Source::Routed(_) | Source::Made { .. } => Ok(()),
             Source::Scripted { script, .. } => {
                 script.response(status, &captured.headers, &captured.body)
             }
@@ -211,7 +223,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
     #[inline]
     pub fn delay(&mut self) -> Result<Duration, ScriptError> {
         match self {
-            Source::Fixed { .. } | Source::Routed(_) => Ok(Duration::ZERO),
+            Source::Fixed { .. } | Source::Routed(_) | Source::Made { .. } => Ok(Duration::ZERO),
             Source::Scripted { script, .. } => script.delay(),
         }
     }
@@ -224,7 +236,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
     /// Where the next connection goes (`thread.addr` may change it).
     pub fn endpoint(&self) -> Endpoint {
         match self {
-            Source::Fixed { endpoint, .. } => endpoint.clone(),
+            Source::Fixed { endpoint, .. } | Source::Made { endpoint, .. } => endpoint.clone(),
             Source::Routed(routed) => routed.endpoint(),
             Source::Scripted { script, .. } => script.endpoint(),
         }
@@ -238,7 +250,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
     /// Stops a script call that does not return, from another thread.
     pub fn interrupter(&self) -> Option<Box<dyn Interrupt>> {
         match self {
-            Source::Fixed { .. } | Source::Routed(_) => None,
+            Source::Fixed { .. } | Source::Routed(_) | Source::Made { .. } => None,
             Source::Scripted { script, .. } => Some(Box::new(script.interrupter())),
         }
     }
@@ -246,7 +258,7 @@ impl<P: Protocol, S: Scripted> Source<P, S> {
     /// The thread's script, handed back (for `done()`).
     pub fn into_script(self) -> Option<S> {
         match self {
-            Source::Fixed { .. } | Source::Routed(_) => None,
+            Source::Fixed { .. } | Source::Routed(_) | Source::Made { .. } => None,
             Source::Scripted { script, .. } => Some(script),
         }
     }
@@ -297,7 +309,8 @@ mod tests {
     #[test]
     fn fixed_requests_are_sent_in_turn() {
         let mut source = source(&[batch("a"), batch("b"), batch("c")], 4, Order::Sequential);
-        let sent: Vec<u8> = (0..4).map(|_| text(source.next_batch(0).unwrap().unwrap())).collect();
+        let sent: Vec<u8> =
+            (0..4).map(|_| text(source.next_batch(0, 0).unwrap().unwrap())).collect();
         assert_eq!(sent, b"bcab");
         assert_eq!(source.depth(), 1);
         assert!(!source.stopped() && !source.wants_responses());
@@ -311,7 +324,7 @@ mod tests {
             .map(|(i, name)| Outgoing { target: i as u32, ..batch(name) })
             .collect();
         let mut source = source(&batches, 0, Order::Sequential);
-        source.next_batch(0).unwrap();
+        source.next_batch(0, 0).unwrap();
         // Next is "b"; skipping 2 ("b", "c"), the next 4 are a, b, c, a.
         assert_eq!(source.targets_ahead(2, 4), [(0, 2), (1, 1), (2, 1)]);
         assert_eq!(source.targets_ahead(0, 2), [(1, 1), (2, 1)]);
@@ -323,7 +336,7 @@ mod tests {
         let batches = [batch("a"), batch("b"), batch("c")];
         let draw = |seed| {
             let mut source = source(&batches, 0, Order::Random(Draws::at(seed, 0, 0)));
-            (0..300).map(|_| text(source.next_batch(0).unwrap().unwrap())).collect::<Vec<u8>>()
+            (0..300).map(|_| text(source.next_batch(0, 0).unwrap().unwrap())).collect::<Vec<u8>>()
         };
         let first = draw(7);
         assert_eq!(first, draw(7));

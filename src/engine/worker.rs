@@ -374,7 +374,7 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
             };
             self.source.move_on();
             let origin = self.connections.origin_of(ticket.conn);
-            let batch = match self.source.next_batch(origin) {
+            let batch = match self.source.next_batch(origin, ticket.conn) {
                 Ok(Some(batch)) => batch,
                 Ok(None) => {
                     self.no_request(ticket, now);
@@ -410,7 +410,7 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
         })?;
         parked.take(origin, &mut self.intended);
         // A source of several origins always has a request for each.
-        let batch = self.source.next_batch(origin).ok().flatten()?;
+        let batch = self.source.next_batch(origin, ticket.conn).ok().flatten()?;
         Some(self.send(ticket, batch))
     }
 
@@ -441,7 +441,9 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
             loop {
                 let Some(origin) = parked.waiting().next() else { break };
                 parked.take(origin, &mut self.intended);
-                let target = match self.source.next_batch(origin) {
+                // Only a source of several origins parks (and it makes
+                // nothing per connection).
+                let target = match self.source.next_batch(origin, 0) {
                     Ok(Some(batch)) => batch.target,
                     _ => 0,
                 };

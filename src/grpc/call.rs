@@ -1,23 +1,56 @@
-//! A unary call as pace sends it: the method's path, the request message
-//! from JSON encoded once with the schema and framed as gRPC frames a
-//! message, and the header fields every call carries.
+//! A unary call as pace sends it: the method's path, the request messages
+//! from JSON (encoded once with the schema and framed as gRPC frames a
+//! message, or made for each call from a template), and the header fields
+//! every call carries.
 
+use std::io::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
-use prost::Message;
-use prost_reflect::{DescriptorPool, DynamicMessage, MethodDescriptor};
+use prost::Message as _;
+use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor, MethodDescriptor};
 
 use super::schema::{self, Sources};
+use super::template::{self, CallData, Parsed, Template};
+use crate::plan::random::Draws;
 
 /// What every call of a run sends.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Call {
     /// `package.Service/Method`, as the request's path names it.
     pub method: String,
-    /// The request messages in gRPC's framing, sent in turn (one, or
-    /// each of a file's).
-    pub messages: Vec<Arc<[u8]>>,
+    /// The request messages, sent in turn (one, or each of a file's).
+    pub messages: Vec<Message>,
+    /// The messages are compressed with gzip (`--grpc-gzip`).
+    pub gzip: bool,
+}
+
+/// One request message of a run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Message {
+    /// The same for every call: encoded and framed once.
+    Framed(Arc<[u8]>),
+    /// Made for every call from its template.
+    Template(Arc<MessageTemplate>),
+}
+
+/// A message made anew for each call: its template, and the type it is
+/// encoded as.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MessageTemplate {
+    template: Template,
+    input: MessageDescriptor,
+    gzip: bool,
+}
+
+impl MessageTemplate {
+    /// The message for `call`, encoded and framed; `text` is the
+    /// rendering's buffer (kept between calls). Err: the rendered text is
+    /// not a message of the method's input type, in words.
+    pub fn make(&self, call: &mut CallData, text: &mut String) -> Result<Vec<u8>, String> {
+        self.template.render(call, text);
+        Ok(frame(&encode(&self.input, text)?, self.gzip))
+    }
 }
 
 /// A call whose schema the server's reflection gives, asked for before
@@ -28,22 +61,33 @@ pub struct FromServer {
     pub name: String,
     /// `--data`, read.
     pub data: Option<String>,
+    /// `--grpc-gzip`.
+    pub gzip: bool,
 }
 
-/// The call of `name` with the message `data` (JSON; `{}` when None),
-/// checked against the schema `sources` give.
-pub fn prepare(name: &str, sources: &Sources, data: Option<&str>) -> Result<Call, String> {
-    prepare_with(&schema::load(sources)?, name, data)
+/// The call of `name` with the messages `data` (JSON; `{}` when None),
+/// compressed when `gzip`, checked against the schema `sources` give.
+pub fn prepare(
+    name: &str,
+    sources: &Sources,
+    data: Option<&str>,
+    gzip: bool,
+) -> Result<Call, String> {
+    prepare_with(&schema::load(sources)?, name, data, gzip)
 }
 
 /// [`prepare`] with the schema `pool`.
-pub fn prepare_with(pool: &DescriptorPool, name: &str, data: Option<&str>) -> Result<Call, String> {
+pub fn prepare_with(
+    pool: &DescriptorPool,
+    name: &str,
+    data: Option<&str>,
+    gzip: bool,
+) -> Result<Call, String> {
     let method = schema::method(pool, name)?;
     check_unary(&method, name)?;
-    let messages = messages(&method, data.unwrap_or("{}"))?;
-    let messages = messages.iter().map(|message| frame(message).into()).collect();
+    let messages = messages(&method, data.unwrap_or("{}"), gzip)?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
-    Ok(Call { method: method_path, messages })
+    Ok(Call { method: method_path, messages, gzip })
 }
 
 /// Streaming methods are refused before any load, in words.
@@ -59,15 +103,30 @@ fn check_unary(method: &MethodDescriptor, name: &str) -> Result<(), String> {
 
 /// The request messages of `method` from JSON (protobuf's JSON mapping):
 /// one object, or several one after another (a file of messages, one per
-/// line or not), each encoded.
-fn messages(method: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, String> {
+/// line or not), each encoded once, or checked once (rendered for a first
+/// call) if it is a template.
+fn messages(method: &MethodDescriptor, json: &str, gzip: bool) -> Result<Vec<Message>, String> {
     let input = method.input();
-    let not_a =
-        |e: serde_json::Error| format!("--data is not a {} in JSON: {e}", input.full_name());
     let mut messages = Vec::new();
-    for value in serde_json::Deserializer::from_str(json).into_iter::<serde_json::Value>() {
-        let message = DynamicMessage::deserialize(input.clone(), value.map_err(not_a)?);
-        messages.push(message.map_err(not_a)?.encode_to_vec());
+    for text in template::split(json)? {
+        let message = match Template::parse(text, method)? {
+            Parsed::Fixed(text) => Message::Framed(frame(&encode(&input, &text)?, gzip).into()),
+            Parsed::Varying(template) => {
+                let made = MessageTemplate { template, input: input.clone(), gzip };
+                let mut draws = Draws::at(0, 0, 0);
+                let mut first = CallData {
+                    number: 1,
+                    thread: 0,
+                    connection: 0,
+                    now: SystemTime::now(),
+                    draws: &mut draws,
+                };
+                made.make(&mut first, &mut String::new())
+                    .map_err(|e| format!("{e} (rendered for a first call)"))?;
+                Message::Template(Arc::new(made))
+            }
+        };
+        messages.push(message);
     }
     match messages.is_empty() {
         true => Err(format!("--data holds no {} message", input.full_name())),
@@ -75,25 +134,55 @@ fn messages(method: &MethodDescriptor, json: &str) -> Result<Vec<Vec<u8>>, Strin
     }
 }
 
-/// A message as gRPC frames it: not compressed (0), its length (4 bytes,
-/// big-endian), the message.
-pub fn frame(message: &[u8]) -> Vec<u8> {
+/// The message of type `input` that `json` gives, encoded.
+fn encode(input: &MessageDescriptor, json: &str) -> Result<Vec<u8>, String> {
+    let not_a =
+        |e: serde_json::Error| format!("--data is not a {} in JSON: {e}", input.full_name());
+    let mut reader = serde_json::Deserializer::from_str(json);
+    let message = DynamicMessage::deserialize(input.clone(), &mut reader).map_err(not_a)?;
+    reader.end().map_err(not_a)?;
+    Ok(message.encode_to_vec())
+}
+
+/// A message as gRPC frames it: compressed or not (1 or 0), its length (4
+/// bytes, big-endian), the message (compressed with gzip when `gzip`).
+pub fn frame(message: &[u8], gzip: bool) -> Vec<u8> {
+    let compressed;
+    let message = match gzip {
+        true => {
+            compressed = gzipped(message);
+            &compressed[..]
+        }
+        false => message,
+    };
     let mut framed = Vec::with_capacity(5 + message.len());
-    framed.push(0);
+    framed.push(u8::from(gzip));
     framed.extend_from_slice(&(message.len() as u32).to_be_bytes());
     framed.extend_from_slice(message);
     framed
 }
 
+fn gzipped(message: &[u8]) -> Vec<u8> {
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    // Writing into a Vec does not fail.
+    let _ = encoder.write_all(message);
+    encoder.finish().unwrap_or_default()
+}
+
 /// The header fields of every call: gRPC's content type, `te: trailers`
-/// (which proxies need to pass trailers on), and the deadline `timeout`
-/// as `grpc-timeout`.
-pub fn fields(timeout: Duration) -> Vec<(String, String)> {
-    vec![
+/// (which proxies need to pass trailers on), the deadline `timeout` as
+/// `grpc-timeout`, and with `gzip` the message's encoding.
+pub fn fields(timeout: Duration, gzip: bool) -> Vec<(String, String)> {
+    let mut fields = vec![
         ("content-type".into(), "application/grpc".into()),
         ("te".into(), "trailers".into()),
         ("grpc-timeout".into(), timeout_value(timeout)),
-    ]
+    ];
+    if gzip {
+        fields.push(("grpc-encoding".into(), "gzip".into()));
+        fields.push(("grpc-accept-encoding".into(), "gzip".into()));
+    }
+    fields
 }
 
 /// `grpc-timeout`: at most eight digits and a unit; milliseconds while
@@ -133,47 +222,98 @@ mod tests {
         (dir, Sources { protos: vec![proto], ..Sources::default() })
     }
 
+    /// The messages of `call`, each framed once.
+    fn framed(call: &Call) -> Vec<&[u8]> {
+        (call.messages.iter())
+            .map(|message| match message {
+                Message::Framed(framed) => &framed[..],
+                Message::Template(_) => panic!("a template"),
+            })
+            .collect()
+    }
+
     #[test]
     fn a_call_from_json_encoded_and_framed() {
         let (_dir, sources) = sources();
-        let call =
-            prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi", "times": 3}"#)).unwrap();
+        let call = prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi", "times": 3}"#), false)
+            .unwrap();
         assert_eq!(call.method, "demo.Echo/Say");
         // text (field 1, bytes "hi"), times (field 2, varint 3).
-        assert_eq!(&call.messages[0][..], &[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]);
-        let empty = prepare("demo.Echo.Say", &sources, None).unwrap();
-        assert_eq!(empty.messages, [Arc::from(&[0, 0, 0, 0, 0][..])]);
+        assert_eq!(framed(&call), [&[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]]);
+        let empty = prepare("demo.Echo.Say", &sources, None, false).unwrap();
+        assert_eq!(framed(&empty), [&[0, 0, 0, 0, 0][..]]);
     }
 
     #[test]
     fn a_file_of_messages_is_each_of_them_in_order() {
         let (_dir, sources) = sources();
         let file = "{\"text\": \"a\"}\n{\"times\": 1}\n\n  {\n  \"text\": \"b\"\n}\n";
-        let call = prepare("demo.Echo/Say", &sources, Some(file)).unwrap();
+        let call = prepare("demo.Echo/Say", &sources, Some(file), false).unwrap();
         let expected: [&[u8]; 3] = [
             &[0, 0, 0, 0, 3, 0x0a, 1, b'a'],
             &[0, 0, 0, 0, 2, 0x10, 1],
             &[0, 0, 0, 0, 3, 0x0a, 1, b'b'],
         ];
-        assert_eq!(call.messages.iter().map(|m| &m[..]).collect::<Vec<_>>(), expected);
-        let error = prepare("demo.Echo/Say", &sources, Some(" \n")).unwrap_err();
+        assert_eq!(framed(&call), expected);
+        let error = prepare("demo.Echo/Say", &sources, Some(" \n"), false).unwrap_err();
         assert_eq!(error, "--data holds no demo.Note message");
-        let error = prepare("demo.Echo/Say", &sources, Some("{} {\"x\": 1}")).unwrap_err();
+        let error = prepare("demo.Echo/Say", &sources, Some("{} {\"x\": 1}"), false).unwrap_err();
         assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
     }
 
     #[test]
     fn bad_data_and_streaming_methods_in_words() {
         let (_dir, sources) = sources();
-        let error = prepare("demo.Echo/Say", &sources, Some(r#"{"txet": "hi"}"#)).unwrap_err();
+        let error =
+            prepare("demo.Echo/Say", &sources, Some(r#"{"txet": "hi"}"#), false).unwrap_err();
         assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
-        let error = prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi"} x"#)).unwrap_err();
-        assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
-        let error = prepare("demo.Echo/Listen", &sources, None).unwrap_err();
+        let error =
+            prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi"} x"#), false).unwrap_err();
+        assert_eq!(error, "--data: expected a message (a JSON object), found \"x\"");
+        let error = prepare("demo.Echo/Listen", &sources, None, false).unwrap_err();
         assert_eq!(
             error,
             "--grpc demo.Echo/Listen: a server streaming method; pace calls unary methods only, \
              for now"
+        );
+    }
+
+    #[test]
+    fn a_template_is_made_per_call_and_checked_once_before() {
+        let (_dir, sources) = sources();
+        let data = r#"{"text": "{{.MethodName}}"} {"times": {{.RequestNumber}}}"#;
+        let call = prepare("demo.Echo/Say", &sources, Some(data), false).unwrap();
+        let Message::Template(template) = &call.messages[1] else { panic!("not a template") };
+        // The constant action is written in once: the first is fixed.
+        assert!(matches!(&call.messages[0], Message::Framed(m) if m[7..] == *b"Say"));
+        let mut draws = Draws::at(0, 0, 0);
+        let now = SystemTime::now();
+        let mut data = CallData { number: 300, thread: 0, connection: 0, now, draws: &mut draws };
+        let made = template.make(&mut data, &mut String::new()).unwrap();
+        assert_eq!(made, [0, 0, 0, 0, 3, 0x10, 0xac, 0x02]);
+        // A message the first call's rendering makes wrong: before any load.
+        let bad = r#"{"text": {{.RequestNumber}}}"#;
+        let error = prepare("demo.Echo/Say", &sources, Some(bad), false).unwrap_err();
+        assert!(error.ends_with("(rendered for a first call)"), "{error}");
+    }
+
+    #[test]
+    fn gzip_compresses_each_message_and_flags_it() {
+        let (_dir, sources) = sources();
+        let text = "hello ".repeat(50);
+        let data = format!(r#"{{"text": "{text}"}}"#);
+        let call = prepare("demo.Echo/Say", &sources, Some(&data), true).unwrap();
+        let framed = framed(&call)[0];
+        assert_eq!(framed[0], 1, "the compressed flag");
+        let length = u32::from_be_bytes(framed[1..5].try_into().unwrap()) as usize;
+        assert_eq!(length, framed.len() - 5);
+        let mut message = Vec::new();
+        let mut decoder = flate2::read::GzDecoder::new(&framed[5..]);
+        std::io::Read::read_to_end(&mut decoder, &mut message).unwrap();
+        assert_eq!(message.len(), 3 + text.len());
+        assert!(framed.len() < message.len(), "compressed");
+        assert!(
+            fields(Duration::from_secs(1), true).contains(&("grpc-encoding".into(), "gzip".into()))
         );
     }
 

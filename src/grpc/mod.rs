@@ -9,3 +9,4 @@
 pub mod call;
 pub mod reflection;
 pub mod schema;
+pub mod template;

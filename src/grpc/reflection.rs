@@ -74,7 +74,7 @@ pub fn schema(
         host: String::new(),
         file_containing_symbol: Some(service.to_string()),
     };
-    let body = frame(&request.encode_to_vec());
+    let body = frame(&request.encode_to_vec(), false);
     for (slot, path) in PATHS.iter().enumerate() {
         let answer = call(&mut session, exchange, server, path, &body, slot)?;
         match answer.status {
@@ -213,7 +213,7 @@ mod tests {
 
     #[test]
     fn the_messages_of_a_body() {
-        let body = [frame(b"ab"), frame(b""), frame(b"xyz")].concat();
+        let body = [frame(b"ab", false), frame(b"", false), frame(b"xyz", false)].concat();
         assert_eq!(messages(&body), Some(vec![b"ab".to_vec(), vec![], b"xyz".to_vec()]));
         assert_eq!(messages(&body[..body.len() - 1]), None);
         assert_eq!(messages(&[0, 0, 0]), None);

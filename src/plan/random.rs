@@ -27,14 +27,15 @@ impl Draws {
         Draws { key, counter: 0 }
     }
 
-    fn next_u64(&mut self) -> u64 {
+    /// 64 uniform bits.
+    pub fn bits(&mut self) -> u64 {
         self.counter += 1;
         mix(self.key.wrapping_add(self.counter.wrapping_mul(0x9e37_79b9_7f4a_7c15)))
     }
 
     /// Uniform in (0, 1), never 0 or 1 (safe to take logarithms of).
     pub fn uniform(&mut self) -> f64 {
-        ((self.next_u64() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
+        ((self.bits() >> 11) as f64 + 0.5) * (1.0 / (1u64 << 53) as f64)
     }
 
     /// Exponential with mean 1.

@@ -44,7 +44,8 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
         }
     }
     if run.targets_order == Some(TargetsOrder::Random) {
-        writeln!(out, "  targets in random order (seed {}; --seed {0} repeats it)", run.seed)?;
+        let what = if run.grpc.is_some() { "messages" } else { "targets" };
+        writeln!(out, "  {what} in random order (seed {}; --seed {0} repeats it)", run.seed)?;
     }
     if !run.warmup.is_zero() {
         writeln!(out, "  after a {} warm-up (sent, not counted)", seconds(run.warmup))?;

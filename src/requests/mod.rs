@@ -21,12 +21,15 @@
 //! stream of the run's random numbers (the run's seed, `--seed` or a fresh
 //! one, is printed on stderr so that the order can be repeated).
 
+mod made;
+
 use std::sync::Arc;
 
 use crate::config::origins::Origins;
 use crate::config::targets::TargetsOrder;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
+use crate::grpc::call::Message;
 use crate::plan::random::Draws;
 use crate::request::Request;
 use crate::target::Target;
@@ -35,6 +38,8 @@ use crate::workload::{Batch, NoScript, Order, Requests, Workload};
 /// The stream of the run's random numbers `--targets-order random` draws
 /// from (see [`crate::plan::random`]).
 const TARGET_DRAWS: u64 = 1;
+/// The stream the random actions of `--data`'s templates draw from.
+const TEMPLATE_DRAWS: u64 = 2;
 
 /// Methods that carry content: without a body they still say
 /// `Content-Length: 0`.
@@ -49,15 +54,20 @@ const BODY_METHODS: [&str; 3] = ["POST", "PUT", "PATCH"];
 /// random order, so that the instances of a shared plan do not repeat one
 /// another.
 pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
-    let batches: Arc<[Batch]> = batches(cfg).into();
     let origins = Origins::of(cfg).list.len();
-    let random = cfg.targets.is_some() && cfg.targets_order == TargetsOrder::Random;
+    let listed = cfg.targets.is_some() || cfg.grpc_messages.len() > 1;
+    let random = listed && cfg.targets_order == TargetsOrder::Random;
     if random {
-        eprintln!(
-            "pace: targets in random order, seed {} (--seed {0} repeats the order)",
-            cfg.seed
-        );
+        let what = if cfg.targets.is_some() { "targets" } else { "--data's messages" };
+        eprintln!("pace: {what} in random order, seed {} (--seed {0} repeats the order)", cfg.seed);
     }
+    let made = cfg.grpc_messages.iter().any(|m| matches!(m, Message::Template(_)));
+    let batches: Arc<[Batch]> = match made {
+        true => Arc::new([]),
+        false => batches(cfg).into(),
+    };
+    let messages: Arc<[Message]> = cfg.grpc_messages.clone().into();
+    let threads = cfg.threads * cfg.shard.count;
     let threads = (0..cfg.threads)
         .map(|thread| {
             let global = thread * cfg.shard.count + cfg.shard.index;
@@ -65,6 +75,13 @@ pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
                 true => Order::Random(Draws::at(cfg.seed, TARGET_DRAWS, global as u64)),
                 false => Order::Sequential,
             };
+            if made {
+                let call = request(&cfg.method, &cfg.target, &cfg.headers, &[], None);
+                let draws = Draws::at(cfg.seed, TEMPLATE_DRAWS, global as u64);
+                let calls =
+                    made::MadeCalls::new(call, messages.clone(), order, (global, threads), draws);
+                return Requests::Made { maker: Box::new(calls), endpoint: endpoint.clone() };
+            }
             let batches = batches.clone();
             Requests::Fixed { batches, origins, first: global, order, endpoint: endpoint.clone() }
         })
@@ -98,10 +115,15 @@ pub fn batches(cfg: &BenchConfig) -> Vec<Batch> {
                 })
                 .collect()
         }
-        // Each gRPC message is a request of its own, sent in turn.
+        // Each gRPC message is a request of its own (those made per call
+        // are not in the list: see `workload`).
         None if !cfg.grpc_messages.is_empty() => (cfg.grpc_messages.iter())
-            .map(|message| {
-                let request = request(&cfg.method, &cfg.target, &cfg.headers, &[], Some(message));
+            .filter_map(|message| match message {
+                Message::Framed(framed) => Some(framed),
+                Message::Template(_) => None,
+            })
+            .map(|framed| {
+                let request = request(&cfg.method, &cfg.target, &cfg.headers, &[], Some(framed));
                 Batch::new([request])
             })
             .collect(),

@@ -6,7 +6,10 @@
 //
 // It prints "listening ADDR" once it serves; on SIGTERM it prints the calls
 // it answered by status code, as JSON ({"OK": 400, "UNAVAILABLE": 40}),
-// and exits. With -protoset FILE it writes the descriptor set of
+// with "distinct_messages" (how many different response_status.message
+// texts UnaryCall received with code 0, when any did) and "compressed" (how many
+// request messages came compressed, when any did), and exits. It takes
+// gzip-compressed messages. With -protoset FILE it writes the descriptor set of
 // grpc/testing/test.proto and its imports (as protoc --include_imports -o
 // does) and exits.
 package main
@@ -25,8 +28,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/reflection"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
@@ -53,18 +58,55 @@ func (testServer) UnaryCall(_ context.Context, in *testgrpc.SimpleRequest) (*tes
 	return &testgrpc.SimpleResponse{Payload: &testgrpc.Payload{Body: body}}, nil
 }
 
-// calls counts the calls answered, by status code name.
+// calls counts the calls answered, by status code name, the distinct
+// status messages requests carried, and the compressed request messages.
 type calls struct {
 	sync.Mutex
-	byCode map[string]uint64
+	byCode     map[string]uint64
+	messages   map[string]bool
+	compressed uint64
 }
 
 func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 	resp, err := handler(ctx, req)
 	c.Lock()
 	c.byCode[status.Code(err).String()]++
+	if simple, ok := req.(*testgrpc.SimpleRequest); ok && simple.GetResponseStatus().GetCode() == 0 && simple.GetResponseStatus().GetMessage() != "" {
+		c.messages[simple.GetResponseStatus().GetMessage()] = true
+	}
 	c.Unlock()
 	return resp, err
+}
+
+func (c *calls) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
+func (c *calls) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context {
+	return ctx
+}
+func (c *calls) HandleConn(context.Context, stats.ConnStats) {}
+
+// HandleRPC counts the request messages that came compressed: their size
+// on the wire differs from their size decompressed.
+func (c *calls) HandleRPC(_ context.Context, s stats.RPCStats) {
+	if in, ok := s.(*stats.InPayload); ok && in.CompressedLength != in.Length {
+		c.Lock()
+		c.compressed++
+		c.Unlock()
+	}
+}
+
+// report is what the server prints on SIGTERM.
+func (c *calls) report() map[string]uint64 {
+	out := map[string]uint64{}
+	for code, n := range c.byCode {
+		out[code] = n
+	}
+	if len(c.messages) > 0 {
+		out["distinct_messages"] = uint64(len(c.messages))
+	}
+	if c.compressed > 0 {
+		out["compressed"] = c.compressed
+	}
+	return out
 }
 
 // writeProtoset writes the file of TestService and its imports, imports first.
@@ -105,8 +147,8 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	counted := &calls{byCode: map[string]uint64{}}
-	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count))
+	counted := &calls{byCode: map[string]uint64{}, messages: map[string]bool{}}
+	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count), grpc.StatsHandler(counted))
 	testgrpc.RegisterTestServiceServer(server, testServer{})
 	reflection.Register(server)
 	go func() {
@@ -121,6 +163,6 @@ func main() {
 	}
 	counted.Lock()
 	defer counted.Unlock()
-	out, _ := json.Marshal(counted.byCode)
+	out, _ := json.Marshal(counted.report())
 	fmt.Println(string(out))
 }

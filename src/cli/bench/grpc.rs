@@ -41,6 +41,7 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
             ("--import-path", !typed.schema.import_paths.is_empty()),
             ("--protoset", typed.schema.protoset.is_some()),
             ("--data", typed.data.is_some()),
+            ("--grpc-gzip", typed.grpc_gzip),
         ];
         return match given.iter().find(|(_, given)| *given) {
             Some((option, _)) => Err(Error::Usage(format!("{option} needs --grpc"))),
@@ -92,8 +93,10 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
         ),
     };
     if from_server {
-        return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), data })));
+        let gzip = typed.grpc_gzip;
+        return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), data, gzip })));
     }
-    let call = call::prepare(name, &typed.schema, data.as_deref()).map_err(Error::Usage)?;
+    let call = call::prepare(name, &typed.schema, data.as_deref(), typed.grpc_gzip)
+        .map_err(Error::Usage)?;
     Ok(Some(Grpc::Call(call)))
 }

@@ -127,6 +127,7 @@ struct BenchArgs {
     grpc: Option<String>,
     schema: Sources,
     data: Option<String>,
+    grpc_gzip: bool,
     /// `--proxy`: a proxy URL, or `env`.
     proxy: Option<String>,
     /// `--unix-socket`, `--connect-to` (every rule, in order), `-4`/`-6`.
@@ -178,6 +179,7 @@ impl Default for BenchArgs {
             grpc: None,
             schema: Sources::default(),
             data: None,
+            grpc_gzip: false,
             proxy: None,
             reach: Reach::default(),
             print_version: false,
@@ -280,6 +282,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::ImportPath => typed.schema.import_paths.push(PathBuf::from(options.value(name)?)),
             Flag::Protoset => typed.schema.protoset = Some(PathBuf::from(options.value(name)?)),
             Flag::Data => typed.data = Some(options.text(name)?),
+            Flag::GrpcGzip => typed.grpc_gzip = true,
             Flag::Proxy => typed.proxy = Some(options.text(name)?),
             Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
             Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),

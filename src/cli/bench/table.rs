@@ -53,6 +53,7 @@ pub(in crate::cli) enum Flag {
     ImportPath,
     Protoset,
     Data,
+    GrpcGzip,
     Proxy,
     CaCert,
     Cert,
@@ -146,8 +147,11 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         .help(&["--grpc's schema as a compiled", "descriptor set (protoc -o)"]),
     Spec::new(None, "data", Flag::Data).takes("J").help(&[
         "--grpc's request message in JSON, or",
-        "@FILE (several: sent in turn; default {})",
+        "@FILE (several: sent in turn; default {});",
+        "{{.RequestNumber}}, {{newUUID}}, ...: made",
+        "per call (ghz's templates)",
     ]),
+    Spec::new(None, "grpc-gzip", Flag::GrpcGzip).help(&["Compress --grpc's messages with gzip"]),
     Spec::new(None, "unix-socket", Flag::UnixSocket).takes_file("P").help(&[
         "Connect to the Unix socket P; the URL",
         "still gives Host and path (e.g. P =",
@@ -196,7 +200,11 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
     ]),
     Spec::new(None, "targets-order", Flag::TargetsOrder)
         .takes_one_of("O", &["sequential", "random"])
-        .help(&["sequential (default) or random (--seed", "repeats the order)"]),
+        .help(&[
+            "The order of --targets (or of --data's",
+            "messages): sequential (default) or",
+            "random (--seed repeats the order)",
+        ]),
     Spec::new(Some('n'), "requests", Flag::Requests).takes("N").help(&[
         "Stop after N requests (with a rate: a plan",
         "of N requests; -d still bounds the run)",

@@ -774,7 +774,10 @@ fn targets_options() {
         error(&["--targets", &file, "--targets-order", "shuffled", URL]),
         "invalid value for '--targets-order': 'shuffled' is not 'sequential' or 'random'"
     );
-    assert_eq!(error(&["--targets-order", "random", URL]), "--targets-order needs --targets");
+    assert_eq!(
+        error(&["--targets-order", "random", URL]),
+        "--targets-order needs --targets (or --grpc's --data)"
+    );
     assert_eq!(
         error(&["--targets", &file, "-m", "PUT"]),
         "-m/--method cannot be used with --targets: each target names its method"

@@ -83,7 +83,7 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     if call.is_some() {
         let typed_names: Vec<String> =
             headers.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
-        let own = grpc_fields(typed.timeout).into_iter();
+        let own = grpc_fields(typed.timeout, typed.grpc_gzip).into_iter();
         headers.extend(own.filter(|(name, _)| !typed_names.contains(name)));
     }
     let authorized = headers.iter().any(|(name, _)| name.eq_ignore_ascii_case("authorization"));
@@ -222,8 +222,8 @@ fn check_requests(typed: &BenchArgs) -> Result<(), Error> {
     if typed.body.is_some() && typed.body_file.is_some() {
         return fail("--body and --body-file cannot be used together");
     }
-    if typed.targets.is_none() && typed.targets_order.is_some() {
-        return fail("--targets-order needs --targets");
+    if typed.targets.is_none() && typed.grpc.is_none() && typed.targets_order.is_some() {
+        return fail("--targets-order needs --targets (or --grpc's --data)");
     }
     if typed.targets.is_some() && typed.method.is_some() {
         return fail("-m/--method cannot be used with --targets: each target names its method");
