@@ -90,6 +90,21 @@ fn unary_calls_are_counted_by_status_as_the_server_answered_them() {
     assert!(again.stdout.contains("  gRPC unary calls of demo.Echo/Say\n"), "{again}");
     assert!(again.stdout.contains("  gRPC calls not OK: 400\n"), "{again}");
     assert!(again.stdout.contains("  gRPC status: UNAVAILABLE: 400\n"), "{again}");
+
+    // Compared with a run whose calls were all OK: the code's share rose.
+    let ok = dir.path().join("ok.json");
+    let ok = ok.to_str().unwrap();
+    pace(&[&args[..], &["-e", "-o", ok], &load].concat(), LIMIT).assert_ok();
+    let compared = pace(&["compare", ok, saved], LIMIT);
+    compared.assert_ok();
+    let line = compared.stdout.lines().find(|l| l.trim_start().starts_with("gRPC UNAVAILABLE"));
+    let line = line.unwrap_or_else(|| panic!("{compared}"));
+    assert!(line.contains("0.00%") && line.contains("100.00%"), "{compared}");
+    assert!(line.ends_with("more errors"), "{compared}");
+    let compared = pace(&["compare", "-e", ok, saved], LIMIT);
+    let codes = &json_of(&compared)["grpc_codes"];
+    assert_eq!(codes[0]["code"], "UNAVAILABLE", "{compared}");
+    assert_eq!(codes[0]["verdict"], "more errors", "{compared}");
 }
 
 #[test]

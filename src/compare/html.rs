@@ -108,6 +108,9 @@ fn verdict(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> String {
 fn all_lines(comparison: &Comparison) -> Vec<(String, &Line)> {
     let mut lines = vec![("rate".to_string(), &comparison.rate)];
     lines.push(("errors".to_string(), &comparison.errors));
+    for line in &comparison.grpc {
+        lines.push((name(line), line));
+    }
     for line in &comparison.corrected {
         lines.push((name(line), line));
     }
@@ -121,6 +124,7 @@ fn name(line: &Line) -> String {
     match line.figure {
         Figure::Rate => "Requests/sec".to_string(),
         Figure::Errors => "Errors".to_string(),
+        Figure::Grpc(code) => format!("gRPC {}", crate::grpc_status::name(code)),
         Figure::Latency(_, p) => format!("p{p}"),
     }
 }
@@ -143,7 +147,7 @@ fn table(comparison: &Comparison) -> String {
     let mut add = |heading: &str, line: &Line| {
         let (value, unit): (fn(f64) -> String, Unit) = match line.figure {
             Figure::Rate => (|v| format!("{v:.2}"), Unit::PerSecond),
-            Figure::Errors => (|v| format!("{v:.2}%"), Unit::Percent),
+            Figure::Errors | Figure::Grpc(_) => (|v| format!("{v:.2}%"), Unit::Percent),
             Figure::Latency(..) => (format_time_us, Unit::Micros),
         };
         let shown = |v: Option<f64>| escape(&v.map_or_else(|| "-".to_string(), value));
@@ -162,6 +166,9 @@ fn table(comparison: &Comparison) -> String {
     };
     add("Requests/sec", &comparison.rate);
     add("Errors", &comparison.errors);
+    for line in &comparison.grpc {
+        add(&name(line), line);
+    }
     let corrected = if comparison.uncorrected.is_some() { "corrected " } else { "" };
     for line in &comparison.corrected {
         add(&format!("{corrected}{}", name(line)), line);

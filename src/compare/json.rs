@@ -43,6 +43,7 @@ pub fn value(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> Value {
         },
         "rate": line(&comparison.rate),
         "errors": line(&comparison.errors),
+        "grpc_codes": comparison.grpc.iter().map(line).collect::<Vec<Value>>(),
         "latency": {
             "corrected": lines(&comparison.corrected),
             "uncorrected": comparison.uncorrected.as_deref().map(lines),
@@ -73,7 +74,7 @@ fn line(line: &Line) -> Value {
     let mut value = json!({
         "unit": match line.figure {
             Figure::Rate => "requests/s",
-            Figure::Errors => "%",
+            Figure::Errors | Figure::Grpc(_) => "%",
             Figure::Latency(..) => "us",
         },
         "base": finite(line.base),
@@ -84,8 +85,10 @@ fn line(line: &Line) -> Value {
         "floor": line.floor,
         "verdict": line.verdict.word(),
     });
-    if let Figure::Latency(_, percentile) = line.figure {
-        value["percentile"] = json!(percentile);
+    match line.figure {
+        Figure::Latency(_, percentile) => value["percentile"] = json!(percentile),
+        Figure::Grpc(code) => value["code"] = json!(crate::grpc_status::name(code)),
+        Figure::Rate | Figure::Errors => {}
     }
     value
 }

@@ -41,6 +41,10 @@ pub fn write(
         vec![[String::new(), "base".into(), "new".into(), "change".into(), "verdict".into()]];
     rows.push(row("Requests/sec", &comparison.rate));
     rows.push(row("Errors", &comparison.errors));
+    for line in &comparison.grpc {
+        let Figure::Grpc(code) = line.figure else { continue };
+        rows.push(row(&format!("gRPC {}", crate::grpc_status::name(code)), line));
+    }
     let mut headings = Vec::new();
     let blocks = [
         (latency_heading(comparison), Some(&comparison.corrected)),
@@ -87,7 +91,7 @@ pub fn noise_sentence(comparison: &Comparison) -> String {
 fn row(name: &str, line: &Line) -> [String; 5] {
     let (value, unit) = match line.figure {
         Figure::Rate => (rate as fn(f64) -> String, Unit::PerSecond),
-        Figure::Errors => (percent as fn(f64) -> String, Unit::Percent),
+        Figure::Errors | Figure::Grpc(_) => (percent as fn(f64) -> String, Unit::Percent),
         Figure::Latency(..) => (format_time_us as fn(f64) -> String, Unit::Micros),
     };
     let shown = |v: Option<f64>| v.map_or_else(|| "-".to_string(), value);

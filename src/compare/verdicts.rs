@@ -19,6 +19,9 @@ pub enum Figure {
     Errors,
     /// A latency percentile (0 to 100), in microseconds.
     Latency(Source, f64),
+    /// The share of gRPC calls that ended with this status code (not OK),
+    /// in percent of the calls completed.
+    Grpc(u8),
 }
 
 /// The plain word for a line.
@@ -76,6 +79,9 @@ impl Line {
 pub struct Comparison {
     pub rate: Line,
     pub errors: Line,
+    /// Of gRPC runs: each status code but OK that either run saw, in code
+    /// order.
+    pub grpc: Vec<Line>,
     /// The corrected latency (in a closed loop, the only one).
     pub corrected: Vec<Line>,
     /// The uncorrected latency, when both runs followed a plan (in a closed
@@ -101,6 +107,7 @@ pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Nois
     Comparison {
         rate: rate_line(b, n, noise),
         errors: errors_line(b, n),
+        grpc: grpc_lines(b, n),
         corrected: latency(Source::Corrected, |s| &s.corrected),
         uncorrected: both_paced.then(|| latency(Source::Uncorrected, |s| &s.uncorrected)),
         noise,
@@ -157,6 +164,42 @@ fn errors_line(base: &RunResult, new: &RunResult) -> Line {
         _ => Verdict::NotMeasured,
     };
     Line { figure: Figure::Errors, base: b, new: n, interval: Some(interval), floor: 0.0, verdict }
+}
+
+/// A line per gRPC status code but OK seen in either run: the share of
+/// the completed calls that ended with it, judged as the errors are.
+fn grpc_lines(base: &RunResult, new: &RunResult) -> Vec<Line> {
+    let mut codes: Vec<u8> = (base.total.outcomes.grpc().chain(new.total.outcomes.grpc()))
+        .map(|(code, _)| code)
+        .filter(|&code| code != crate::grpc_status::OK)
+        .collect();
+    codes.sort_unstable();
+    codes.dedup();
+    let counts = |r: &RunResult, code: u8| {
+        let calls: u64 = r.total.outcomes.grpc().map(|(_, n)| n).sum();
+        let with_code = r.total.outcomes.grpc().filter(|&(c, _)| c == code).map(|(_, n)| n);
+        (with_code.sum::<u64>(), calls)
+    };
+    let share =
+        |(count, calls): (u64, u64)| (calls > 0).then(|| 100.0 * count as f64 / calls as f64);
+    codes
+        .into_iter()
+        .map(|code| {
+            let (b, n) = (counts(base, code), counts(new, code));
+            let interval = statistics::share_difference(b, n);
+            let (b, n) = (share(b), share(n));
+            let verdict = match (b, n) {
+                (Some(b), Some(n)) => match judge(n - b, interval, 0.0) {
+                    Some(true) => Verdict::MoreErrors,
+                    Some(false) => Verdict::FewerErrors,
+                    None => Verdict::WithinNoise,
+                },
+                _ => Verdict::NotMeasured,
+            };
+            let (interval, floor) = (Some(interval), 0.0);
+            Line { figure: Figure::Grpc(code), base: b, new: n, interval, floor, verdict }
+        })
+        .collect()
 }
 
 fn latency_lines(
@@ -280,6 +323,45 @@ mod tests {
             compare(&half, &base, &[], Noise::default()).errors.verdict,
             Verdict::FewerErrors
         );
+    }
+
+    /// A gRPC run of `count` calls, `failed` of them UNAVAILABLE and 10
+    /// DEADLINE_EXCEEDED.
+    fn grpc_run(count: u64, failed: u64) -> RunResult {
+        let mut result = run(0, 100, 0);
+        let total = &mut result.total;
+        for i in 0..count {
+            let code = if i < failed {
+                14
+            } else if i < failed + 10 {
+                4
+            } else {
+                0
+            };
+            total.response(Outcome::Grpc(code));
+            total.corrected.record(100).unwrap();
+        }
+        result
+    }
+
+    #[test]
+    fn grpc_codes_but_ok_are_compared_as_errors_are() {
+        let base = saved(grpc_run(10_000, 100));
+        let worse = saved(grpc_run(10_000, 1000));
+        let c = compare(&base, &worse, &[50.0], Noise::default());
+        let codes: Vec<Figure> = c.grpc.iter().map(|l| l.figure).collect();
+        assert_eq!(codes, [Figure::Grpc(4), Figure::Grpc(14)]);
+        let (deadline, unavailable) = (&c.grpc[0], &c.grpc[1]);
+        assert_eq!((unavailable.base, unavailable.new), (Some(1.0), Some(10.0)));
+        assert_eq!(unavailable.verdict, Verdict::MoreErrors);
+        assert_eq!(deadline.verdict, Verdict::WithinNoise);
+        let back = compare(&worse, &base, &[50.0], Noise::default());
+        assert_eq!(back.grpc[1].verdict, Verdict::FewerErrors);
+        // An HTTP run beside it: the codes of the gRPC run alone.
+        let http = saved(run(1000, 100, 0));
+        let c = compare(&http, &base, &[50.0], Noise::default());
+        assert_eq!((c.grpc[1].base, c.grpc[1].verdict), (None, Verdict::NotMeasured));
+        assert!(compare(&http, &http, &[], Noise::default()).grpc.is_empty());
     }
 
     #[test]
