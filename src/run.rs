@@ -211,7 +211,8 @@ fn with_reflected_call(
     let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref(), wanted.gzip)
         .map_err(Error::Usage)?;
     let mut reflected = cfg.clone();
-    reflected.grpc_messages = call.messages;
+    reflected.grpc_messages = call.messages.clone();
+    reflected.grpc_call = Some(call.clone());
     reflected.target.path = format!("/{}", call.method);
     reflected.grpc = Some(call.method);
     reflected.grpc_from_server = None;

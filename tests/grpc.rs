@@ -440,3 +440,67 @@ fn templates_make_each_call_its_own_message_and_gzip_compresses_them() {
     let distinct = counted["distinct_messages"].as_u64().unwrap();
     assert!((300 + 200..=300 + 400).contains(&distinct), "{counted}");
 }
+
+/// A script's calls: each message made in request() with wrk.grpc.encode,
+/// each reply read in response() with wrk.grpc.decode and its status from
+/// the trailers; done() prints what the threads saw.
+const SCRIPT: &str = r#"
+local made, echoed, failed = 0, 0, 0
+function setup(thread) threads = threads or {}; table.insert(threads, thread) end
+function request()
+  made = made + 1
+  return wrk.format(nil, nil, nil, wrk.grpc.encode({text = "call " .. made, times = made}))
+end
+function response(status, headers, body)
+  local reply, err = wrk.grpc.decode(body)
+  if headers["grpc-status"] ~= "0" then
+    assert(reply == nil and err == nil, "a failed call has no reply")
+    failed = failed + 1
+  elseif reply.text == "call " .. reply.times then
+    echoed = echoed + 1
+  end
+  wrk.thread:set("seen", echoed .. " " .. failed)
+end
+function done()
+  for _, thread in ipairs(threads) do io.write("seen ", thread:get("seen"), "\n") end
+end
+"#;
+
+#[test]
+fn a_script_makes_and_reads_the_calls_messages() {
+    let server = default_server();
+    let (dir, proto, imports) = schema();
+    let script = dir.path().join("calls.lua");
+    std::fs::write(&script, SCRIPT).unwrap();
+    let script = script.to_str().unwrap();
+    let call = ["--grpc", "demo.Echo/Say", "--proto", &proto, "--import-path", &imports];
+    let target = url(server.addr(), "/");
+    let load = ["-s", script, "-t1", "-c2", "--streams", "4", "-n", "300", "-d10s", &target];
+    let run = pace(&[&call[..], &load].concat(), LIMIT);
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC status: OK: 300\n"), "{run}");
+    assert!(run.stdout.contains("seen 300 0\n"), "every reply echoed its call: {run}");
+    assert!(!run.stderr.contains("not used"), "{run}");
+    // Calls the server fails: a status, no reply message.
+    let failing = ["-H", "pace-grpc-status: 5"];
+    let run = pace(&[&call[..], &failing, &load].concat(), LIMIT);
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC status: NOT_FOUND: 300\n"), "{run}");
+    assert!(run.stdout.contains("seen 0 300\n"), "{run}");
+    // A table that is no request message: the script's error, in words.
+    let bad = dir.path().join("bad.lua");
+    std::fs::write(
+        &bad,
+        "request = function() return wrk.format(nil, nil, nil, wrk.grpc.encode({nope = 1})) end",
+    )
+    .unwrap();
+    let run =
+        pace(&[&call[..], &["-s", bad.to_str().unwrap(), "-n", "10", &target]].concat(), LIMIT);
+    run.assert_code(3);
+    assert!(run.stderr.contains("wrk.grpc.encode: not a demo.Note"), "{run}");
+    // Messages made per call are pace's, not a script's.
+    let templated = ["--data", r#"{"text": "{{.UUID}}"}"#, "-s", script, &target];
+    let run = pace(&[&call[..], &templated].concat(), LIMIT);
+    run.assert_code(1);
+    assert!(run.stderr.contains("--data with template actions and -s"), "{run}");
+}

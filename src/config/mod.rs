@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use crate::error::Error;
-use crate::grpc::call::{FromServer, Message};
+use crate::grpc::call::{Call, FromServer, Message};
 use crate::plan::PlanSpec;
 use crate::protocol::Protocol;
 use crate::provenance::Provenance;
@@ -137,6 +137,9 @@ pub struct BenchConfig {
     /// (`targets_order`); empty without `--grpc`, and until the server's
     /// reflection gave the schema.
     pub grpc_messages: Vec<Message>,
+    /// `--grpc` with its schema: the call (for a script's calls, which
+    /// make and read messages with it).
+    pub grpc_call: Option<Call>,
     /// `--grpc` without a schema: the call the server's reflection gives
     /// the schema of, before the run (then the requests' body is unknown
     /// until then).
@@ -185,6 +188,7 @@ impl BenchConfig {
             reach: Reach::default(),
             grpc: None,
             grpc_messages: Vec::new(),
+            grpc_call: None,
             grpc_from_server: None,
             provenance: None,
         }

@@ -23,6 +23,25 @@ pub struct Call {
     pub messages: Vec<Message>,
     /// The messages are compressed with gzip (`--grpc-gzip`).
     pub gzip: bool,
+    /// The method's schema (for the messages a script makes and reads).
+    pub schema: MethodDescriptor,
+}
+
+impl Call {
+    /// The message a script's calls send unless it makes its own
+    /// (`wrk.body`). Err: `--data` asks for what only pace's own calls do
+    /// (messages in turn, made per call), in words.
+    pub fn script_body(&self) -> Result<Arc<[u8]>, String> {
+        match &self.messages[..] {
+            [Message::Framed(framed)] => Ok(framed.clone()),
+            [Message::Template(_)] => Err("--data with template actions and -s: the script \
+                 makes each call's message (wrk.grpc.encode)"
+                .into()),
+            _ => Err("--data with several messages and -s: the script chooses each call's \
+                 message (wrk.grpc.encode)"
+                .into()),
+        }
+    }
 }
 
 /// One request message of a run.
@@ -87,7 +106,7 @@ pub fn prepare_with(
     check_unary(&method, name)?;
     let messages = messages(&method, data.unwrap_or("{}"), gzip)?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
-    Ok(Call { method: method_path, messages, gzip })
+    Ok(Call { method: method_path, messages, gzip, schema: method })
 }
 
 /// Streaming methods are refused before any load, in words.

@@ -195,7 +195,8 @@ fn default_headers(host_header: &str, user: &[(String, String)]) -> Vec<(String,
 /// requests itself).
 pub fn note_script_overrides(cfg: &BenchConfig) {
     let mut given = Vec::new();
-    if cfg.method != "GET" {
+    // A gRPC call's method (POST) is the call's, not the user's.
+    if cfg.method != "GET" && cfg.grpc.is_none() {
         given.push("-m");
     }
     if cfg.body.is_some() {

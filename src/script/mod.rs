@@ -29,6 +29,7 @@
 
 mod addr;
 mod errors;
+mod grpc;
 mod interrupt;
 mod state;
 mod stats;

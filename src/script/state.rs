@@ -1,8 +1,8 @@
 //! Creating one Lua state as wrk's `script_create` does: all standard
 //! libraries (`ffi` and `jit` included, as `luaL_openlibs`), the global
 //! `wrk = require "wrk"` from the embedded `wrk.lua`, its fields from the
-//! URL and `-H`, the C functions (`lookup`, `connect`, `time_us`), then the
-//! script file.
+//! URL and `-H` (and `wrk.grpc` in a `--grpc` run), the C functions
+//! (`lookup`, `connect`, `time_us`), then the script file.
 
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use mlua::{Function, Lua, LuaOptions, StdLib, Table};
 
 use crate::config::BenchConfig;
+use crate::grpc::call::Call;
 
 /// The `wrk` module, adapted from wrk's `src/wrk.lua`.
 const WRK_LUA: &str = include_str!("wrk.lua");
@@ -29,6 +30,8 @@ pub struct Recipe {
     port: Option<String>,
     path: String,
     headers: Vec<(String, String)>,
+    /// `--grpc`: the call, for `wrk.grpc` ([`super::grpc`]).
+    grpc: Option<Call>,
 }
 
 impl Recipe {
@@ -44,6 +47,7 @@ impl Recipe {
             port: target.explicit_port.then(|| target.port.to_string()),
             path: target.path.clone(),
             headers: cfg.headers.clone(),
+            grpc: cfg.grpc_call.clone(),
         }
     }
 
@@ -74,6 +78,9 @@ impl Recipe {
         let headers: Table = wrk.raw_get("headers")?;
         for (name, value) in &self.headers {
             headers.raw_set(name.as_str(), value.as_str())?;
+        }
+        if let Some(call) = &self.grpc {
+            super::grpc::register(lua, wrk, call)?;
         }
         super::addr::register(lua, wrk)?;
         // giltene/wrk2's addition (wrk2#38): wall-clock microseconds.

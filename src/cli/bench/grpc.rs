@@ -53,6 +53,12 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
     if from_server && !typed.schema.import_paths.is_empty() {
         return fail("--import-path applies to --proto");
     }
+    if from_server && typed.script.is_some() {
+        return fail(
+            "--grpc without --proto or --protoset asks the server's reflection service, after \
+             the script (-s) is loaded: give the schema for a script's calls",
+        );
+    }
     if from_server && typed.proxy.is_some() {
         return fail(
             "--grpc without --proto or --protoset asks the server's reflection service, which \
@@ -70,7 +76,6 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
         ("--body", typed.body.is_some(), "--data gives the message"),
         ("--body-file", typed.body_file.is_some(), "--data @FILE gives the message"),
         ("--targets", typed.targets.is_some(), "every call goes to the URL's server"),
-        ("-s/--script", typed.script.is_some(), "scripts do not make gRPC calls yet"),
     ];
     if let Some((option, _, why)) = excluded.iter().find(|(_, given, _)| *given) {
         return Err(Error::Usage(format!("{option} cannot be used with --grpc: {why}")));
@@ -98,5 +103,8 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
     }
     let call = call::prepare(name, &typed.schema, data.as_deref(), typed.grpc_gzip)
         .map_err(Error::Usage)?;
+    if typed.script.is_some() {
+        call.script_body().map_err(Error::Usage)?;
+    }
     Ok(Some(Grpc::Call(call)))
 }

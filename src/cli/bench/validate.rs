@@ -133,6 +133,10 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         streams: typed.streams.unwrap_or(1),
         grpc: call.as_ref().map(|call| call.path()[1..].to_string()),
         grpc_messages,
+        grpc_call: match &call {
+            Some(Grpc::Call(call)) => Some(call.clone()),
+            _ => None,
+        },
         grpc_from_server: match call {
             Some(Grpc::FromServer(wanted)) => Some(wanted),
             _ => None,
