@@ -30,6 +30,7 @@ import "demo/note.proto";
 service Echo {
     rpc Say (Note) returns (Note);
     rpc Listen (Note) returns (stream Note);
+    rpc Tell (stream Note) returns (Note);
 }
 "#;
 
@@ -184,7 +185,7 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
     refused(
         &[&["--grpc", "demo.Echo/Shout"][..], &schema].concat(),
         1,
-        "--grpc demo.Echo/Shout: demo.Echo has no method Shout (it has Say, Listen)",
+        "--grpc demo.Echo/Shout: demo.Echo has no method Shout (it has Say, Listen, Tell)",
     );
     refused(
         &[&["--grpc", "demo.Echo/Say", "--data", r#"{"txt": 1}"#][..], &schema].concat(),
@@ -192,9 +193,9 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
         "--data is not a demo.Note in JSON",
     );
     refused(
-        &[&["--grpc", "demo.Echo/Listen"][..], &schema].concat(),
+        &[&["--grpc", "demo.Echo/Tell"][..], &schema].concat(),
         1,
-        "a server streaming method; pace calls unary methods only",
+        "a client streaming method; pace calls unary and server-streaming methods only",
     );
     // Without --import-path the import is not found.
     refused(&["--grpc", "demo.Echo/Say", "--proto", &proto], 1, "--proto ");
@@ -503,4 +504,91 @@ fn a_script_makes_and_reads_the_calls_messages() {
     let run = pace(&[&call[..], &templated].concat(), LIMIT);
     run.assert_code(1);
     assert!(run.stderr.contains("--data with template actions and -s"), "{run}");
+}
+
+#[test]
+fn a_server_stream_counts_its_messages_and_times_the_first() {
+    let server = default_server();
+    let (dir, proto, imports) = schema();
+    let call = ["--grpc", "demo.Echo/Listen", "--proto", &proto, "--import-path", &imports];
+    let target = url(server.addr(), "/");
+    // The built-in server echoes the message as many times as asked.
+    let stream = ["-H", "pace-grpc-messages: 7", "--data", r#"{"text": "tick"}"#];
+    let [saved, other] = ["stream.json", "other.json"].map(|f| dir.path().join(f));
+    let [saved, other] = [saved.to_str().unwrap(), other.to_str().unwrap()];
+    for file in [saved, other] {
+        let load =
+            ["-t1", "-c2", "--streams", "4", "-n", "300", "-d10s", "-e", "-o", file, &target];
+        pace(&[&call[..], &stream, &load].concat(), LIMIT).assert_ok();
+    }
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+    let streamed = &report["grpc_stream"];
+    assert_eq!(streamed["messages"], 2100, "{report}");
+    assert_eq!(streamed["messages_per_call_mean"], 7.0, "{report}");
+    assert_eq!(streamed["messages_per_call_max"], 7, "{report}");
+    assert_eq!(streamed["first_message"]["count"], 300, "{report}");
+    // Read back: the text report has the lines; a merge of two adds them.
+    let again = pace(&["report", saved], LIMIT);
+    again.assert_ok();
+    assert!(again.stdout.contains("  gRPC messages received: 2100 (7.00 per call, max 7), "));
+    assert!(again.stdout.contains("  gRPC first message: p50 "), "{again}");
+    let merged = pace(&["merge", "-e", saved, other], LIMIT);
+    merged.assert_ok();
+    assert_eq!(json_of(&merged)["grpc_stream"]["messages"], 4200, "{merged}");
+    // A unary run has none of it.
+    let unary = ["--grpc", "demo.Echo/Say", "--proto", &proto, "--import-path", &imports];
+    let run = pace(&[&unary[..], &["-n", "10", "--json", &target]].concat(), LIMIT);
+    assert!(json_of(&run).get("grpc_stream").is_none(), "{run}");
+}
+
+#[test]
+fn grpc_go_streams_are_timed_from_each_calls_intended_time() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    // Three messages a call: the first after 2 ms, the next 2 ms later,
+    // the last at once; a tenth of the calls end UNAVAILABLE after them.
+    let ok = r#"{"responseParameters": [{"size": 10, "intervalUs": 2000}, {"size": 10, "intervalUs": 2000}, {"size": 10}]}"#;
+    let failing = r#"{"responseParameters": [{"size": 10, "intervalUs": 2000}, {"size": 10, "intervalUs": 2000}, {"size": 10}], "responseStatus": {"code": 14}}"#;
+    let mut messages = format!("{ok}\n").repeat(9);
+    messages.push_str(failing);
+    let file = dir.path().join("streams.json");
+    std::fs::write(&file, messages).unwrap();
+    let data = format!("@{}", file.display());
+    let run = pace(
+        &[
+            "--grpc",
+            "grpc.testing.TestService/StreamingOutputCall",
+            "--protoset",
+            &protoset,
+            "--data",
+            &data,
+            "-t1",
+            "-c2",
+            "--streams",
+            "5",
+            "-n",
+            "200",
+            "-d30s",
+            "--json",
+            &server.url,
+        ],
+        LIMIT,
+    );
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], json!({"OK": 180, "UNAVAILABLE": 20}), "{run}");
+    let streamed = &report["grpc_stream"];
+    assert_eq!(streamed["messages"], 600, "{run}");
+    assert_eq!(streamed["messages_per_call_max"], 3, "{run}");
+    // The server waits 2 ms before the first message and 4 ms before the
+    // last: no call can be faster (the histograms keep 3 digits).
+    assert!(streamed["first_message"]["min_us"].as_u64().unwrap() >= 1998, "{run}");
+    assert!(report["latency"]["corrected"]["min_us"].as_u64().unwrap() >= 3996, "{run}");
+    assert_eq!(
+        server.stop(),
+        json!({"OK": 180, "Unavailable": 20, "messages_sent": 600}),
+        "every message the server sent, pace counted"
+    );
 }

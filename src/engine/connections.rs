@@ -816,7 +816,13 @@ mod tests {
         .unwrap();
         let at = server.addr();
         let origin = origin(&format!("https://localhost:{}/", at.port()), at, None, Choice::Http2);
-        let setup = Http2Setup { capture: false, streams: 4, depth: 1, grpc: false };
+        let setup = Http2Setup {
+            capture: false,
+            streams: 4,
+            depth: 1,
+            grpc: false,
+            server_streaming: false,
+        };
         let mut conns = connections::<Http2>(origin, setup);
         let mut delivered = Delivered::new();
         conns.open_all(&Endpoint::Tcp(at), &mut delivered.recorder);
@@ -869,7 +875,13 @@ mod tests {
             let _ = tls.read(&mut buf);
         });
         let origin = origin(&format!("https://localhost:{}/", at.port()), at, None, Choice::Http2);
-        let setup = Http2Setup { capture: false, streams: 1, depth: 1, grpc: false };
+        let setup = Http2Setup {
+            capture: false,
+            streams: 1,
+            depth: 1,
+            grpc: false,
+            server_streaming: false,
+        };
         let mut conns = connections::<Http2>(origin, setup);
         let mut delivered = Delivered::new();
         conns.open_all(&Endpoint::Tcp(at), &mut delivered.recorder);

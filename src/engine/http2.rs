@@ -79,6 +79,9 @@ pub struct Http2Setup {
     /// The requests are gRPC calls: a response's outcome is its
     /// `grpc-status`.
     pub grpc: bool,
+    /// The calls are of a server-streaming method: their reply messages
+    /// are counted, the first one's arrival stamped.
+    pub server_streaming: bool,
 }
 
 /// A batch in flight on a slot.
@@ -95,6 +98,7 @@ pub struct Http2 {
     session: Option<Session>,
     capture: bool,
     grpc: bool,
+    server_streaming: bool,
     /// Requests per batch (one stream each).
     depth: usize,
     /// `--streams`: streams wanted per connection.
@@ -135,6 +139,7 @@ impl Protocol for Http2 {
             session: None,
             capture: setup.capture,
             grpc: setup.grpc,
+            server_streaming: setup.server_streaming,
             depth: setup.depth.max(1),
             streams: setup.streams.max(1),
             slots: 0,
@@ -191,7 +196,12 @@ impl Protocol for Http2 {
             return Verdict::fail(ErrorKind::Connect, cause);
         }
         match Session::new(Role::Client, self.capture) {
-            Ok(session) => self.session = Some(session),
+            Ok(mut session) => {
+                if self.server_streaming {
+                    session.count_grpc_messages();
+                }
+                self.session = Some(session);
+            }
             Err(e) => return Verdict::fail(ErrorKind::Connect, e),
         }
         self.pump(now, out)
@@ -483,6 +493,11 @@ impl Http2 {
                 Event::Response { slot, stream_id } => {
                     self.response_begins(slot, stream_id, now, out)
                 }
+                Event::FirstMessage { slot, stream_id } => {
+                    if let Some(entry) = self.entry(slot, stream_id) {
+                        out.recorder.first_message(entry.intended, now);
+                    }
+                }
                 Event::Request { .. } => {}
             }
         }
@@ -506,7 +521,12 @@ impl Http2 {
         }
     }
 
-    /// The stream of `stream_slot` closed with `code`.
+    /// The request in flight on the stream `stream_id` of `stream_slot`.
+    fn entry(&self, stream_slot: usize, stream_id: i32) -> Option<&Entry> {
+        let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
+        self.batches.get(slot)?.entries.get(k).filter(|e| e.stream_id == stream_id)
+    }
+
     /// The response on `stream_slot` began at `now` (its first byte).
     fn response_begins(
         &self,
@@ -515,13 +535,13 @@ impl Http2 {
         now: u64,
         out: &mut Delivery<Http2Wire>,
     ) {
-        let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
-        let Some(state) = self.batches.get(slot) else { return };
-        if let Some(entry) = state.entries.get(k).filter(|e| e.stream_id == stream_id) {
-            out.first_byte(entry.intended, state.sent_ns, now);
+        if let Some(entry) = self.entry(stream_slot, stream_id) {
+            let sent = self.batches[stream_slot / self.depth].sent_ns;
+            out.first_byte(entry.intended, sent, now);
         }
     }
 
+    /// The stream of `stream_slot` closed with `code`.
     fn closed(
         &mut self,
         stream_slot: usize,
@@ -551,9 +571,13 @@ impl Http2 {
             sent: state.sent_ns,
             target: state.batch.target,
         };
-        let (status, reset_by_peer, ended) = session
-            .message(stream_slot)
-            .map_or((0, false, false), |m| (m.status, m.reset_by_peer, m.ended));
+        let (status, reset_by_peer, ended, messages) =
+            session.message(stream_slot).map_or((0, false, false, 0), |m| {
+                (m.status, m.reset_by_peer, m.ended, m.grpc_messages)
+            });
+        if self.server_streaming {
+            out.recorder.streamed(entry.intended, messages, code == session::NO_ERROR && ended);
+        }
         let outcome = match self.grpc {
             true => session.message(stream_slot).map_or(Err(NotGrpc::NoStatus), grpc_outcome),
             false => Ok(Outcome::Http(status)),

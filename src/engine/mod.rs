@@ -507,7 +507,14 @@ impl Speaks for Http1 {
 
 impl Speaks for Http2 {
     fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Http2Setup {
-        Http2Setup { capture, streams: cfg.streams, depth, grpc: cfg.grpc.is_some() }
+        let server_streaming = cfg.grpc_call.as_ref().is_some_and(|call| call.server_streaming());
+        Http2Setup {
+            capture,
+            streams: cfg.streams,
+            depth,
+            grpc: cfg.grpc.is_some(),
+            server_streaming,
+        }
     }
 }
 

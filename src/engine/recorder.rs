@@ -405,6 +405,29 @@ impl Recorder {
         }
     }
 
+    /// The first reply message of a streaming call intended at `intended`
+    /// arrived at `arrived` (a warm-up call's is not measured).
+    #[inline]
+    pub fn first_message(&mut self, intended: u64, arrived: u64) {
+        if intended >= self.start_ns {
+            record_us(&mut self.stats.streamed.first_message, arrived.saturating_sub(intended));
+        }
+    }
+
+    /// A streaming call intended at `intended` ended having received
+    /// `messages` reply messages; `complete`: the call ended as calls do
+    /// (not reset), and its count is one of a call.
+    pub fn streamed(&mut self, intended: u64, messages: u32, complete: bool) {
+        if intended < self.start_ns {
+            return;
+        }
+        self.stats.streamed.messages += u64::from(messages);
+        if complete {
+            let per_call = &mut self.stats.streamed.messages_per_call;
+            per_call.record(u64::from(messages)).expect("auto-resizing histogram");
+        }
+    }
+
     /// A connection's link was set up, its phases taking `times`.
     pub fn link_set_up(&mut self, times: SetUpTimes) {
         if let Some(connect) = times.connect {

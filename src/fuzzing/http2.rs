@@ -123,7 +123,13 @@ impl Client {
     fn new(capture: bool, streams: usize, depth: usize, greets: bool) -> Client {
         let recorder = Recorder::measuring_from_zero();
         Client {
-            http2: Http2::new(&Http2Setup { capture, streams, depth, grpc: false }),
+            http2: Http2::new(&Http2Setup {
+                capture,
+                streams,
+                depth,
+                grpc: false,
+                server_streaming: false,
+            }),
             recorder,
             inbox: Inbox::default(),
             capture,

@@ -28,6 +28,11 @@ pub struct Call {
 }
 
 impl Call {
+    /// The method answers each call with a stream of messages.
+    pub fn server_streaming(&self) -> bool {
+        self.schema.is_server_streaming()
+    }
+
     /// The message a script's calls send unless it makes its own
     /// (`wrk.body`). Err: `--data` asks for what only pace's own calls do
     /// (messages in turn, made per call), in words.
@@ -103,21 +108,24 @@ pub fn prepare_with(
     gzip: bool,
 ) -> Result<Call, String> {
     let method = schema::method(pool, name)?;
-    check_unary(&method, name)?;
+    check_callable(&method, name)?;
     let messages = messages(&method, data.unwrap_or("{}"), gzip)?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
     Ok(Call { method: method_path, messages, gzip, schema: method })
 }
 
-/// Streaming methods are refused before any load, in words.
-fn check_unary(method: &MethodDescriptor, name: &str) -> Result<(), String> {
+/// Methods whose calls send a stream of messages are refused before any
+/// load, in words.
+fn check_callable(method: &MethodDescriptor, name: &str) -> Result<(), String> {
     let kind = match (method.is_client_streaming(), method.is_server_streaming()) {
-        (false, false) => return Ok(()),
+        (false, _) => return Ok(()),
         (true, true) => "bidirectional streaming",
         (true, false) => "client streaming",
-        (false, true) => "server streaming",
     };
-    Err(format!("--grpc {name}: a {kind} method; pace calls unary methods only, for now"))
+    Err(format!(
+        "--grpc {name}: a {kind} method; pace calls unary and server-streaming methods only, \
+         for now"
+    ))
 }
 
 /// The request messages of `method` from JSON (protobuf's JSON mapping):
@@ -230,6 +238,7 @@ mod tests {
         service Echo {
             rpc Say (Note) returns (Note);
             rpc Listen (Note) returns (stream Note);
+            rpc Chat (stream Note) returns (stream Note);
         }
         message Note { string text = 1; int32 times = 2; }
     "#;
@@ -289,11 +298,13 @@ mod tests {
         let error =
             prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi"} x"#), false).unwrap_err();
         assert_eq!(error, "--data: expected a message (a JSON object), found \"x\"");
-        let error = prepare("demo.Echo/Listen", &sources, None, false).unwrap_err();
+        let listen = prepare("demo.Echo/Listen", &sources, None, false).unwrap();
+        assert!(listen.server_streaming());
+        let error = prepare("demo.Echo/Chat", &sources, None, false).unwrap_err();
         assert_eq!(
             error,
-            "--grpc demo.Echo/Listen: a server streaming method; pace calls unary methods only, \
-             for now"
+            "--grpc demo.Echo/Chat: a bidirectional streaming method; pace calls unary and \
+             server-streaming methods only, for now"
         );
     }
 

@@ -84,8 +84,55 @@ pub struct Message {
     pub grpc_status: Option<u8>,
     /// Its `content-type` is gRPC's (`application/grpc`, `+proto`...).
     pub grpc_content: bool,
+    /// Whole gRPC messages in the body, when the session counts them
+    /// ([`Session::count_grpc_messages`]).
+    pub grpc_messages: u32,
+    /// Where the body's gRPC framing stands.
+    framing: Framing,
     /// The size of `fields` as a header list ([`MAX_HEADER_LIST`]).
     header_list_size: usize,
+}
+
+/// Where a body's gRPC framing stands: each message is a flag byte, a
+/// 4-byte big-endian length, then that many bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct Framing {
+    /// Bytes of the 5-byte prefix read so far.
+    prefix_read: u8,
+    /// The length's bytes.
+    length: [u8; 4],
+    /// Bytes of the message still to come.
+    left: u64,
+}
+
+impl Framing {
+    /// Reads `data`; returns how many messages it completed.
+    fn read(&mut self, mut data: &[u8]) -> u32 {
+        let mut completed = 0;
+        while !data.is_empty() {
+            if self.left > 0 {
+                let taken = self.left.min(data.len() as u64);
+                self.left -= taken;
+                data = &data[taken as usize..];
+                completed += u32::from(self.left == 0);
+                continue;
+            }
+            let taken = usize::from(5 - self.prefix_read).min(data.len());
+            for &byte in &data[..taken] {
+                if self.prefix_read > 0 {
+                    self.length[usize::from(self.prefix_read) - 1] = byte;
+                }
+                self.prefix_read += 1;
+            }
+            data = &data[taken..];
+            if self.prefix_read == 5 {
+                self.prefix_read = 0;
+                self.left = u64::from(u32::from_be_bytes(self.length));
+                completed += u32::from(self.left == 0);
+            }
+        }
+        completed
+    }
 }
 
 /// What a read (or a send) brought about, in order.
@@ -105,6 +152,9 @@ pub enum Event {
     Settings,
     /// Client: the response on `slot` begins (its first HEADERS frame).
     Response { slot: usize, stream_id: i32 },
+    /// The first whole gRPC message of the body on `slot` arrived (when
+    /// the session counts them).
+    FirstMessage { slot: usize, stream_id: i32 },
 }
 
 /// Bytes to send as a message's body.
@@ -168,6 +218,8 @@ struct State {
     /// How much of a captured body to keep, given its message so far
     /// ([`Session::keep_bodies_up_to`]); None: all of it.
     kept_body: Option<fn(&Message) -> usize>,
+    /// Count the gRPC messages of bodies ([`Session::count_grpc_messages`]).
+    count_grpc: bool,
     /// The stream looked up last, and its slot. A response's header
     /// fields, body and end come one after another for one stream, and a
     /// lookup in nghttp2's stream map costs more than handling a field.
@@ -237,6 +289,7 @@ impl Session {
             complaint: None,
             failure: None,
             kept_body: None,
+            count_grpc: false,
             recent: None,
         }));
         let pool = Box::into_raw(Box::new(Pool::new()));
@@ -396,6 +449,8 @@ impl Session {
             message.ended = false;
             message.grpc_status = None;
             message.grpc_content = false;
+            message.grpc_messages = 0;
+            message.framing = Framing::default();
         }
     }
 
@@ -506,6 +561,13 @@ impl Session {
     /// memory. By default a captured body is kept whole.
     pub fn keep_bodies_up_to(&mut self, limit: fn(&Message) -> usize) {
         self.state_mut().kept_body = Some(limit);
+    }
+
+    /// Counts the gRPC messages of every body received
+    /// ([`Message::grpc_messages`]), and says when each body's first one is
+    /// whole ([`Event::FirstMessage`]).
+    pub fn count_grpc_messages(&mut self) {
+        self.state_mut().count_grpc = true;
     }
 
     /// Appends every frame ready to go to `out`. Streams may close during
@@ -786,14 +848,21 @@ unsafe extern "C" fn on_data_chunk(
 ) -> i32 {
     let state = state(user_data);
     let capture = state.capture || matches!(state.role, Role::Server { .. });
-    let kept_body = state.kept_body;
-    if let Some(message) = slot_of(session, state, stream_id).and_then(|slot| state.message(slot)) {
-        message.body_len += len as u64;
-        if capture {
-            let limit = kept_body.map_or(usize::MAX, |limit| limit(message));
-            let room = limit.saturating_sub(message.body.len());
-            let data = std::slice::from_raw_parts(data, len);
-            message.body.extend_from_slice(&data[..len.min(room)]);
+    let (kept_body, count_grpc) = (state.kept_body, state.count_grpc);
+    let Some(slot) = slot_of(session, state, stream_id) else { return 0 };
+    let Some(message) = state.messages.get_mut(slot) else { return 0 };
+    let data = std::slice::from_raw_parts(data, len);
+    message.body_len += len as u64;
+    if capture {
+        let limit = kept_body.map_or(usize::MAX, |limit| limit(message));
+        let room = limit.saturating_sub(message.body.len());
+        message.body.extend_from_slice(&data[..len.min(room)]);
+    }
+    if count_grpc {
+        let before = message.grpc_messages;
+        message.grpc_messages += message.framing.read(data);
+        if before == 0 && message.grpc_messages > 0 {
+            state.events.push(Event::FirstMessage { slot, stream_id });
         }
     }
     0
@@ -937,6 +1006,22 @@ unsafe extern "C" fn read_body(
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn grpc_framing_counts_messages_across_any_split() {
+        // Three messages: 2 bytes, empty, 300 bytes.
+        let mut body = vec![0, 0, 0, 0, 2, 7, 7, 0, 0, 0, 0, 0, 1, 0, 0, 1, 44];
+        body.extend(std::iter::repeat_n(9, 300));
+        for split in [1, 2, 3, 5, 7, 64, body.len()] {
+            let mut framing = Framing::default();
+            let counts: Vec<u32> = body.chunks(split).map(|chunk| framing.read(chunk)).collect();
+            assert_eq!(counts.iter().sum::<u32>(), 3, "chunks of {split}");
+            // The first completes within the first 7 bytes, whatever the split.
+            let first = counts.iter().position(|&n| n > 0).unwrap();
+            assert!((first + 1) * split >= 7 && first * split < 7, "chunks of {split}");
+            assert_eq!((framing.prefix_read, framing.left), (0, 0), "ends between messages");
+        }
+    }
+
     use super::*;
 
     /// Carries every frame each side has to send to the other, the server

@@ -352,6 +352,11 @@ fn measured(report: &Report) -> Result<Stats, String> {
     if let Some(waits) = &report.unsent_wait_hist {
         stats.unsent_wait = decode(waits, digits)?;
     }
+    if let Some(stream) = &report.grpc_stream {
+        stats.streamed.messages = count("grpc_stream.messages", stream.messages)?;
+        stats.streamed.messages_per_call = decode(&stream.messages_per_call_hist, digits)?;
+        stats.streamed.first_message = decode(&stream.first_message.hist, digits)?;
+    }
     if let Some(phases) = &report.phases {
         stats.phases.connect = decode(&phases.connect.hist, digits)?;
         stats.phases.tls_handshake = decode(&phases.tls_handshake.hist, digits)?;

@@ -186,6 +186,23 @@ pub fn families(figures: &Figures) -> Vec<Family> {
             },
         );
     }
+    // Only a run of server-streaming calls has it.
+    if let Some(messages) = figures.grpc_messages {
+        all.insert(
+            4,
+            Family {
+                name: "pace_grpc_messages_received",
+                kind: Kind::Counter,
+                unit: None,
+                help: "Reply messages of server-streaming gRPC calls.",
+                samples: vec![Sample {
+                    name: "pace_grpc_messages_received_total".into(),
+                    labels: Vec::new(),
+                    value: messages as f64,
+                }],
+            },
+        );
+    }
     all.push(histogram(
         "pace_latency_corrected_seconds",
         "Latency from each request's intended send time (coordinated-omission corrected).",

@@ -97,6 +97,8 @@ pub struct Figures {
     pub statuses: BTreeMap<u16, u64>,
     /// gRPC calls by status code (`--grpc` runs only).
     pub grpc_codes: BTreeMap<u8, u64>,
+    /// Reply messages of server-streaming gRPC calls (None in other runs).
+    pub grpc_messages: Option<u64>,
     pub corrected: Buckets,
     pub uncorrected: Buckets,
     /// Paced runs only.
@@ -128,6 +130,7 @@ impl Figures {
             errors: Errors::default(),
             statuses: BTreeMap::new(),
             grpc_codes: BTreeMap::new(),
+            grpc_messages: None,
             corrected: Buckets::default(),
             uncorrected: Buckets::default(),
             lag: Buckets::default(),
@@ -150,6 +153,9 @@ impl Figures {
         }
         for (code, n) in stats.outcomes.grpc() {
             *self.grpc_codes.entry(code).or_insert(0) += n;
+        }
+        if !stats.streamed.is_empty() {
+            *self.grpc_messages.get_or_insert(0) += stats.streamed.messages;
         }
         self.corrected.add(&stats.corrected);
         self.uncorrected.add(&stats.uncorrected);

@@ -21,7 +21,7 @@ use crate::grpc_status;
 use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
-use crate::stats::{Http2Counts, Outcomes, Phases, RunResult, Stats};
+use crate::stats::{Http2Counts, Outcomes, Phases, RunResult, Stats, Streamed};
 use crate::units::{
     c_fixed, format_binary, format_metric, format_time_s, format_time_us, pad_units, per_second,
     UNDEFINED,
@@ -365,6 +365,7 @@ pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> i
         format_binary(stats.bytes as f64)
     )?;
     write_errors(out, stats)?;
+    write_streamed(out, &stats.streamed, runtime_s)?;
     writeln!(out, "Requests/sec: {}", c_fixed(per_second(stats.requests, runtime_s), 9, 2))?;
     writeln!(out, "Transfer/sec: {:>10}B", format_binary(per_second(stats.bytes, runtime_s)))
 }
@@ -425,6 +426,36 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     }
     write_http2_notes(out, &stats.http2)?;
     write_statuses(out, &stats.outcomes)
+}
+
+/// Of server-streaming gRPC calls, after wrk's lines and the statuses: the
+/// messages received (per call, per second) and the time to each call's
+/// first message.
+fn write_streamed(out: &mut dyn Write, streamed: &Streamed, runtime_s: f64) -> io::Result<()> {
+    if streamed.is_empty() {
+        return Ok(());
+    }
+    let per_call = &streamed.messages_per_call;
+    let mean = if per_call.is_empty() { 0.0 } else { spectrum::mean(per_call) };
+    writeln!(
+        out,
+        "  gRPC messages received: {} ({mean:.2} per call, max {}), {:.2}/sec",
+        streamed.messages,
+        per_call.max(),
+        per_second(streamed.messages, runtime_s)
+    )?;
+    let first = &streamed.first_message;
+    if first.is_empty() {
+        return Ok(());
+    }
+    let figure = |value: u64| recorded_time(first, value);
+    writeln!(
+        out,
+        "  gRPC first message: p50 {}, p99 {}, max {} (from each call's intended time)",
+        figure(value_at_percentile(first, 50.0)),
+        figure(value_at_percentile(first, 99.0)),
+        figure(first.max())
+    )
 }
 
 /// What HTTP/2 connections did besides carrying requests: a server that

@@ -197,10 +197,19 @@ impl Http2Conn {
                         Some(status) => {
                             requests += 1;
                             // A message larger than an echo keeps is not
-                            // echoed cut short.
+                            // echoed cut short, nor are more copies sent
+                            // than that would be.
                             let kept = message.body_len == message.body.len() as u64;
-                            let status = if kept { status } else { RESOURCE_EXHAUSTED };
-                            Response::grpc(status, message.body, now, shared)
+                            let (status, reply) = match asked_copies(&message) {
+                                _ if !kept => (RESOURCE_EXHAUSTED, Vec::new()),
+                                None => (INVALID_ARGUMENT, Vec::new()),
+                                Some(n) if n.saturating_mul(message.body.len()) > MAX_ECHO_BODY => {
+                                    (RESOURCE_EXHAUSTED, Vec::new())
+                                }
+                                Some(1) => (status, message.body),
+                                Some(n) => (status, message.body.repeat(n)),
+                            };
+                            Response::grpc(status, reply, now, shared)
                         }
                         None => {
                             let request = request(&message);
@@ -214,7 +223,7 @@ impl Http2Conn {
                     self.pending.retain(|p| p.stream_id != stream_id);
                 }
                 Event::Settings => self.settings_deadline = None,
-                Event::GoAway { .. } | Event::Response { .. } => {}
+                Event::GoAway { .. } | Event::Response { .. } | Event::FirstMessage { .. } => {}
             }
         }
         self.events = events;
@@ -327,6 +336,8 @@ impl Http2Conn {
 
 /// The status of a call whose message is too large to echo.
 const RESOURCE_EXHAUSTED: u8 = 8;
+/// The status of a call whose `pace-grpc-messages` is no count.
+const INVALID_ARGUMENT: u8 = 3;
 
 /// The trailers of an OK gRPC answer.
 const GRPC_OK: session::Trailers = &[(b"grpc-status", b"0")];
@@ -334,6 +345,19 @@ const GRPC_OK: session::Trailers = &[(b"grpc-status", b"0")];
 /// The metadata a call sends to be answered with that status instead of
 /// its message (`-H 'pace-grpc-status: 14'`: UNAVAILABLE).
 const ASKED_STATUS: &[u8] = b"pace-grpc-status";
+
+/// The metadata a call sends to be answered with its message that many
+/// times (a server stream: `-H 'pace-grpc-messages: 10'`).
+const ASKED_COPIES: &[u8] = b"pace-grpc-messages";
+
+/// How many times a call asks its message to be echoed (1 unless it
+/// says); None: not a count.
+fn asked_copies(message: &session::Message) -> Option<usize> {
+    match field(message, ASKED_COPIES) {
+        None => Some(1),
+        Some(value) => std::str::from_utf8(value).ok()?.trim().parse().ok(),
+    }
+}
 
 /// A gRPC call (its content-type is gRPC's): the status to answer it
 /// with, OK unless the call asked for another. None: not a gRPC call.

@@ -5,6 +5,9 @@
 //! HdrHistograms with the same geometry add count by count.
 
 pub mod spectrum;
+mod streamed;
+
+pub use streamed::Streamed;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -251,6 +254,8 @@ pub struct Stats {
     pub http2: Http2Counts,
     /// How long the phases of connections and responses took.
     pub phases: Phases,
+    /// Server-streaming gRPC calls: their messages.
+    pub streamed: Streamed,
     /// At the end of the period, how long the request that had waited
     /// longest without a response (in flight, or due and not sent) had
     /// waited since its intended time, us; 0 when none was waiting. A
@@ -499,6 +504,7 @@ impl Stats {
             generator: Generator::default(),
             http2: Http2Counts::default(),
             phases: Phases::new(digits),
+            streamed: Streamed::new(digits),
             oldest_waiting_us: 0,
         }
     }
@@ -552,6 +558,7 @@ impl Stats {
         self.generator = Generator::default();
         self.http2 = Http2Counts::default();
         self.phases.clear();
+        self.streamed.clear();
         self.oldest_waiting_us = 0;
         for stage in &mut self.stages {
             stage.requests = 0;
@@ -581,6 +588,7 @@ impl Stats {
         self.generator.add(&other.generator);
         self.http2.add(&other.http2);
         self.phases.merge(&other.phases);
+        self.streamed.merge(&other.streamed);
         self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {

@@ -3,10 +3,14 @@
 // suite's, whose generated code ships in the grpc module), with server
 // reflection. UnaryCall answers with the status its request asks for
 // (response_status), else OK with a payload of response_size bytes.
+// StreamingOutputCall (server streaming) sends a message per
+// response_parameters entry, each after its interval_us and of its size,
+// then the status its request asks for.
 //
 // It prints "listening ADDR" once it serves; on SIGTERM it prints the calls
 // it answered by status code, as JSON ({"OK": 400, "UNAVAILABLE": 40}),
-// with "distinct_messages" (how many different response_status.message
+// with "messages_sent" (the messages of StreamingOutputCall, when any),
+// "distinct_messages" (how many different response_status.message
 // texts UnaryCall received with code 0, when any did) and "compressed" (how many
 // request messages came compressed, when any did), and exits. It takes
 // gzip-compressed messages. With -protoset FILE it writes the descriptor set of
@@ -25,6 +29,7 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -41,10 +46,30 @@ import (
 
 type testServer struct {
 	testgrpc.UnimplementedTestServiceServer
+	counted *calls
 }
 
 func (testServer) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, error) {
 	return &testgrpc.Empty{}, nil
+}
+
+func (s testServer) StreamingOutputCall(in *testgrpc.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testgrpc.StreamingOutputCallResponse]) error {
+	for _, p := range in.GetResponseParameters() {
+		if us := p.GetIntervalUs(); us > 0 {
+			time.Sleep(time.Duration(us) * time.Microsecond)
+		}
+		reply := &testgrpc.StreamingOutputCallResponse{Payload: &testgrpc.Payload{Body: make([]byte, p.GetSize())}}
+		if err := stream.Send(reply); err != nil {
+			return err
+		}
+		s.counted.Lock()
+		s.counted.sent++
+		s.counted.Unlock()
+	}
+	if st := in.GetResponseStatus(); st != nil && st.GetCode() != 0 {
+		return status.Error(codes.Code(st.GetCode()), st.GetMessage())
+	}
+	return nil
 }
 
 func (testServer) UnaryCall(_ context.Context, in *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -65,6 +90,7 @@ type calls struct {
 	byCode     map[string]uint64
 	messages   map[string]bool
 	compressed uint64
+	sent       uint64
 }
 
 func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -76,6 +102,16 @@ func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	}
 	c.Unlock()
 	return resp, err
+}
+
+func (c *calls) countStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+	err := handler(srv, ss)
+	if info.FullMethod == "/grpc.testing.TestService/StreamingOutputCall" {
+		c.Lock()
+		c.byCode[status.Code(err).String()]++
+		c.Unlock()
+	}
+	return err
 }
 
 func (c *calls) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }
@@ -105,6 +141,9 @@ func (c *calls) report() map[string]uint64 {
 	}
 	if c.compressed > 0 {
 		out["compressed"] = c.compressed
+	}
+	if c.sent > 0 {
+		out["messages_sent"] = c.sent
 	}
 	return out
 }
@@ -148,8 +187,8 @@ func main() {
 		log.Fatal(err)
 	}
 	counted := &calls{byCode: map[string]uint64{}, messages: map[string]bool{}}
-	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count), grpc.StatsHandler(counted))
-	testgrpc.RegisterTestServiceServer(server, testServer{})
+	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count), grpc.StreamInterceptor(counted.countStream), grpc.StatsHandler(counted))
+	testgrpc.RegisterTestServiceServer(server, testServer{counted: counted})
 	reflection.Register(server)
 	go func() {
 		stop := make(chan os.Signal, 1)

@@ -132,9 +132,9 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
     ]),
     Spec::new(None, "grpc", Flag::Grpc).takes("M").help(&[
         "Call the gRPC method M (package.Service/",
-        "Method) over HTTP/2, unary calls; its",
-        "schema from --proto, --protoset, or the",
-        "server's reflection",
+        "Method) over HTTP/2, unary or server-",
+        "streaming calls; its schema from --proto,",
+        "--protoset, or the server's reflection",
     ]),
     Spec::new(None, "proto", Flag::Proto)
         .takes_file("F")

@@ -271,6 +271,21 @@ pub fn summary(page: &Page) -> String {
         rows.push(("gRPC calls not OK", grpc_failed.to_string()));
         rows.push(("gRPC status", codes.join(", ")));
     }
+    let streamed = &stats.streamed;
+    if !streamed.is_empty() {
+        let per_call = &streamed.messages_per_call;
+        let mean = if per_call.is_empty() { 0.0 } else { spectrum::mean(per_call) };
+        let received =
+            format!("{} ({mean:.2} per call, max {})", streamed.messages, per_call.max());
+        rows.push(("gRPC messages received", received));
+        let first = &streamed.first_message;
+        if !first.is_empty() {
+            let at = |p: f64| format_time_us(value_at_percentile(first, p) as f64);
+            let text =
+                format!("p50 {}, p99 {}, from each call's intended time", at(50.0), at(99.0));
+            rows.push(("gRPC first message", text));
+        }
+    }
     if stats.nil_requests > 0 {
         rows.push(("request() returned nil", stats.nil_requests.to_string()));
     }

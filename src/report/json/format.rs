@@ -113,6 +113,10 @@ pub struct Report {
     /// before it measured them).
     #[serde(default)]
     pub phases: Option<Phases>,
+    /// Of server-streaming gRPC calls: the messages they received; absent
+    /// otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_stream: Option<GrpcStream>,
     /// Each thread's requests per second over each 100 ms, the samples of
     /// the `Req/Sec` row.
     pub rate_samples: Vec<f64>,
@@ -217,6 +221,25 @@ pub struct Phases {
     /// From a request's send to its response's first byte (the response
     /// head's first byte over HTTP/1.1, its HEADERS frame over HTTP/2).
     pub first_byte: Phase,
+}
+
+/// What server-streaming gRPC calls received.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct GrpcStream {
+    /// Reply messages received by the measured calls.
+    pub messages: u64,
+    #[serde(default)]
+    pub messages_per_sec: f64,
+    /// The mean and the most of the reply messages of a completed call
+    /// (null when none completed).
+    #[serde(skip_deserializing)]
+    pub messages_per_call_mean: Option<f64>,
+    #[serde(skip_deserializing)]
+    pub messages_per_call_max: Option<u64>,
+    /// The reply messages of each completed call, as a histogram.
+    pub messages_per_call_hist: String,
+    /// From each call's intended time to its first reply message.
+    pub first_message: Phase,
 }
 
 /// One phase: its statistics and its histogram, encoded as `hist`.

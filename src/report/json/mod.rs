@@ -35,9 +35,9 @@ use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ConcurrencyReport, ErrorCounts, GeneratorInfo, Latency, LatencyBins, MergedInput, Percentiles,
-    Period, Phase, Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary,
-    TargetReport, ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
+    ConcurrencyReport, ErrorCounts, GeneratorInfo, GrpcStream, Latency, LatencyBins, MergedInput,
+    Percentiles, Period, Phase, Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport,
+    StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -297,9 +297,35 @@ fn common_fields(
         unsent_wait: summary(&stats.unsent_wait, percentiles),
         unsent_wait_hist: Some(encode_compressed(&stats.unsent_wait)?),
         phases: Some(phases(&stats.phases, percentiles)?),
+        grpc_stream: grpc_stream(&stats.streamed, seconds, percentiles)?,
         rate_samples: stats.rate_samples.clone(),
         run: None,
     })
+}
+
+/// What server-streaming calls received; None in other runs.
+fn grpc_stream(
+    streamed: &crate::stats::Streamed,
+    seconds: f64,
+    percentiles: &[f64],
+) -> io::Result<Option<GrpcStream>> {
+    if streamed.is_empty() {
+        return Ok(None);
+    }
+    let per_call = &streamed.messages_per_call;
+    let recorded = !per_call.is_empty();
+    let first = &streamed.first_message;
+    Ok(Some(GrpcStream {
+        messages: streamed.messages,
+        messages_per_sec: per_second(streamed.messages, seconds),
+        messages_per_call_mean: recorded.then(|| spectrum::mean(per_call)),
+        messages_per_call_max: recorded.then(|| per_call.max()),
+        messages_per_call_hist: encode_compressed(per_call)?,
+        first_message: Phase {
+            summary: summary(first, percentiles),
+            hist: encode_compressed(first)?,
+        },
+    }))
 }
 
 fn phases(phases: &crate::stats::Phases, percentiles: &[f64]) -> io::Result<Phases> {
