@@ -208,8 +208,8 @@ fn with_reflected_call(
             ask(&mut deadline.on(&socket))?
         }
     };
-    let call = grpc::call::prepare_with(&pool, &wanted.name, wanted.data.as_deref(), wanted.gzip)
-        .map_err(Error::Usage)?;
+    let call =
+        grpc::call::prepare_with(&pool, &wanted.name, &wanted.options).map_err(Error::Usage)?;
     let mut reflected = cfg.clone();
     reflected.grpc_messages = call.messages.clone();
     reflected.grpc_call = Some(call.clone());

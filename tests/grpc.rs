@@ -193,9 +193,10 @@ fn bad_schemas_methods_and_messages_are_refused_before_any_load() {
         "--data is not a demo.Note in JSON",
     );
     refused(
-        &[&["--grpc", "demo.Echo/Tell"][..], &schema].concat(),
+        &[&["--grpc", "demo.Echo/Tell", "--data", r#"{"text": "{{.UUID}}"}"#][..], &schema]
+            .concat(),
         1,
-        "a client streaming method; pace calls unary and server-streaming methods only",
+        "a stream's messages are made once for the run",
     );
     // Without --import-path the import is not found.
     refused(&["--grpc", "demo.Echo/Say", "--proto", &proto], 1, "--proto ");
@@ -591,4 +592,94 @@ fn grpc_go_streams_are_timed_from_each_calls_intended_time() {
         json!({"OK": 180, "Unavailable": 20, "messages_sent": 600}),
         "every message the server sent, pace counted"
     );
+}
+
+#[test]
+fn client_and_bidirectional_streams_send_on_their_plan() {
+    let _load = load_lock();
+    let Some(server) = GrpcGo::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let protoset = GrpcGo::protoset(dir.path());
+    let call = |method: &str| {
+        vec![
+            "--grpc".to_string(),
+            format!("grpc.testing.TestService/{method}"),
+            "--protoset".into(),
+            protoset.clone(),
+        ]
+    };
+    let load = ["-t1", "-c2", "--streams", "5", "-n", "100", "-d30s", "--json", &server.url];
+    // Client streaming: five messages a call, 2 ms apart; the reply comes
+    // when the stream ends, so no call takes less than 8 ms.
+    let stream = ["--grpc-stream-count", "5", "--grpc-stream-interval", "2ms"];
+    let data = ["--data", r#"{"payload": {"body": "AAAA"}}"#];
+    let args: Vec<String> = call("StreamingInputCall")
+        .into_iter()
+        .chain(stream.iter().chain(&data).chain(&load).map(|s| s.to_string()))
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_kind"], "client_streaming", "{run}");
+    assert_eq!(
+        (report["grpc_stream_count"].as_u64(), report["grpc_stream_interval_us"].as_u64()),
+        (Some(5), Some(2000)),
+        "{run}"
+    );
+    assert_eq!(report["grpc_codes"], json!({"OK": 100}), "{run}");
+    assert_eq!(report["grpc_stream"]["messages_sent"], 500, "{run}");
+    assert_eq!(report["grpc_stream"]["messages"], 100, "one reply a call: {run}");
+    assert!(report["latency"]["corrected"]["min_us"].as_u64().unwrap() >= 7990, "{run}");
+    // Bidirectional: four messages a call, 3 ms apart, each answered
+    // after 1 ms: every reply's latency from its own message's intended
+    // time is at least that millisecond; the call's at least 10 ms.
+    let stream = ["--grpc-stream-count", "4", "--grpc-stream-interval", "3ms"];
+    let data = ["--data", r#"{"responseParameters": [{"size": 8, "intervalUs": 1000}]}"#];
+    let args: Vec<String> = call("FullDuplexCall")
+        .into_iter()
+        .chain(stream.iter().chain(&data).chain(&load).map(|s| s.to_string()))
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let text: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
+    let run = pace(&text, LIMIT);
+    run.assert_ok();
+    assert!(run.stdout.contains("  gRPC bidirectional calls (4 messages each, 3.00ms apart) of grpc.testing.TestService/FullDuplexCall\n"), "{run}");
+    assert!(run.stdout.contains("  gRPC messages sent: 400, "), "{run}");
+    assert!(run.stdout.contains("  gRPC reply latency: p50 "), "{run}");
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], json!({"OK": 100}), "{run}");
+    let streamed = &report["grpc_stream"];
+    assert_eq!(
+        (streamed["messages_sent"].as_u64(), streamed["messages"].as_u64()),
+        (Some(400), Some(400)),
+        "{run}"
+    );
+    assert_eq!(streamed["reply_latency"]["count"], 400, "{run}");
+    assert!(streamed["reply_latency"]["min_us"].as_u64().unwrap() >= 998, "{run}");
+    assert!(report["latency"]["corrected"]["min_us"].as_u64().unwrap() >= 9990, "{run}");
+    assert_eq!(
+        server.stop(),
+        json!({"OK": 300, "messages_received": 1300, "messages_sent": 800}),
+        "every message pace sent, the server received"
+    );
+    // The options of a stream belong to a method that takes one.
+    let run = pace(
+        &[
+            "--grpc",
+            UNARY,
+            "--protoset",
+            &protoset,
+            "--grpc-stream-count",
+            "3",
+            "-n",
+            "1",
+            "http://127.0.0.1:1/",
+        ],
+        LIMIT,
+    );
+    run.assert_code(1);
+    assert!(run.stderr.contains("--grpc-stream-count: --grpc grpc.testing.TestService/UnaryCall takes one request message"), "{run}");
 }

@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use crate::config::targets::TargetsOrder;
 use crate::config::{BenchConfig, Mode, Shard};
+use crate::grpc::call::{Call, StreamPlan};
 use crate::plan::{Arrival, PlanSpec};
 use crate::protocol::Protocol;
 use crate::provenance::Provenance;
@@ -30,6 +31,9 @@ pub struct Description {
     pub streams: usize,
     /// `--grpc`: the method every request called (`package.Service/Method`).
     pub grpc: Option<String>,
+    /// `--grpc`: how its calls go (None in a run read back from a file of a
+    /// pace that did not say: unary, as it called no other).
+    pub grpc_kind: Option<CallKind>,
     /// Over HTTP/2, the concurrent streams per connection the server
     /// allows, when it sets a limit (its SETTINGS before the run; a saved
     /// run's as its connections learned it). The run uses the fewer of
@@ -74,6 +78,7 @@ impl Description {
             scheme: cfg.target.scheme,
             streams: cfg.streams,
             grpc: cfg.grpc.clone(),
+            grpc_kind: cfg.grpc_call.as_ref().map(CallKind::of),
             allowed_streams: None,
             threads: cfg.threads,
             connections: cfg.connections,
@@ -142,6 +147,76 @@ impl Description {
             Mode::ClosedLoop => None,
             Mode::Paced(spec) => Some(spec),
         }
+    }
+}
+
+/// How the calls of a gRPC method go; a call that sends a stream has its
+/// plan (`--grpc-stream-count` messages, `--grpc-stream-interval` apart).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CallKind {
+    Unary,
+    ServerStreaming,
+    ClientStreaming(StreamPlan),
+    Bidirectional(StreamPlan),
+}
+
+impl CallKind {
+    pub fn of(call: &Call) -> CallKind {
+        match (call.stream, call.server_streaming()) {
+            (None, false) => CallKind::Unary,
+            (None, true) => CallKind::ServerStreaming,
+            (Some(plan), false) => CallKind::ClientStreaming(plan),
+            (Some(plan), true) => CallKind::Bidirectional(plan),
+        }
+    }
+
+    /// As the JSON names it (`grpc_kind`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CallKind::Unary => "unary",
+            CallKind::ServerStreaming => "server_streaming",
+            CallKind::ClientStreaming(_) => "client_streaming",
+            CallKind::Bidirectional(_) => "bidi_streaming",
+        }
+    }
+
+    /// The kind the JSON names, with the plan of a stream it sends.
+    pub fn from_name(name: &str, plan: Option<StreamPlan>) -> Option<CallKind> {
+        match (name, plan) {
+            ("unary", _) => Some(CallKind::Unary),
+            ("server_streaming", _) => Some(CallKind::ServerStreaming),
+            ("client_streaming", Some(plan)) => Some(CallKind::ClientStreaming(plan)),
+            ("bidi_streaming", Some(plan)) => Some(CallKind::Bidirectional(plan)),
+            _ => None,
+        }
+    }
+
+    /// The plan of the stream each call sends.
+    pub fn plan(self) -> Option<StreamPlan> {
+        match self {
+            CallKind::ClientStreaming(plan) | CallKind::Bidirectional(plan) => Some(plan),
+            CallKind::Unary | CallKind::ServerStreaming => None,
+        }
+    }
+
+    /// The report's header: `unary calls`, `client-streaming calls (5
+    /// messages each, 2ms apart)`.
+    pub fn describe(self) -> String {
+        let (kind, plan) = match self {
+            CallKind::Unary => return "unary calls".into(),
+            CallKind::ServerStreaming => return "server-streaming calls".into(),
+            CallKind::ClientStreaming(plan) => ("client-streaming", plan),
+            CallKind::Bidirectional(plan) => ("bidirectional", plan),
+        };
+        let messages = if plan.count == 1 { "message" } else { "messages" };
+        let pace = match plan.interval.is_zero() {
+            true => "at once".to_string(),
+            false => {
+                let us = plan.interval.as_nanos() as f64 / 1000.0;
+                format!("{} apart", crate::units::format_time_us(us))
+            }
+        };
+        format!("{kind} calls ({} {messages} each, {pace})", plan.count)
     }
 }
 

@@ -31,6 +31,9 @@ pub struct Conn<P: Protocol> {
     /// Batches were started on it this turn and wait for the turn's end to
     /// be written together ([`Protocol::MULTIPLEXED`]).
     pub unflushed: bool,
+    /// The protocol timer in the connections' heap for it (each time is
+    /// put there once, however many operations see it next).
+    pub timer_armed: Option<u64>,
 }
 
 impl<P: Protocol> Conn<P> {
@@ -44,6 +47,7 @@ impl<P: Protocol> Conn<P> {
             failures: 0,
             receiving_large: false,
             unflushed: false,
+            timer_armed: None,
         }
     }
 

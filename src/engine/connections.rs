@@ -303,8 +303,12 @@ impl<P: Protocol> Connections<P> {
     /// protocol timer fires, if any.
     pub fn next_due_at(&self) -> Option<u64> {
         let reopen = self.reopen.peek().map(|Reverse((at, _))| *at);
-        let timer = self.timers.peek().map(|Reverse((at, _))| *at);
-        reopen.into_iter().chain(timer).min()
+        reopen.into_iter().chain(self.next_timer_at()).min()
+    }
+
+    /// When the next protocol timer fires, if any.
+    pub fn next_timer_at(&self) -> Option<u64> {
+        self.timers.peek().map(|Reverse((at, _))| *at)
     }
 
     /// Reopens the connections whose back-off is over (`first`: where the
@@ -319,17 +323,36 @@ impl<P: Protocol> Connections<P> {
                 self.connect(i, first, now, recorder);
             }
         }
+        self.fire_timers(now, recorder);
+    }
+
+    /// Fires the protocol timers that are due at `now` (also after the run,
+    /// while what is in flight is collected: the messages of a call's
+    /// stream still go).
+    pub fn fire_timers(&mut self, now: u64, recorder: &mut Recorder) {
         while let Some(&Reverse((at, i))) = self.timers.peek() {
             if at > now {
                 break;
             }
             self.timers.pop();
-            let due = self.conns[i].protocol.next_timer().is_some_and(|next| next <= now);
-            if self.conns[i].phase == Phase::Open && due {
-                let verdict = self.with_protocol(i, recorder, |p, out| p.on_timer(now, out));
-                if self.act(i, verdict, recorder) {
-                    self.write_more(i, recorder);
+            if self.conns[i].timer_armed != Some(at) {
+                continue; // replaced by a later or earlier one
+            }
+            self.conns[i].timer_armed = None;
+            let open = self.conns[i].phase == Phase::Open;
+            match self.conns[i].protocol.next_timer() {
+                Some(next) if next <= now && open => {
+                    // with_protocol arms the protocol's next timer.
+                    let verdict = self.with_protocol(i, recorder, |p, out| p.on_timer(now, out));
+                    if self.act(i, verdict, recorder) {
+                        self.write_more(i, recorder);
+                    }
                 }
+                Some(next) if open => {
+                    self.conns[i].timer_armed = Some(next);
+                    self.timers.push(Reverse((next, i)));
+                }
+                _ => {}
             }
         }
     }
@@ -459,7 +482,9 @@ impl<P: Protocol> Connections<P> {
             conn.failures = 0;
         }
         if P::TIMERS {
-            if let Some(at) = conn.protocol.next_timer() {
+            let next = conn.protocol.next_timer();
+            if let Some(at) = next.filter(|_| next != conn.timer_armed) {
+                conn.timer_armed = next;
                 self.timers.push(Reverse((at, i)));
             }
         }
@@ -821,7 +846,7 @@ mod tests {
             streams: 4,
             depth: 1,
             grpc: false,
-            server_streaming: false,
+            streaming: Default::default(),
         };
         let mut conns = connections::<Http2>(origin, setup);
         let mut delivered = Delivered::new();
@@ -880,7 +905,7 @@ mod tests {
             streams: 1,
             depth: 1,
             grpc: false,
-            server_streaming: false,
+            streaming: Default::default(),
         };
         let mut conns = connections::<Http2>(origin, setup);
         let mut delivered = Delivered::new();

@@ -18,6 +18,8 @@
 //! again on another connection ([`Retry`]), their latency still counting
 //! from their intended time.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::link::StreamLink;
@@ -61,6 +63,8 @@ struct Entry {
     state: State,
     /// The times a server refused it before (GOAWAY), on other connections.
     tries: u32,
+    /// Messages sent in its stream (streaming calls).
+    sent_messages: u32,
 }
 
 /// A batch as HTTP/2 sends it: each request's header block and body, one
@@ -68,7 +72,7 @@ struct Entry {
 pub type Http2Wire = Arc<[Request2]>;
 
 /// What the connections of a thread have in common.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Http2Setup {
     /// Keep headers and bodies (for the script's `response()`).
     pub capture: bool,
@@ -79,9 +83,32 @@ pub struct Http2Setup {
     /// The requests are gRPC calls: a response's outcome is its
     /// `grpc-status`.
     pub grpc: bool,
-    /// The calls are of a server-streaming method: their reply messages
-    /// are counted, the first one's arrival stamped.
-    pub server_streaming: bool,
+    /// The calls are of a streaming gRPC method.
+    pub streaming: Streaming,
+}
+
+/// How the calls of a streaming gRPC method go.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Streaming {
+    /// Each call's reply messages are counted, each one's arrival stamped
+    /// (every streaming method).
+    pub replies: bool,
+    /// The call sends a stream (client-streaming and bidirectional
+    /// methods): these messages instead of the request's body.
+    pub sends: Option<Sends>,
+}
+
+/// The messages each call sends in its stream: `count` of them, taken in
+/// turn from `messages`, the i-th intended `interval_ns` x i after the
+/// call itself (a plan within the stream).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Sends {
+    pub messages: Arc<[Arc<[u8]>]>,
+    pub count: u32,
+    pub interval_ns: u64,
+    /// Each message gets a reply of its own (a bidirectional method): the
+    /// n-th reply's latency counts from the n-th message's intended time.
+    pub answered: bool,
 }
 
 /// A batch in flight on a slot.
@@ -98,7 +125,11 @@ pub struct Http2 {
     session: Option<Session>,
     capture: bool,
     grpc: bool,
-    server_streaming: bool,
+    streaming: Streaming,
+    /// When the next message of a call's stream is due: (due, stream
+    /// slot, stream id), the soonest first; entries of calls that ended
+    /// are skipped when they come up.
+    due: BinaryHeap<Reverse<(u64, usize, i32)>>,
     /// Requests per batch (one stream each).
     depth: usize,
     /// `--streams`: streams wanted per connection.
@@ -130,6 +161,8 @@ impl Protocol for Http2 {
 
     const CHOICE: Choice = Choice::Http2;
     const MULTIPLEXED: bool = true;
+    /// The messages of streaming calls go out on their own plan.
+    const TIMERS: bool = true;
 
     /// The exchanges of a connection with `streams` streams for batches of
     /// `depth` requests; `capture` keeps headers and bodies (for the
@@ -139,7 +172,8 @@ impl Protocol for Http2 {
             session: None,
             capture: setup.capture,
             grpc: setup.grpc,
-            server_streaming: setup.server_streaming,
+            streaming: setup.streaming.clone(),
+            due: BinaryHeap::new(),
             depth: setup.depth.max(1),
             streams: setup.streams.max(1),
             slots: 0,
@@ -197,7 +231,7 @@ impl Protocol for Http2 {
         }
         match Session::new(Role::Client, self.capture) {
             Ok(mut session) => {
-                if self.server_streaming {
+                if self.streaming.replies {
                     session.count_grpc_messages();
                 }
                 self.session = Some(session);
@@ -228,6 +262,7 @@ impl Protocol for Http2 {
         self.written = 0;
         self.goaway = None;
         self.completed = 0;
+        self.due.clear();
     }
 
     /// Each stream in flight is an error of its target.
@@ -336,6 +371,17 @@ impl Protocol for Http2 {
         self.pump(now, out)
     }
 
+    /// When the next message of a call's stream is due.
+    #[inline]
+    fn next_timer(&self) -> Option<u64> {
+        self.due.peek().map(|Reverse((due, _, _))| *due)
+    }
+
+    fn on_timer(&mut self, now: u64, out: &mut Delivery<Http2Wire>) -> Verdict {
+        self.send_due_messages(now);
+        self.pump(now, out)
+    }
+
     /// Requests sent and not answered (nor given up).
     fn in_flight(&self) -> u64 {
         self.open_entries().count() as u64
@@ -403,15 +449,28 @@ impl Http2 {
         state.open = 0;
         for (k, (request, intended, tries)) in requests.enumerate() {
             let Some(form) = forms.get(request) else { continue };
-            let body = form.body.as_ref().map(|bytes| Body::Bytes {
-                bytes: bytes.clone(),
-                start: 0,
-                end: bytes.len(),
-            });
+            let body = match &self.streaming.sends {
+                // The stream's first message goes with the request.
+                Some(sends) => Some(Body::Stream {
+                    queued: sends.messages[0].to_vec(),
+                    at: 0,
+                    finished: sends.count <= 1,
+                }),
+                None => form.body.as_ref().map(|bytes| Body::Bytes {
+                    bytes: bytes.clone(),
+                    start: 0,
+                    end: bytes.len(),
+                }),
+            };
             let stream_slot = slot * depth + k;
             match session.submit_request(form.field_slices(), body, stream_slot) {
                 Ok(stream_id) => {
                     let open = State::Open;
+                    let sent_messages = u32::from(self.streaming.sends.is_some());
+                    if let Some(sends) = self.streaming.sends.as_ref().filter(|s| s.count > 1) {
+                        let next = intended + sends.interval_ns;
+                        self.due.push(Reverse((next, stream_slot, stream_id)));
+                    }
                     state.entries.push(Entry {
                         request,
                         stream_slot,
@@ -419,6 +478,7 @@ impl Http2 {
                         stream_id,
                         state: open,
                         tries,
+                        sent_messages,
                     });
                     state.open += 1;
                 }
@@ -493,10 +553,8 @@ impl Http2 {
                 Event::Response { slot, stream_id } => {
                     self.response_begins(slot, stream_id, now, out)
                 }
-                Event::FirstMessage { slot, stream_id } => {
-                    if let Some(entry) = self.entry(slot, stream_id) {
-                        out.recorder.first_message(entry.intended, now);
-                    }
+                Event::GrpcMessage { slot, stream_id, index } => {
+                    self.reply(slot, stream_id, index, now, out)
                 }
                 Event::Request { .. } => {}
             }
@@ -525,6 +583,58 @@ impl Http2 {
     fn entry(&self, stream_slot: usize, stream_id: i32) -> Option<&Entry> {
         let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
         self.batches.get(slot)?.entries.get(k).filter(|e| e.stream_id == stream_id)
+    }
+
+    /// The `index`th reply message of a streaming call arrived at `now`:
+    /// the first one's time is the call's time to its first message; of a
+    /// bidirectional call, each is the reply to the message of its rank.
+    fn reply(
+        &self,
+        stream_slot: usize,
+        stream_id: i32,
+        index: u32,
+        now: u64,
+        out: &mut Delivery<Http2Wire>,
+    ) {
+        let Some(entry) = self.entry(stream_slot, stream_id) else { return };
+        if index == 0 {
+            out.recorder.first_message(entry.intended, now);
+        }
+        if let Some(sends) = self.streaming.sends.as_ref().filter(|s| s.answered) {
+            if index < entry.sent_messages {
+                let intended = entry.intended + u64::from(index) * sends.interval_ns;
+                out.recorder.reply(entry.intended, intended, now);
+            }
+        }
+    }
+
+    /// Sends the messages of calls' streams that are due at `now`, each
+    /// from its call's plan (a call sent late sends its due messages at
+    /// once).
+    fn send_due_messages(&mut self, now: u64) {
+        let Some(sends) = &self.streaming.sends else { return };
+        let Some(session) = self.session.as_mut() else { return };
+        while let Some(&Reverse((due, stream_slot, stream_id))) = self.due.peek() {
+            if due > now {
+                break;
+            }
+            self.due.pop();
+            let (slot, k) = (stream_slot / self.depth, stream_slot % self.depth);
+            let Some(entry) = self.batches.get_mut(slot).and_then(|s| s.entries.get_mut(k)) else {
+                continue;
+            };
+            if entry.stream_id != stream_id || entry.state != State::Open {
+                continue;
+            }
+            let message = &sends.messages[entry.sent_messages as usize % sends.messages.len()];
+            entry.sent_messages += 1;
+            let last = entry.sent_messages >= sends.count;
+            session.send_more(stream_slot, stream_id, message, last);
+            if !last {
+                let next = entry.intended + u64::from(entry.sent_messages) * sends.interval_ns;
+                self.due.push(Reverse((next, stream_slot, stream_id)));
+            }
+        }
     }
 
     /// The response on `stream_slot` began at `now` (its first byte).
@@ -575,8 +685,9 @@ impl Http2 {
             session.message(stream_slot).map_or((0, false, false, 0), |m| {
                 (m.status, m.reset_by_peer, m.ended, m.grpc_messages)
             });
-        if self.server_streaming {
-            out.recorder.streamed(entry.intended, messages, code == session::NO_ERROR && ended);
+        if self.streaming != Streaming::default() {
+            let complete = code == session::NO_ERROR && ended;
+            out.recorder.streamed(entry.intended, entry.sent_messages, messages, complete);
         }
         let outcome = match self.grpc {
             true => session.message(stream_slot).map_or(Err(NotGrpc::NoStatus), grpc_outcome),

@@ -23,6 +23,28 @@ mod routed;
 mod schedule;
 mod source;
 mod start_line;
+/// How the calls of `call` stream: the messages each sends
+/// (client-streaming and bidirectional methods), the replies of any
+/// streaming call counted.
+fn streaming(call: &Call) -> Streaming {
+    let sends = call.stream.map(|plan| Sends {
+        messages: (call.messages.iter())
+            .filter_map(|message| match message {
+                Message::Framed(framed) => Some(framed.clone()),
+                // Refused for a stream when the call was prepared.
+                Message::Template(_) => None,
+            })
+            .collect(),
+        count: plan.count,
+        interval_ns: duration_ns(plan.interval),
+        answered: call.server_streaming(),
+    });
+    // A client-streaming call's one reply is counted too, so that what
+    // its calls sent and got reads side by side.
+    let replies = call.server_streaming() || sends.is_some();
+    Streaming { replies, sends }
+}
+
 #[cfg(test)]
 mod testing;
 mod wake;
@@ -38,6 +60,7 @@ use crate::config::origins::{target_labels, Origins};
 use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
+use crate::grpc::call::{Call, Message};
 use crate::protocol::Protocol as Choice;
 use crate::signals::{Signals, Stop};
 use crate::stats::{Interval, RunResult, Stats};
@@ -46,7 +69,7 @@ use crate::target::Target;
 use crate::workload::{Interrupt, Requests, Scripted, Workload};
 use connections::{ConnectionSetup, Connections};
 use http1::{Http1, Http1Setup};
-use http2::{Http2, Http2Setup};
+use http2::{Http2, Http2Setup, Sends, Streaming};
 use intervals::IntervalCollector;
 use origin::Origin;
 use periods::Periods;
@@ -507,14 +530,8 @@ impl Speaks for Http1 {
 
 impl Speaks for Http2 {
     fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Http2Setup {
-        let server_streaming = cfg.grpc_call.as_ref().is_some_and(|call| call.server_streaming());
-        Http2Setup {
-            capture,
-            streams: cfg.streams,
-            depth,
-            grpc: cfg.grpc.is_some(),
-            server_streaming,
-        }
+        let streaming = cfg.grpc_call.as_ref().map_or_else(Streaming::default, streaming);
+        Http2Setup { capture, streams: cfg.streams, depth, grpc: cfg.grpc.is_some(), streaming }
     }
 }
 

@@ -414,13 +414,24 @@ impl Recorder {
         }
     }
 
-    /// A streaming call intended at `intended` ended having received
-    /// `messages` reply messages; `complete`: the call ended as calls do
-    /// (not reset), and its count is one of a call.
-    pub fn streamed(&mut self, intended: u64, messages: u32, complete: bool) {
+    /// The reply of a bidirectional call to its message intended at
+    /// `intended` arrived at `arrived` (a warm-up call's is not measured).
+    #[inline]
+    pub fn reply(&mut self, call_intended: u64, intended: u64, arrived: u64) {
+        if call_intended >= self.start_ns {
+            record_us(&mut self.stats.streamed.reply_latency, arrived.saturating_sub(intended));
+        }
+    }
+
+    /// A streaming call intended at `intended` ended having sent `sent`
+    /// messages in its stream and received `messages` reply messages;
+    /// `complete`: the call ended as calls do (not reset), and its count
+    /// is one of a call.
+    pub fn streamed(&mut self, intended: u64, sent: u32, messages: u32, complete: bool) {
         if intended < self.start_ns {
             return;
         }
+        self.stats.streamed.sent += u64::from(sent);
         self.stats.streamed.messages += u64::from(messages);
         if complete {
             let per_call = &mut self.stats.streamed.messages_per_call;

@@ -560,7 +560,12 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
                     until = until.min(at.max(now));
                 }
             }
+            // The streams of calls in flight still send on their plan.
+            if let Some(at) = self.connections.next_timer_at() {
+                until = until.min(at.max(now));
+            }
             self.connections.poll(wake::events_until(now, until), None, &mut self.recorder);
+            self.connections.fire_timers(sys::now_ns(), &mut self.recorder);
             // Responses still reach the script; nothing new is sent.
             self.deliver_responses();
             if retrying {

@@ -128,7 +128,7 @@ impl Client {
                 streams,
                 depth,
                 grpc: false,
-                server_streaming: false,
+                streaming: Default::default(),
             }),
             recorder,
             inbox: Inbox::default(),

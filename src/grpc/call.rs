@@ -25,6 +25,32 @@ pub struct Call {
     pub gzip: bool,
     /// The method's schema (for the messages a script makes and reads).
     pub schema: MethodDescriptor,
+    /// Of a client-streaming or bidirectional method: the messages each
+    /// call sends in its stream.
+    pub stream: Option<StreamPlan>,
+}
+
+/// What a call is made of besides its method.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CallOptions {
+    /// `--data`, read (None: `{}`).
+    pub data: Option<String>,
+    /// `--grpc-gzip`.
+    pub gzip: bool,
+    /// `--grpc-stream-count`.
+    pub stream_count: Option<u32>,
+    /// `--grpc-stream-interval`.
+    pub stream_interval: Option<Duration>,
+}
+
+/// The messages a call of a client-streaming or bidirectional method sends
+/// in its stream: `count` of them, the messages of `--data` in turn, the
+/// i-th intended `interval` x i after the call (ghz's
+/// `--grpc-stream-count` and `--grpc-stream-interval`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamPlan {
+    pub count: u32,
+    pub interval: Duration,
 }
 
 impl Call {
@@ -37,6 +63,11 @@ impl Call {
     /// (`wrk.body`). Err: `--data` asks for what only pace's own calls do
     /// (messages in turn, made per call), in words.
     pub fn script_body(&self) -> Result<Arc<[u8]>, String> {
+        if self.stream.is_some() {
+            return Err("-s with a client-streaming or bidirectional method: a script makes \
+                 unary and server-streaming calls"
+                .into());
+        }
         match &self.messages[..] {
             [Message::Framed(framed)] => Ok(framed.clone()),
             [Message::Template(_)] => Err("--data with template actions and -s: the script \
@@ -83,49 +114,63 @@ impl MessageTemplate {
 pub struct FromServer {
     /// `--grpc` as typed.
     pub name: String,
-    /// `--data`, read.
-    pub data: Option<String>,
-    /// `--grpc-gzip`.
-    pub gzip: bool,
+    pub options: CallOptions,
 }
 
-/// The call of `name` with the messages `data` (JSON; `{}` when None),
-/// compressed when `gzip`, checked against the schema `sources` give.
-pub fn prepare(
-    name: &str,
-    sources: &Sources,
-    data: Option<&str>,
-    gzip: bool,
-) -> Result<Call, String> {
-    prepare_with(&schema::load(sources)?, name, data, gzip)
+/// The call of `name` made of `options`, checked against the schema
+/// `sources` give.
+pub fn prepare(name: &str, sources: &Sources, options: &CallOptions) -> Result<Call, String> {
+    prepare_with(&schema::load(sources)?, name, options)
 }
 
 /// [`prepare`] with the schema `pool`.
 pub fn prepare_with(
     pool: &DescriptorPool,
     name: &str,
-    data: Option<&str>,
-    gzip: bool,
+    options: &CallOptions,
 ) -> Result<Call, String> {
     let method = schema::method(pool, name)?;
-    check_callable(&method, name)?;
-    let messages = messages(&method, data.unwrap_or("{}"), gzip)?;
+    let messages = messages(&method, options.data.as_deref().unwrap_or("{}"), options.gzip)?;
+    let stream = stream_plan(&method, name, options, &messages)?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
-    Ok(Call { method: method_path, messages, gzip, schema: method })
+    Ok(Call { method: method_path, messages, gzip: options.gzip, schema: method, stream })
 }
 
-/// Methods whose calls send a stream of messages are refused before any
-/// load, in words.
-fn check_callable(method: &MethodDescriptor, name: &str) -> Result<(), String> {
-    let kind = match (method.is_client_streaming(), method.is_server_streaming()) {
-        (false, _) => return Ok(()),
-        (true, true) => "bidirectional streaming",
-        (true, false) => "client streaming",
-    };
-    Err(format!(
-        "--grpc {name}: a {kind} method; pace calls unary and server-streaming methods only, \
-         for now"
-    ))
+/// The stream of a client-streaming or bidirectional call: its messages
+/// are fixed (a template is made per call, not per message), and by
+/// default each of `--data`'s once. The options of a stream are refused
+/// for a method that takes no stream.
+fn stream_plan(
+    method: &MethodDescriptor,
+    name: &str,
+    options: &CallOptions,
+    messages: &[Message],
+) -> Result<Option<StreamPlan>, String> {
+    if !method.is_client_streaming() {
+        let given = [
+            ("--grpc-stream-count", options.stream_count.is_some()),
+            ("--grpc-stream-interval", options.stream_interval.is_some()),
+        ];
+        return match given.iter().find(|(_, given)| *given) {
+            Some((option, _)) => Err(format!(
+                "{option}: --grpc {name} takes one request message (not a client-streaming or \
+                 bidirectional method)"
+            )),
+            None => Ok(None),
+        };
+    }
+    if messages.iter().any(|m| matches!(m, Message::Template(_))) {
+        return Err(format!(
+            "--grpc {name}: a stream's messages are made once for the run; --data's template \
+             actions apply to unary and server-streaming calls"
+        ));
+    }
+    let count = options.stream_count.unwrap_or(messages.len() as u32);
+    if count == 0 {
+        return Err("--grpc-stream-count must be at least 1".into());
+    }
+    let interval = options.stream_interval.unwrap_or_default();
+    Ok(Some(StreamPlan { count, interval }))
 }
 
 /// The request messages of `method` from JSON (protobuf's JSON mapping):
@@ -250,6 +295,10 @@ mod tests {
         (dir, Sources { protos: vec![proto], ..Sources::default() })
     }
 
+    fn options(data: Option<&str>, gzip: bool) -> CallOptions {
+        CallOptions { data: data.map(String::from), gzip, ..CallOptions::default() }
+    }
+
     /// The messages of `call`, each framed once.
     fn framed(call: &Call) -> Vec<&[u8]> {
         (call.messages.iter())
@@ -263,12 +312,16 @@ mod tests {
     #[test]
     fn a_call_from_json_encoded_and_framed() {
         let (_dir, sources) = sources();
-        let call = prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi", "times": 3}"#), false)
-            .unwrap();
+        let call = prepare(
+            "demo.Echo/Say",
+            &sources,
+            &options(Some(r#"{"text": "hi", "times": 3}"#), false),
+        )
+        .unwrap();
         assert_eq!(call.method, "demo.Echo/Say");
         // text (field 1, bytes "hi"), times (field 2, varint 3).
         assert_eq!(framed(&call), [&[0, 0, 0, 0, 6, 0x0a, 2, b'h', b'i', 0x10, 3][..]]);
-        let empty = prepare("demo.Echo.Say", &sources, None, false).unwrap();
+        let empty = prepare("demo.Echo.Say", &sources, &options(None, false)).unwrap();
         assert_eq!(framed(&empty), [&[0, 0, 0, 0, 0][..]]);
     }
 
@@ -276,43 +329,59 @@ mod tests {
     fn a_file_of_messages_is_each_of_them_in_order() {
         let (_dir, sources) = sources();
         let file = "{\"text\": \"a\"}\n{\"times\": 1}\n\n  {\n  \"text\": \"b\"\n}\n";
-        let call = prepare("demo.Echo/Say", &sources, Some(file), false).unwrap();
+        let call = prepare("demo.Echo/Say", &sources, &options(Some(file), false)).unwrap();
         let expected: [&[u8]; 3] = [
             &[0, 0, 0, 0, 3, 0x0a, 1, b'a'],
             &[0, 0, 0, 0, 2, 0x10, 1],
             &[0, 0, 0, 0, 3, 0x0a, 1, b'b'],
         ];
         assert_eq!(framed(&call), expected);
-        let error = prepare("demo.Echo/Say", &sources, Some(" \n"), false).unwrap_err();
+        let error = prepare("demo.Echo/Say", &sources, &options(Some(" \n"), false)).unwrap_err();
         assert_eq!(error, "--data holds no demo.Note message");
-        let error = prepare("demo.Echo/Say", &sources, Some("{} {\"x\": 1}"), false).unwrap_err();
+        let error =
+            prepare("demo.Echo/Say", &sources, &options(Some("{} {\"x\": 1}"), false)).unwrap_err();
         assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
     }
 
     #[test]
     fn bad_data_and_streaming_methods_in_words() {
         let (_dir, sources) = sources();
-        let error =
-            prepare("demo.Echo/Say", &sources, Some(r#"{"txet": "hi"}"#), false).unwrap_err();
+        let error = prepare("demo.Echo/Say", &sources, &options(Some(r#"{"txet": "hi"}"#), false))
+            .unwrap_err();
         assert!(error.starts_with("--data is not a demo.Note in JSON: "), "{error}");
         let error =
-            prepare("demo.Echo/Say", &sources, Some(r#"{"text": "hi"} x"#), false).unwrap_err();
+            prepare("demo.Echo/Say", &sources, &options(Some(r#"{"text": "hi"} x"#), false))
+                .unwrap_err();
         assert_eq!(error, "--data: expected a message (a JSON object), found \"x\"");
-        let listen = prepare("demo.Echo/Listen", &sources, None, false).unwrap();
-        assert!(listen.server_streaming());
-        let error = prepare("demo.Echo/Chat", &sources, None, false).unwrap_err();
+        let listen = prepare("demo.Echo/Listen", &sources, &options(None, false)).unwrap();
+        assert!(listen.server_streaming() && listen.stream.is_none());
+        let chat = prepare("demo.Echo/Chat", &sources, &options(Some("{} {}"), false)).unwrap();
+        let plan = StreamPlan { count: 2, interval: Duration::ZERO };
+        assert_eq!(chat.stream, Some(plan), "each message once by default");
+        let stream = CallOptions {
+            stream_count: Some(5),
+            stream_interval: Some(Duration::from_millis(10)),
+            ..CallOptions::default()
+        };
+        let chat = prepare("demo.Echo/Chat", &sources, &stream).unwrap();
+        let plan = StreamPlan { count: 5, interval: Duration::from_millis(10) };
+        assert_eq!(chat.stream, Some(plan));
+        let error = prepare("demo.Echo/Say", &sources, &stream).unwrap_err();
         assert_eq!(
             error,
-            "--grpc demo.Echo/Chat: a bidirectional streaming method; pace calls unary and \
-             server-streaming methods only, for now"
+            "--grpc-stream-count: --grpc demo.Echo/Say takes one request message (not a \
+             client-streaming or bidirectional method)"
         );
+        let templated = options(Some(r#"{"text": "{{.UUID}}"}"#), false);
+        let error = prepare("demo.Echo/Chat", &sources, &templated).unwrap_err();
+        assert!(error.contains("a stream's messages are made once for the run"), "{error}");
     }
 
     #[test]
     fn a_template_is_made_per_call_and_checked_once_before() {
         let (_dir, sources) = sources();
         let data = r#"{"text": "{{.MethodName}}"} {"times": {{.RequestNumber}}}"#;
-        let call = prepare("demo.Echo/Say", &sources, Some(data), false).unwrap();
+        let call = prepare("demo.Echo/Say", &sources, &options(Some(data), false)).unwrap();
         let Message::Template(template) = &call.messages[1] else { panic!("not a template") };
         // The constant action is written in once: the first is fixed.
         assert!(matches!(&call.messages[0], Message::Framed(m) if m[7..] == *b"Say"));
@@ -323,7 +392,7 @@ mod tests {
         assert_eq!(made, [0, 0, 0, 0, 3, 0x10, 0xac, 0x02]);
         // A message the first call's rendering makes wrong: before any load.
         let bad = r#"{"text": {{.RequestNumber}}}"#;
-        let error = prepare("demo.Echo/Say", &sources, Some(bad), false).unwrap_err();
+        let error = prepare("demo.Echo/Say", &sources, &options(Some(bad), false)).unwrap_err();
         assert!(error.ends_with("(rendered for a first call)"), "{error}");
     }
 
@@ -332,7 +401,7 @@ mod tests {
         let (_dir, sources) = sources();
         let text = "hello ".repeat(50);
         let data = format!(r#"{{"text": "{text}"}}"#);
-        let call = prepare("demo.Echo/Say", &sources, Some(&data), true).unwrap();
+        let call = prepare("demo.Echo/Say", &sources, &options(Some(&data), true)).unwrap();
         let framed = framed(&call)[0];
         assert_eq!(framed[0], 1, "the compressed flag");
         let length = u32::from_be_bytes(framed[1..5].try_into().unwrap()) as usize;

@@ -152,9 +152,9 @@ pub enum Event {
     Settings,
     /// Client: the response on `slot` begins (its first HEADERS frame).
     Response { slot: usize, stream_id: i32 },
-    /// The first whole gRPC message of the body on `slot` arrived (when
-    /// the session counts them).
-    FirstMessage { slot: usize, stream_id: i32 },
+    /// A whole gRPC message of the body on `slot` arrived, the `index`th
+    /// (from 0; when the session counts them).
+    GrpcMessage { slot: usize, stream_id: i32, index: u32 },
 }
 
 /// Bytes to send as a message's body.
@@ -164,6 +164,11 @@ pub enum Body {
     Bytes { bytes: Arc<[u8]>, start: usize, end: usize },
     /// `len` bytes of `pattern` repeated, from `offset` into it.
     Repeat { pattern: &'static [u8], offset: usize, len: u64 },
+    /// Bytes given as the stream goes ([`Session::send_more`]):
+    /// `queued[at..]` are not sent yet; `finished`: no more will come.
+    /// With nothing queued and more to come, the stream waits (its DATA
+    /// is deferred).
+    Stream { queued: Vec<u8>, at: usize, finished: bool },
 }
 
 impl Body {
@@ -190,6 +195,16 @@ impl Body {
                 }
                 *len -= n as u64;
                 (n, *len == 0 || pattern.is_empty())
+            }
+            Body::Stream { queued, at, finished } => {
+                let n = (queued.len() - *at).min(buf.len());
+                buf[..n].copy_from_slice(&queued[*at..*at + n]);
+                *at += n;
+                if *at == queued.len() {
+                    queued.clear();
+                    *at = 0;
+                }
+                (n, *finished && queued.is_empty())
             }
         }
     }
@@ -526,6 +541,20 @@ impl Session {
         Ok(())
     }
 
+    /// Queues `bytes` on the [`Body::Stream`] of `slot` (stream
+    /// `stream_id`), the last of it when `last`, and wakes the stream if it
+    /// was waiting for them.
+    pub fn send_more(&mut self, slot: usize, stream_id: i32, bytes: &[u8], last: bool) {
+        let state = self.state_mut();
+        if let Some(Some(Body::Stream { queued, finished, .. })) = state.bodies.get_mut(slot) {
+            queued.extend_from_slice(bytes);
+            *finished |= last;
+        }
+        // SAFETY: a live session. Fails only for a stream that is not
+        // waiting (its DATA is not deferred), which needs no waking.
+        unsafe { ng::nghttp2_session_resume_data(self.raw, stream_id) };
+    }
+
     /// Resets a stream with `code` (`CANCEL` when the client gives up on
     /// it); its close comes as an [`Event::Closed`] with that code.
     pub fn reset(&mut self, stream_id: i32, code: u32) {
@@ -564,8 +593,8 @@ impl Session {
     }
 
     /// Counts the gRPC messages of every body received
-    /// ([`Message::grpc_messages`]), and says when each body's first one is
-    /// whole ([`Event::FirstMessage`]).
+    /// ([`Message::grpc_messages`]), and says when each is whole
+    /// ([`Event::GrpcMessage`]).
     pub fn count_grpc_messages(&mut self) {
         self.state_mut().count_grpc = true;
     }
@@ -861,8 +890,8 @@ unsafe extern "C" fn on_data_chunk(
     if count_grpc {
         let before = message.grpc_messages;
         message.grpc_messages += message.framing.read(data);
-        if before == 0 && message.grpc_messages > 0 {
-            state.events.push(Event::FirstMessage { slot, stream_id });
+        for index in before..message.grpc_messages {
+            state.events.push(Event::GrpcMessage { slot, stream_id, index });
         }
     }
     0
@@ -981,6 +1010,10 @@ unsafe extern "C" fn read_body(
         return 0;
     };
     let (n, done) = body.fill(std::slice::from_raw_parts_mut(buf, length));
+    if n == 0 && !done {
+        // A stream's body with nothing queued: it waits for send_more.
+        return ng::NGHTTP2_ERR_DEFERRED as ng::nghttp2_ssize;
+    }
     if done {
         *data_flags |= ng::NGHTTP2_DATA_FLAG_EOF;
         let trailers = slot_of(session, state, stream_id).and_then(|slot| state.trailers.get(slot));

@@ -459,6 +459,7 @@ mod tests {
                 scheme: Scheme::Http,
                 streams: 1,
                 grpc: None,
+                grpc_kind: None,
                 allowed_streams: None,
                 threads: 2,
                 connections: 12,

@@ -23,7 +23,8 @@ use crate::config::origins::origin_name;
 use crate::config::targets::TargetsOrder;
 use crate::config::{Mode, Shard};
 use crate::description::reached::{OriginReach, Reached};
-use crate::description::Description;
+use crate::description::{CallKind, Description};
+use crate::grpc::call::StreamPlan;
 use crate::grpc_status;
 use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::protocol::Protocol;
@@ -229,6 +230,7 @@ fn description(report: &Report, run: &RunOnly) -> Result<Description, String> {
         scheme,
         streams: at_least_one("streams", report.streams)?,
         grpc: report.grpc_method.clone(),
+        grpc_kind: grpc_kind(report)?,
         allowed_streams: run.streams_allowed,
         threads: at_least_one("threads", report.threads)?,
         connections: at_least_one("connections", report.connections)?,
@@ -342,6 +344,18 @@ fn reached(report: &Report, connections: usize) -> Result<Reached, String> {
     Ok(Reached { origins, proxy: report.proxy.clone(), family })
 }
 
+/// How a saved run's gRPC calls went, when its file says.
+fn grpc_kind(report: &Report) -> Result<Option<CallKind>, String> {
+    let Some(name) = &report.grpc_kind else { return Ok(None) };
+    let plan = report.grpc_stream_count.map(|count| StreamPlan {
+        count,
+        interval: Duration::from_micros(report.grpc_stream_interval_us.unwrap_or(0)),
+    });
+    CallKind::from_name(name, plan)
+        .map(Some)
+        .ok_or_else(|| format!("grpc_kind: {name} is not a kind of gRPC call pace makes"))
+}
+
 /// What every report measured.
 fn measured(report: &Report) -> Result<Stats, String> {
     let digits = digits(report.digits)?;
@@ -356,6 +370,10 @@ fn measured(report: &Report) -> Result<Stats, String> {
         stats.streamed.messages = count("grpc_stream.messages", stream.messages)?;
         stats.streamed.messages_per_call = decode(&stream.messages_per_call_hist, digits)?;
         stats.streamed.first_message = decode(&stream.first_message.hist, digits)?;
+        stats.streamed.sent = count("grpc_stream.messages_sent", stream.messages_sent)?;
+        if let Some(replies) = &stream.reply_latency {
+            stats.streamed.reply_latency = decode(&replies.hist, digits)?;
+        }
     }
     if let Some(phases) = &report.phases {
         stats.phases.connect = decode(&phases.connect.hist, digits)?;

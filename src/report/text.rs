@@ -16,6 +16,7 @@ use hdrhistogram::Histogram;
 
 use super::ReportOptions;
 use crate::config::Mode;
+use crate::description::CallKind;
 use crate::description::Description;
 use crate::grpc_status;
 use crate::protocol::Protocol;
@@ -67,7 +68,8 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
         writeln!(out, "  HTTP/2 ({how}), {used} {streams} per connection")?;
     }
     if let Some(method) = &run.grpc {
-        writeln!(out, "  gRPC unary calls of {method}")?;
+        let kind = run.grpc_kind.unwrap_or(CallKind::Unary);
+        writeln!(out, "  gRPC {} of {method}", kind.describe())?;
     }
     run.reached.write_routes(out)?;
     super::plan::write_header(out, run)
@@ -435,6 +437,14 @@ fn write_streamed(out: &mut dyn Write, streamed: &Streamed, runtime_s: f64) -> i
     if streamed.is_empty() {
         return Ok(());
     }
+    if streamed.sent > 0 {
+        writeln!(
+            out,
+            "  gRPC messages sent: {}, {:.2}/sec",
+            streamed.sent,
+            per_second(streamed.sent, runtime_s)
+        )?;
+    }
     let per_call = &streamed.messages_per_call;
     let mean = if per_call.is_empty() { 0.0 } else { spectrum::mean(per_call) };
     writeln!(
@@ -444,18 +454,21 @@ fn write_streamed(out: &mut dyn Write, streamed: &Streamed, runtime_s: f64) -> i
         per_call.max(),
         per_second(streamed.messages, runtime_s)
     )?;
-    let first = &streamed.first_message;
-    if first.is_empty() {
-        return Ok(());
+    let timed = [
+        ("first message", &streamed.first_message, "from each call's intended time"),
+        ("reply latency", &streamed.reply_latency, "from each message's intended time"),
+    ];
+    for (name, h, from) in timed.into_iter().filter(|(_, h, _)| !h.is_empty()) {
+        let figure = |value: u64| recorded_time(h, value);
+        writeln!(
+            out,
+            "  gRPC {name}: p50 {}, p99 {}, max {} ({from})",
+            figure(value_at_percentile(h, 50.0)),
+            figure(value_at_percentile(h, 99.0)),
+            figure(h.max())
+        )?;
     }
-    let figure = |value: u64| recorded_time(first, value);
-    writeln!(
-        out,
-        "  gRPC first message: p50 {}, p99 {}, max {} (from each call's intended time)",
-        figure(value_at_percentile(first, 50.0)),
-        figure(value_at_percentile(first, 99.0)),
-        figure(first.max())
-    )
+    Ok(())
 }
 
 /// What HTTP/2 connections did besides carrying requests: a server that

@@ -223,7 +223,7 @@ impl Http2Conn {
                     self.pending.retain(|p| p.stream_id != stream_id);
                 }
                 Event::Settings => self.settings_deadline = None,
-                Event::GoAway { .. } | Event::Response { .. } | Event::FirstMessage { .. } => {}
+                Event::GoAway { .. } | Event::Response { .. } | Event::GrpcMessage { .. } => {}
             }
         }
         self.events = events;

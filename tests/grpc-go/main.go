@@ -5,11 +5,15 @@
 // (response_status), else OK with a payload of response_size bytes.
 // StreamingOutputCall (server streaming) sends a message per
 // response_parameters entry, each after its interval_us and of its size,
-// then the status its request asks for.
+// then the status its request asks for. StreamingInputCall (client
+// streaming) answers once the client's stream ends, with the size of the
+// payloads it received; FullDuplexCall (bidirectional) answers each
+// message it receives as StreamingOutputCall would.
 //
 // It prints "listening ADDR" once it serves; on SIGTERM it prints the calls
 // it answered by status code, as JSON ({"OK": 400, "UNAVAILABLE": 40}),
-// with "messages_sent" (the messages of StreamingOutputCall, when any),
+// with "messages_sent" and "messages_received" (the messages of the
+// streaming methods, when any),
 // "distinct_messages" (how many different response_status.message
 // texts UnaryCall received with code 0, when any did) and "compressed" (how many
 // request messages came compressed, when any did), and exits. It takes
@@ -21,12 +25,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -54,22 +61,68 @@ func (testServer) EmptyCall(context.Context, *testgrpc.Empty) (*testgrpc.Empty, 
 }
 
 func (s testServer) StreamingOutputCall(in *testgrpc.StreamingOutputCallRequest, stream grpc.ServerStreamingServer[testgrpc.StreamingOutputCallResponse]) error {
+	if err := s.answer(in, stream.Send); err != nil {
+		return err
+	}
+	if st := in.GetResponseStatus(); st != nil && st.GetCode() != 0 {
+		return status.Error(codes.Code(st.GetCode()), st.GetMessage())
+	}
+	return nil
+}
+
+// answer sends a message per response_parameters entry of in, each after
+// its interval.
+func (s testServer) answer(in *testgrpc.StreamingOutputCallRequest, send func(*testgrpc.StreamingOutputCallResponse) error) error {
 	for _, p := range in.GetResponseParameters() {
 		if us := p.GetIntervalUs(); us > 0 {
 			time.Sleep(time.Duration(us) * time.Microsecond)
 		}
 		reply := &testgrpc.StreamingOutputCallResponse{Payload: &testgrpc.Payload{Body: make([]byte, p.GetSize())}}
-		if err := stream.Send(reply); err != nil {
+		if err := send(reply); err != nil {
 			return err
 		}
 		s.counted.Lock()
 		s.counted.sent++
 		s.counted.Unlock()
 	}
-	if st := in.GetResponseStatus(); st != nil && st.GetCode() != 0 {
-		return status.Error(codes.Code(st.GetCode()), st.GetMessage())
-	}
 	return nil
+}
+
+func (s testServer) received() {
+	s.counted.Lock()
+	s.counted.received++
+	s.counted.Unlock()
+}
+
+func (s testServer) StreamingInputCall(stream grpc.ClientStreamingServer[testgrpc.StreamingInputCallRequest, testgrpc.StreamingInputCallResponse]) error {
+	var size int32
+	for {
+		in, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return stream.SendAndClose(&testgrpc.StreamingInputCallResponse{AggregatedPayloadSize: size})
+		}
+		if err != nil {
+			return err
+		}
+		size += int32(len(in.GetPayload().GetBody()))
+		s.received()
+	}
+}
+
+func (s testServer) FullDuplexCall(stream grpc.BidiStreamingServer[testgrpc.StreamingOutputCallRequest, testgrpc.StreamingOutputCallResponse]) error {
+	for {
+		in, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s.received()
+		if err := s.answer(in, stream.Send); err != nil {
+			return err
+		}
+	}
 }
 
 func (testServer) UnaryCall(_ context.Context, in *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
@@ -91,6 +144,7 @@ type calls struct {
 	messages   map[string]bool
 	compressed uint64
 	sent       uint64
+	received   uint64
 }
 
 func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
@@ -106,7 +160,7 @@ func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 
 func (c *calls) countStream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
 	err := handler(srv, ss)
-	if info.FullMethod == "/grpc.testing.TestService/StreamingOutputCall" {
+	if strings.HasPrefix(info.FullMethod, "/grpc.testing.TestService/") {
 		c.Lock()
 		c.byCode[status.Code(err).String()]++
 		c.Unlock()
@@ -144,6 +198,9 @@ func (c *calls) report() map[string]uint64 {
 	}
 	if c.sent > 0 {
 		out["messages_sent"] = c.sent
+	}
+	if c.received > 0 {
+		out["messages_received"] = c.received
 	}
 	return out
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use super::BenchArgs;
 use crate::error::Error;
-use crate::grpc::call::{self, Call, FromServer};
+use crate::grpc::call::{self, Call, CallOptions, FromServer};
 use crate::grpc::schema;
 
 /// What `--grpc` asks for.
@@ -42,6 +42,8 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
             ("--protoset", typed.schema.protoset.is_some()),
             ("--data", typed.data.is_some()),
             ("--grpc-gzip", typed.grpc_gzip),
+            ("--grpc-stream-count", typed.stream_count.is_some()),
+            ("--grpc-stream-interval", typed.stream_interval.is_some()),
         ];
         return match given.iter().find(|(_, given)| *given) {
             Some((option, _)) => Err(Error::Usage(format!("{option} needs --grpc"))),
@@ -97,12 +99,16 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
             std::fs::read_to_string(file).map_err(|e| unreadable("--data", Path::new(file), e))?,
         ),
     };
+    let options = CallOptions {
+        data,
+        gzip: typed.grpc_gzip,
+        stream_count: typed.stream_count,
+        stream_interval: typed.stream_interval,
+    };
     if from_server {
-        let gzip = typed.grpc_gzip;
-        return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), data, gzip })));
+        return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), options })));
     }
-    let call = call::prepare(name, &typed.schema, data.as_deref(), typed.grpc_gzip)
-        .map_err(Error::Usage)?;
+    let call = call::prepare(name, &typed.schema, &options).map_err(Error::Usage)?;
     if typed.script.is_some() {
         call.script_body().map_err(Error::Usage)?;
     }

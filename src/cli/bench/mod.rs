@@ -128,6 +128,9 @@ struct BenchArgs {
     schema: Sources,
     data: Option<String>,
     grpc_gzip: bool,
+    /// `--grpc-stream-count`, `--grpc-stream-interval`.
+    stream_count: Option<u32>,
+    stream_interval: Option<Duration>,
     /// `--proxy`: a proxy URL, or `env`.
     proxy: Option<String>,
     /// `--unix-socket`, `--connect-to` (every rule, in order), `-4`/`-6`.
@@ -180,6 +183,8 @@ impl Default for BenchArgs {
             schema: Sources::default(),
             data: None,
             grpc_gzip: false,
+            stream_count: None,
+            stream_interval: None,
             proxy: None,
             reach: Reach::default(),
             print_version: false,
@@ -283,6 +288,12 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             Flag::Protoset => typed.schema.protoset = Some(PathBuf::from(options.value(name)?)),
             Flag::Data => typed.data = Some(options.text(name)?),
             Flag::GrpcGzip => typed.grpc_gzip = true,
+            Flag::StreamCallCount => {
+                let n = count(name, &options.text(name)?)?;
+                typed.stream_count =
+                    Some(u32::try_from(n).map_err(|_| bad_value(name, "too many messages"))?);
+            }
+            Flag::StreamInterval => typed.stream_interval = Some(time(name, &options.text(name)?)?),
             Flag::Proxy => typed.proxy = Some(options.text(name)?),
             Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
             Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),

@@ -54,6 +54,8 @@ pub(in crate::cli) enum Flag {
     Protoset,
     Data,
     GrpcGzip,
+    StreamCallCount,
+    StreamInterval,
     Proxy,
     CaCert,
     Cert,
@@ -132,9 +134,9 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
     ]),
     Spec::new(None, "grpc", Flag::Grpc).takes("M").help(&[
         "Call the gRPC method M (package.Service/",
-        "Method) over HTTP/2, unary or server-",
-        "streaming calls; its schema from --proto,",
-        "--protoset, or the server's reflection",
+        "Method) over HTTP/2, unary or streaming;",
+        "its schema from --proto, --protoset, or",
+        "the server's reflection",
     ]),
     Spec::new(None, "proto", Flag::Proto)
         .takes_file("F")
@@ -152,6 +154,14 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         "per call (ghz's templates)",
     ]),
     Spec::new(None, "grpc-gzip", Flag::GrpcGzip).help(&["Compress --grpc's messages with gzip"]),
+    Spec::new(None, "grpc-stream-count", Flag::StreamCallCount).takes("N").help(&[
+        "A client-streaming or bidirectional call",
+        "sends N messages (--data's in turn;",
+        "default: each of them once)",
+    ]),
+    Spec::new(None, "grpc-stream-interval", Flag::StreamInterval)
+        .takes("D")
+        .help(&["... the i-th D x i after the call's", "intended time (default 0: at once)"]),
     Spec::new(None, "unix-socket", Flag::UnixSocket).takes_file("P").help(&[
         "Connect to the Unix socket P; the URL",
         "still gives Host and path (e.g. P =",

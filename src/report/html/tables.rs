@@ -278,12 +278,17 @@ pub fn summary(page: &Page) -> String {
         let received =
             format!("{} ({mean:.2} per call, max {})", streamed.messages, per_call.max());
         rows.push(("gRPC messages received", received));
-        let first = &streamed.first_message;
-        if !first.is_empty() {
-            let at = |p: f64| format_time_us(value_at_percentile(first, p) as f64);
-            let text =
-                format!("p50 {}, p99 {}, from each call's intended time", at(50.0), at(99.0));
-            rows.push(("gRPC first message", text));
+        if streamed.sent > 0 {
+            rows.push(("gRPC messages sent", streamed.sent.to_string()));
+        }
+        let timed = [
+            ("gRPC first message", &streamed.first_message, "call's"),
+            ("gRPC reply latency", &streamed.reply_latency, "message's"),
+        ];
+        for (name, h, of) in timed.into_iter().filter(|(_, h, _)| !h.is_empty()) {
+            let at = |p: f64| format_time_us(value_at_percentile(h, p) as f64);
+            let text = format!("p50 {}, p99 {}, from each {of} intended time", at(50.0), at(99.0));
+            rows.push((name, text));
         }
     }
     if stats.nil_requests > 0 {

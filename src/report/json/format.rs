@@ -51,6 +51,16 @@ pub struct Report {
     /// `--grpc`: the method the run's calls called; absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grpc_method: Option<String>,
+    /// `--grpc`: how its calls went: `unary`, `server_streaming`,
+    /// `client_streaming`, `bidi_streaming`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_kind: Option<String>,
+    /// Of a call that sends a stream: its messages, and the time between
+    /// them (`--grpc-stream-count`, `--grpc-stream-interval`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_stream_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grpc_stream_interval_us: Option<u64>,
     /// `--proxy`: the proxy the run went through; absent without it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub proxy: Option<ProxyReport>,
@@ -240,6 +250,14 @@ pub struct GrpcStream {
     pub messages_per_call_hist: String,
     /// From each call's intended time to its first reply message.
     pub first_message: Phase,
+    /// Messages the calls sent in their streams (client-streaming and
+    /// bidirectional methods).
+    #[serde(default)]
+    pub messages_sent: u64,
+    /// Of a bidirectional method: from each message's intended time to its
+    /// reply.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_latency: Option<Phase>,
 }
 
 /// One phase: its statistics and its histogram, encoded as `hist`.

@@ -25,7 +25,7 @@ use super::text::WRK2_PERCENTILES;
 use super::ReportOptions;
 use super::{diagnose, plan, series, targets};
 use crate::config::Mode;
-use crate::description::{targets_order_name, Description};
+use crate::description::{targets_order_name, CallKind, Description};
 use crate::grpc_status;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
@@ -269,6 +269,10 @@ fn common_fields(
         protocol: run.protocol_name().to_string(),
         streams: run.streams,
         grpc_method: run.grpc.clone(),
+        grpc_kind: run.grpc_kind.map(|kind| kind.name().to_string()),
+        grpc_stream_count: run.grpc_kind.and_then(CallKind::plan).map(|plan| plan.count),
+        grpc_stream_interval_us: (run.grpc_kind.and_then(CallKind::plan))
+            .map(|plan| plan.interval.as_micros() as u64),
         proxy: reached.proxy.clone(),
         connected_to: reached.origins.first().and_then(|origin| origin.connected_to.clone()),
         ip_family: reached.family.map(|family| family_name(family).to_string()),
@@ -314,17 +318,19 @@ fn grpc_stream(
     }
     let per_call = &streamed.messages_per_call;
     let recorded = !per_call.is_empty();
-    let first = &streamed.first_message;
+    let phase = |h: &Histogram<u64>| -> io::Result<Phase> {
+        Ok(Phase { summary: summary(h, percentiles), hist: encode_compressed(h)? })
+    };
+    let replies = &streamed.reply_latency;
     Ok(Some(GrpcStream {
         messages: streamed.messages,
         messages_per_sec: per_second(streamed.messages, seconds),
         messages_per_call_mean: recorded.then(|| spectrum::mean(per_call)),
         messages_per_call_max: recorded.then(|| per_call.max()),
         messages_per_call_hist: encode_compressed(per_call)?,
-        first_message: Phase {
-            summary: summary(first, percentiles),
-            hist: encode_compressed(first)?,
-        },
+        first_message: phase(&streamed.first_message)?,
+        messages_sent: streamed.sent,
+        reply_latency: (!replies.is_empty()).then(|| phase(replies)).transpose()?,
     }))
 }
 
