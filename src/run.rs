@@ -211,6 +211,7 @@ fn with_reflected_call(
     let call =
         grpc::call::prepare_with(&pool, &wanted.name, &wanted.options).map_err(Error::Usage)?;
     let mut reflected = cfg.clone();
+    call.write_fixed_metadata(&mut reflected.headers);
     reflected.grpc_messages = call.messages.clone();
     reflected.grpc_call = Some(call.clone());
     reflected.target.path = format!("/{}", call.method);

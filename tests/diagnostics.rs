@@ -16,6 +16,10 @@ const LIMIT: Duration = Duration::from_secs(20);
 
 /// The codes of the final JSON report's warnings, checked against the
 /// `Warning:` lines the run also said on stderr.
+/// Runs a test that a loaded machine can spoil (by starving pace's thread
+/// of the CPU) makes again, up to this many times.
+const ATTEMPTS: u32 = 5;
+
 fn codes(run: &Run) -> Vec<String> {
     let json: serde_json::Value =
         serde_json::from_str(run.stdout.trim()).unwrap_or_else(|e| panic!("{e}\n{run}"));
@@ -159,12 +163,24 @@ fn a_closed_loop_held_back_by_its_generator_says_so_and_one_held_by_the_server_d
     let server = default_server();
     let target = url(server.addr(), "/");
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/busy_request.lua");
-    let run = pace(&["-t1", "-c10", "-d1s", "-s", script, "-e", &target], LIMIT);
-    run.assert_ok();
-    assert_eq!(codes(&run), ["generator_held_slots"], "{run}");
-    let figures = &warning(&run, "generator_held_slots")["figures"];
-    assert_eq!(figures["slots"], 10, "{run}");
-    assert!(figures["busy_share"].as_f64().unwrap() < 0.5, "{run}");
+    // A thread the machine kept from the CPU (another process on a
+    // loaded machine) is not judged, by design: such a run says nothing,
+    // and is made again.
+    for attempt in 1..=ATTEMPTS {
+        let run = pace(&["-t1", "-c10", "-d1s", "-s", script, "-e", &target], LIMIT);
+        run.assert_ok();
+        let json: serde_json::Value = serde_json::from_str(run.stdout.trim()).unwrap();
+        let waited_for_cpu = json["generator"]["thread_cpu_wait_share"].as_f64().unwrap();
+        if waited_for_cpu > 0.05 && attempt < ATTEMPTS {
+            assert!(codes(&run).is_empty(), "{run}");
+            continue;
+        }
+        assert_eq!(codes(&run), ["generator_held_slots"], "{run}");
+        let figures = &warning(&run, "generator_held_slots")["figures"];
+        assert_eq!(figures["slots"], 10, "{run}");
+        assert!(figures["busy_share"].as_f64().unwrap() < 0.5, "{run}");
+        break;
+    }
 
     let slow = common::serve(pace::serve::ServeOptions {
         latency: Duration::from_millis(20),

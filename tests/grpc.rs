@@ -424,7 +424,9 @@ fn templates_make_each_call_its_own_message_and_gzip_compresses_them() {
     // the fixed message between the templated ones is encoded once.
     let data = r#"{"responseStatus": {"message": "call {{.RequestNumber}} {{.UUID}}"}}
         {"responseSize": 3}"#;
-    let run = pace(&[&call[..], &["--data", data], &load].concat(), LIMIT);
+    // Metadata too: a value made per call, and one the same for all.
+    let metadata = ["-H", "x-call: {{.RequestNumber}}", "-H", "x-method: {{.MethodName}}"];
+    let run = pace(&[&call[..], &["--data", data], &metadata, &load].concat(), LIMIT);
     run.assert_ok();
     assert_eq!(json_of(&run)["grpc_codes"], json!({"OK": 600}), "{run}");
     // In random order, with gzip: the server decompressed every message.
@@ -437,6 +439,8 @@ fn templates_make_each_call_its_own_message_and_gzip_compresses_them() {
     let counted = server.stop();
     assert_eq!(counted["OK"], 1200, "{counted}");
     assert_eq!(counted["compressed"], 600, "{counted}");
+    assert_eq!(counted["distinct_x_call"], 600, "every call its own number: {counted}");
+    assert_eq!(counted["x_method_named"], 600, "{counted}");
     // 300 calls of the first run carry a distinct number each; those of
     // the second run a random text each (of about 300: drawn at random).
     let distinct = counted["distinct_messages"].as_u64().unwrap();

@@ -28,6 +28,10 @@ pub struct Call {
     /// Of a client-streaming or bidirectional method: the messages each
     /// call sends in its stream.
     pub stream: Option<StreamPlan>,
+    /// The `-H` metadata whose values hold template actions: by name, the
+    /// value for every call (its constant actions written in), or the
+    /// template each call's value is made from.
+    pub metadata: Vec<(String, Parsed)>,
 }
 
 /// What a call is made of besides its method.
@@ -41,6 +45,8 @@ pub struct CallOptions {
     pub stream_count: Option<u32>,
     /// `--grpc-stream-interval`.
     pub stream_interval: Option<Duration>,
+    /// `-H`, as typed: values may hold template actions.
+    pub metadata: Vec<(String, String)>,
 }
 
 /// The messages a call of a client-streaming or bidirectional method sends
@@ -54,6 +60,32 @@ pub struct StreamPlan {
 }
 
 impl Call {
+    /// `headers` with the values of the metadata whose actions are the same
+    /// for every call written in (those made per call stay templates,
+    /// replaced as each call is made).
+    pub fn write_fixed_metadata(&self, headers: &mut [(String, String)]) {
+        for (field, parsed) in &self.metadata {
+            let Parsed::Fixed(value) = parsed else { continue };
+            for (_, typed) in headers.iter_mut().filter(|(name, _)| name == field) {
+                *typed = value.clone();
+            }
+        }
+    }
+
+    /// The metadata made anew for every call: by name, its template.
+    pub fn varying_metadata(&self) -> impl Iterator<Item = (&str, &Template)> {
+        self.metadata.iter().filter_map(|(field, parsed)| match parsed {
+            Parsed::Varying(template) => Some((field.as_str(), template)),
+            Parsed::Fixed(_) => None,
+        })
+    }
+
+    /// Some message or metadata is made anew for every call.
+    pub fn made_per_call(&self) -> bool {
+        self.messages.iter().any(|m| matches!(m, Message::Template(_)))
+            || self.varying_metadata().next().is_some()
+    }
+
     /// The method answers each call with a stream of messages.
     pub fn server_streaming(&self) -> bool {
         self.schema.is_server_streaming()
@@ -66,6 +98,11 @@ impl Call {
         if self.stream.is_some() {
             return Err("-s with a client-streaming or bidirectional method: a script makes \
                  unary and server-streaming calls"
+                .into());
+        }
+        if self.varying_metadata().next().is_some() {
+            return Err("-H with template actions and -s: the script makes each call's \
+                 metadata (wrk.headers)"
                 .into());
         }
         match &self.messages[..] {
@@ -132,8 +169,16 @@ pub fn prepare_with(
     let method = schema::method(pool, name)?;
     let messages = messages(&method, options.data.as_deref().unwrap_or("{}"), options.gzip)?;
     let stream = stream_plan(&method, name, options, &messages)?;
+    let metadata = (options.metadata.iter())
+        .filter(|(_, value)| value.contains("{{"))
+        .map(|(field, value)| {
+            let parsed = Template::parse(value, &method, &format!("-H {field}"))?;
+            Ok((field.clone(), parsed))
+        })
+        .collect::<Result<_, String>>()?;
     let method_path = format!("{}/{}", method.parent_service().full_name(), method.name());
-    Ok(Call { method: method_path, messages, gzip: options.gzip, schema: method, stream })
+    let gzip = options.gzip;
+    Ok(Call { method: method_path, messages, gzip, schema: method, stream, metadata })
 }
 
 /// The stream of a client-streaming or bidirectional call: its messages
@@ -181,7 +226,7 @@ fn messages(method: &MethodDescriptor, json: &str, gzip: bool) -> Result<Vec<Mes
     let input = method.input();
     let mut messages = Vec::new();
     for text in template::split(json)? {
-        let message = match Template::parse(text, method)? {
+        let message = match Template::parse(text, method, "--data")? {
             Parsed::Fixed(text) => Message::Framed(frame(&encode(&input, &text)?, gzip).into()),
             Parsed::Varying(template) => {
                 let made = MessageTemplate { template, input: input.clone(), gzip };

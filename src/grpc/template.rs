@@ -1,4 +1,4 @@
-//! Per-call templates in `--data`, as ghz writes them (Go's template
+//! Per-call templates in `--data` and `-H`, as ghz writes them (Go's template
 //! actions): `{{.RequestNumber}}`, `{{.WorkerID}}`, `{{.Timestamp}}`,
 //! `{{newUUID}}`, `{{randomString 8}}`, `{{randomInt 1 100}}`, ... A
 //! message with actions is made anew for every call (rendered, read as
@@ -81,19 +81,23 @@ pub enum Parsed {
 }
 
 impl Template {
-    /// The template of `text` for calls of `method`. Err: an action pace
-    /// does not know, or one not closed, in words.
-    pub fn parse(text: &str, method: &MethodDescriptor) -> Result<Parsed, String> {
+    /// The template of `text` for calls of `method`, from `source` (the
+    /// option that gave it, for errors: `--data`, `-H x-id`). Err: an
+    /// action pace does not know, or one not closed, in words.
+    pub fn parse(text: &str, method: &MethodDescriptor, source: &str) -> Result<Parsed, String> {
         let mut parts: Vec<Part> = Vec::new();
         let mut text_part = String::new();
         let mut rest = text;
         while let Some(open) = rest.find("{{") {
             text_part.push_str(&rest[..open]);
             let Some(close) = rest[open..].find("}}") else {
-                return Err(format!("--data: a template action is not closed: {}", &rest[open..]));
+                return Err(format!(
+                    "{source}: a template action is not closed: {}",
+                    &rest[open..]
+                ));
             };
             let inner = &rest[open + 2..open + close];
-            match action(inner.trim(), method)? {
+            match action(inner.trim(), method, source)? {
                 Ok(constant) => text_part.push_str(&constant),
                 Err(action) => {
                     if !text_part.is_empty() {
@@ -130,10 +134,14 @@ impl Template {
 /// The action `inner` (between `{{` and `}}`, trimmed): the text of a
 /// constant one (Ok), or one that varies per call (Err), or why it is not
 /// one pace knows.
-fn action(inner: &str, method: &MethodDescriptor) -> Result<Result<String, Action>, String> {
+fn action(
+    inner: &str,
+    method: &MethodDescriptor,
+    source: &str,
+) -> Result<Result<String, Action>, String> {
     let words: Vec<&str> = inner.split_whitespace().collect();
     let unknown =
-        || format!("--data: {{{{{inner}}}}} is not a template action pace knows ({KNOWN})");
+        || format!("{source}: {{{{{inner}}}}} is not a template action pace knows ({KNOWN})");
     let number = |word: &str| word.parse::<i64>().map_err(|_| unknown());
     let constant = |text: &str| Ok(Ok(text.to_string()));
     let varying = |action: Action| Ok(Err(action));
@@ -148,11 +156,11 @@ fn action(inner: &str, method: &MethodDescriptor) -> Result<Result<String, Actio
         [".UUID"] | ["newUUID"] => varying(Action::Uuid),
         ["randomString", length] => match usize::try_from(number(length)?) {
             Ok(length) => varying(Action::RandomString(length)),
-            Err(_) => Err(format!("--data: {{{{{inner}}}}}: the length is below 0")),
+            Err(_) => Err(format!("{source}: {{{{{inner}}}}}: the length is below 0")),
         },
         ["randomInt", min, max] => match (number(min)?, number(max)?) {
             (min, max) if min < max => varying(Action::RandomInt(min, max)),
-            _ => Err(format!("--data: {{{{{inner}}}}}: MIN must be below MAX")),
+            _ => Err(format!("{source}: {{{{{inner}}}}}: MIN must be below MAX")),
         },
         [".FullyQualifiedName"] => constant(method.full_name()),
         [".MethodName"] => constant(method.name()),
@@ -281,7 +289,7 @@ mod tests {
     }
 
     fn varying(text: &str) -> Template {
-        match Template::parse(text, &method()).unwrap() {
+        match Template::parse(text, &method(), "--data").unwrap() {
             Parsed::Varying(template) => template,
             Parsed::Fixed(text) => panic!("fixed: {text}"),
         }
@@ -307,7 +315,7 @@ mod tests {
         );
         let constant = r#"{"text": "{{.FullyQualifiedName}} {{.ServiceName}} {{.InputName}} {{.OutputName}} {{.IsClientStreaming}} {{.IsServerStreaming}}"}"#;
         assert_eq!(
-            Template::parse(constant, &method).unwrap(),
+            Template::parse(constant, &method, "--data").unwrap(),
             Parsed::Fixed(
                 r#"{"text": "demo.Echo.Say demo.Echo demo.Note demo.Note false false"}"#.into()
             )
@@ -344,15 +352,15 @@ mod tests {
     #[test]
     fn unknown_and_unclosed_actions_in_words() {
         let method = method();
-        let error = Template::parse(r#"{"text": "{{.Nope}}"}"#, &method).unwrap_err();
+        let error = Template::parse(r#"{"text": "{{.Nope}}"}"#, &method, "--data").unwrap_err();
         assert!(error.starts_with("--data: {{.Nope}} is not a template action pace knows (.Req"));
-        let error = Template::parse(r#"{"text": "{{.UUID"}"#, &method).unwrap_err();
+        let error = Template::parse(r#"{"text": "{{.UUID"}"#, &method, "--data").unwrap_err();
         assert!(error.starts_with("--data: a template action is not closed"), "{error}");
-        let error = Template::parse("{{randomInt 5 5}}", &method).unwrap_err();
+        let error = Template::parse("{{randomInt 5 5}}", &method, "--data").unwrap_err();
         assert_eq!(error, "--data: {{randomInt 5 5}}: MIN must be below MAX");
-        let error = Template::parse("{{randomString -1}}", &method).unwrap_err();
+        let error = Template::parse("{{randomString -1}}", &method, "--data").unwrap_err();
         assert_eq!(error, "--data: {{randomString -1}}: the length is below 0");
-        let error = Template::parse("{{randomString x}}", &method).unwrap_err();
+        let error = Template::parse("{{randomString x}}", &method, "--data").unwrap_err();
         assert!(error.starts_with("--data: {{randomString x}} is not a template action"));
     }
 

@@ -29,7 +29,7 @@ use crate::config::origins::Origins;
 use crate::config::targets::TargetsOrder;
 use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
-use crate::grpc::call::Message;
+use crate::grpc::call::{Call, Message};
 use crate::plan::random::Draws;
 use crate::request::Request;
 use crate::target::Target;
@@ -61,12 +61,16 @@ pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
         let what = if cfg.targets.is_some() { "targets" } else { "--data's messages" };
         eprintln!("pace: {what} in random order, seed {} (--seed {0} repeats the order)", cfg.seed);
     }
-    let made = cfg.grpc_messages.iter().any(|m| matches!(m, Message::Template(_)));
+    let made = cfg.grpc_call.as_ref().is_some_and(Call::made_per_call);
     let batches: Arc<[Batch]> = match made {
         true => Arc::new([]),
         false => batches(cfg).into(),
     };
     let messages: Arc<[Message]> = cfg.grpc_messages.clone().into();
+    let metadata: made::MadeMetadata = (cfg.grpc_call.iter())
+        .flat_map(|call| call.varying_metadata())
+        .map(|(field, template)| (field.to_string(), template.clone()))
+        .collect();
     let threads = cfg.threads * cfg.shard.count;
     let threads = (0..cfg.threads)
         .map(|thread| {
@@ -78,8 +82,8 @@ pub fn workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScript> {
             if made {
                 let call = request(&cfg.method, &cfg.target, &cfg.headers, &[], None);
                 let draws = Draws::at(cfg.seed, TEMPLATE_DRAWS, global as u64);
-                let calls =
-                    made::MadeCalls::new(call, messages.clone(), order, (global, threads), draws);
+                let made_of = (messages.clone(), metadata.clone());
+                let calls = made::MadeCalls::new(call, made_of, order, (global, threads), draws);
                 return Requests::Made { maker: Box::new(calls), endpoint: endpoint.clone() };
             }
             let batches = batches.clone();

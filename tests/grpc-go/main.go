@@ -16,8 +16,11 @@
 // streaming methods, when any),
 // "distinct_messages" (how many different response_status.message
 // texts UnaryCall received with code 0, when any did) and "compressed" (how many
-// request messages came compressed, when any did), and exits. It takes
-// gzip-compressed messages. With -protoset FILE it writes the descriptor set of
+// request messages came compressed, when any did), "distinct_x_call"
+// (how many different values of the metadata x-call unary calls carried,
+// when any did) and "x_method_named" (the unary calls whose x-method
+// metadata named their method), and exits. It takes gzip-compressed
+// messages. With -protoset FILE it writes the descriptor set of
 // grpc/testing/test.proto and its imports (as protoc --include_imports -o
 // does) and exits.
 package main
@@ -42,6 +45,7 @@ import (
 	"google.golang.org/grpc/codes"
 	_ "google.golang.org/grpc/encoding/gzip"
 	testgrpc "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
@@ -142,6 +146,8 @@ type calls struct {
 	sync.Mutex
 	byCode     map[string]uint64
 	messages   map[string]bool
+	xCalls     map[string]bool
+	xMethod    uint64
 	compressed uint64
 	sent       uint64
 	received   uint64
@@ -153,6 +159,15 @@ func (c *calls) count(ctx context.Context, req any, info *grpc.UnaryServerInfo, 
 	c.byCode[status.Code(err).String()]++
 	if simple, ok := req.(*testgrpc.SimpleRequest); ok && simple.GetResponseStatus().GetCode() == 0 && simple.GetResponseStatus().GetMessage() != "" {
 		c.messages[simple.GetResponseStatus().GetMessage()] = true
+	}
+	if md, ok := metadata.FromIncomingContext(ctx); ok {
+		for _, value := range md.Get("x-call") {
+			c.xCalls[value] = true
+		}
+		method := info.FullMethod[strings.LastIndex(info.FullMethod, "/")+1:]
+		if values := md.Get("x-method"); len(values) == 1 && values[0] == method {
+			c.xMethod++
+		}
 	}
 	c.Unlock()
 	return resp, err
@@ -202,6 +217,12 @@ func (c *calls) report() map[string]uint64 {
 	if c.received > 0 {
 		out["messages_received"] = c.received
 	}
+	if len(c.xCalls) > 0 {
+		out["distinct_x_call"] = uint64(len(c.xCalls))
+	}
+	if c.xMethod > 0 {
+		out["x_method_named"] = c.xMethod
+	}
 	return out
 }
 
@@ -243,7 +264,7 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	counted := &calls{byCode: map[string]uint64{}, messages: map[string]bool{}}
+	counted := &calls{byCode: map[string]uint64{}, messages: map[string]bool{}, xCalls: map[string]bool{}}
 	server := grpc.NewServer(grpc.UnaryInterceptor(counted.count), grpc.StreamInterceptor(counted.countStream), grpc.StatsHandler(counted))
 	testgrpc.RegisterTestServiceServer(server, testServer{counted: counted})
 	reflection.Register(server)

@@ -104,6 +104,7 @@ pub(super) fn call_of(typed: &BenchArgs) -> Result<Option<Grpc>, Error> {
         gzip: typed.grpc_gzip,
         stream_count: typed.stream_count,
         stream_interval: typed.stream_interval,
+        metadata: typed.headers.clone(),
     };
     if from_server {
         return Ok(Some(Grpc::FromServer(FromServer { name: name.clone(), options })));

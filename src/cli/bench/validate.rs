@@ -80,6 +80,9 @@ pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     // it), unless an -H header says otherwise. A target's own (the URL
     // taken from the first target) is that target's alone.
     let mut headers = typed.headers;
+    if let Some(Grpc::Call(call)) = &call {
+        call.write_fixed_metadata(&mut headers);
+    }
     if call.is_some() {
         let typed_names: Vec<String> =
             headers.iter().map(|(n, _)| n.to_ascii_lowercase()).collect();
