@@ -1,7 +1,8 @@
-//! A unary call as pace sends it: the method's path, the request messages
-//! from JSON (encoded once with the schema and framed as gRPC frames a
-//! message, or made for each call from a template), and the header fields
-//! every call carries.
+//! A call as pace sends it: the method's path, the request messages from
+//! JSON (encoded once with the schema and framed as gRPC frames a message,
+//! or made for each call from a template), the stream a client-streaming
+//! or bidirectional call sends, the metadata made per call, and the
+//! header fields every call carries.
 
 use std::io::Write as _;
 use std::sync::Arc;
@@ -51,8 +52,9 @@ pub struct CallOptions {
 
 /// The messages a call of a client-streaming or bidirectional method sends
 /// in its stream: `count` of them, the messages of `--data` in turn, the
-/// i-th intended `interval` x i after the call (ghz's
-/// `--grpc-stream-count` and `--grpc-stream-interval`).
+/// i-th intended `interval` x i after the call (`--grpc-stream-count` and
+/// `--grpc-stream-interval`, ghz's `--stream-call-count` and
+/// `--stream-interval`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StreamPlan {
     pub count: u32,
