@@ -28,8 +28,12 @@ const NAMES: [&str; 17] = [
 pub const OK: u8 = 0;
 /// The code gRPC gives a status it cannot read.
 pub const UNKNOWN: u8 = 2;
+/// The code of a request that is not what the method takes.
+pub const INVALID_ARGUMENT: u8 = 3;
 /// The code of something asked for that does not exist.
 pub const NOT_FOUND: u8 = 5;
+/// The code of a request larger than the server takes.
+pub const RESOURCE_EXHAUSTED: u8 = 8;
 /// The code of a method the server does not have.
 pub const UNIMPLEMENTED: u8 = 12;
 

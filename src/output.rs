@@ -142,6 +142,12 @@ impl Outputs {
         self.reporting.run.allowed_streams = allowed;
     }
 
+    /// How the run's gRPC calls go, once the server's reflection said
+    /// (the schema was not known when the outputs started).
+    pub fn grpc_kind(&mut self, kind: Option<crate::description::CallKind>) {
+        self.reporting.run.grpc_kind = kind;
+    }
+
     /// The `Running ...` header, but not with `-e`, where the output
     /// carries only JSON.
     pub fn header(&mut self) -> Result<(), Error> {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use crate::blocking::{self, Deadline, Exchange};
 use crate::config::origins::Origins;
 use crate::config::{BenchConfig, Mode};
-use crate::description::Description;
+use crate::description::{CallKind, Description};
 use crate::endpoint::Endpoint;
 use crate::engine::{
     Before, Engine, Finished, Observer, Overrun, Recording, EARLY_EVERY, HAND_OVER_EVERY,
@@ -117,6 +117,9 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         Ok(reflected) => reflected,
         Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
     };
+    if let Some(reflected) = &reflected {
+        outputs.grpc_kind(reflected.grpc_call.as_ref().map(CallKind::of));
+    }
     let cfg = reflected.as_ref().unwrap_or(cfg);
     let places = (origins.list.iter().zip(resolved))
         .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))

@@ -687,3 +687,30 @@ fn client_and_bidirectional_streams_send_on_their_plan() {
     run.assert_code(1);
     assert!(run.stderr.contains("--grpc-stream-count: --grpc grpc.testing.TestService/UnaryCall takes one request message"), "{run}");
 }
+
+#[test]
+fn pace_serve_grpc_has_a_service_of_its_own_and_says_its_schema() {
+    let server = common::serve(pace::serve::ServeOptions { grpc: true, ..common::serve_options() });
+    let target = url(server.addr(), "/");
+    // No schema given: the server's reflection gives it.
+    let listen = ["--grpc", "pace.Echo/Listen", "--data", r#"{"text": "hi", "times": 4}"#];
+    let load = ["-t1", "-c2", "--streams", "4", "-n", "200", "-d10s", "--json", &target];
+    let run = pace(&[&listen[..], &load].concat(), LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_kind"], "server_streaming", "{run}");
+    assert_eq!(report["grpc_codes"], json!({"OK": 200}), "{run}");
+    assert_eq!(report["grpc_stream"]["messages"], 800, "{run}");
+    // A status on request, in the message.
+    let failing = ["--grpc", "pace.Echo/Say", "--data", r#"{"status": 14}"#];
+    let run = pace(&[&failing[..], &load].concat(), LIMIT);
+    run.assert_ok();
+    assert_eq!(json_of(&run)["grpc_codes"], json!({"UNAVAILABLE": 200}), "{run}");
+    // A method the service does not have: said before any load.
+    let run = pace(&["--grpc", "pace.Echo/Shout", "-n", "1", &target], LIMIT);
+    run.assert_code(1);
+    assert!(
+        run.stderr.contains("pace.Echo has no method Shout (it has Say, Listen, Chat)"),
+        "{run}"
+    );
+}

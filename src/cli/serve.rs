@@ -25,6 +25,7 @@ pub(super) enum ServeFlag {
     StallAt,
     StallFor,
     Tls,
+    Grpc,
     UnixSocket,
     HeadTimeout,
     Help,
@@ -56,6 +57,11 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
         .help(&["...for this long (both or neither)"]),
     Spec::new(None, "tls", ServeFlag::Tls)
         .help(&["Serve HTTPS with a self-signed certificate", "(benchmark it with pace -k)"]),
+    Spec::new(None, "grpc", ServeFlag::Grpc).help(&[
+        "gRPC calls go to the service pace.Echo",
+        "(Say, Listen, Chat), with reflection",
+        "(else any method echoes its message)",
+    ]),
     Spec::new(None, "unix-socket", ServeFlag::UnixSocket).takes_file("P").help(&[
         "Listen on the Unix socket P instead of TCP",
         "(e.g. --unix-socket /tmp/pace.sock; benchmark",
@@ -100,6 +106,7 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
             ServeFlag::StallAt => stall_at = Some(time(name, &options.text(name)?)?),
             ServeFlag::StallFor => stall_for = Some(time(name, &options.text(name)?)?),
             ServeFlag::Tls => opts.tls = true,
+            ServeFlag::Grpc => opts.grpc = true,
             ServeFlag::UnixSocket => {
                 let path = PathBuf::from(options.value(name)?);
                 if path.as_os_str().is_empty() {

@@ -4,7 +4,7 @@
 //! run, on a connection of its own: a `ServerReflectionInfo` call
 //! (`grpc.reflection.v1`, else the older `v1alpha`) asking for the file
 //! that defines the service; servers answer with it and every file it
-//! imports.
+//! imports. [`answer`] is the other side, for `pace serve --grpc`.
 
 use prost::Message;
 use prost_reflect::DescriptorPool;
@@ -15,29 +15,52 @@ use crate::grpc_status;
 use crate::http2::session::{self, Body, Event, Role, Session};
 
 /// The reflection services, newest first.
-const PATHS: [&str; 2] = [
+pub const PATHS: [&str; 2] = [
     "/grpc.reflection.v1.ServerReflection/ServerReflectionInfo",
     "/grpc.reflection.v1alpha.ServerReflection/ServerReflectionInfo",
 ];
 
-/// `ServerReflectionRequest`, with the one request pace makes
-/// (`file_containing_symbol`, a member of its `message_request` oneof).
+/// `ServerReflectionRequest`, with the requests pace makes
+/// (`file_containing_symbol`) and answers (also `file_by_filename` and
+/// `list_services`): members of its `message_request` oneof.
 #[derive(Clone, PartialEq, Message)]
 struct ReflectionRequest {
     #[prost(string, tag = "1")]
     host: String,
+    #[prost(string, optional, tag = "3")]
+    file_by_filename: Option<String>,
     #[prost(string, optional, tag = "4")]
     file_containing_symbol: Option<String>,
+    #[prost(string, optional, tag = "7")]
+    list_services: Option<String>,
 }
 
 /// `ServerReflectionResponse`, the members of its `message_response`
-/// oneof pace reads.
+/// oneof pace reads and writes.
 #[derive(Clone, PartialEq, Message)]
 struct ReflectionResponse {
+    #[prost(string, tag = "1")]
+    valid_host: String,
+    #[prost(message, optional, tag = "2")]
+    original_request: Option<ReflectionRequest>,
     #[prost(message, optional, tag = "4")]
     file_descriptor_response: Option<FileDescriptorResponse>,
+    #[prost(message, optional, tag = "6")]
+    list_services_response: Option<ListServiceResponse>,
     #[prost(message, optional, tag = "7")]
     error_response: Option<ErrorResponse>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ListServiceResponse {
+    #[prost(message, repeated, tag = "1")]
+    service: Vec<ServiceResponse>,
+}
+
+#[derive(Clone, PartialEq, Message)]
+struct ServiceResponse {
+    #[prost(string, tag = "1")]
+    name: String,
 }
 
 #[derive(Clone, PartialEq, Message)]
@@ -71,8 +94,8 @@ pub fn schema(
 ) -> Result<DescriptorPool, String> {
     let mut session = Session::new(Role::Client, true)?;
     let request = ReflectionRequest {
-        host: String::new(),
         file_containing_symbol: Some(service.to_string()),
+        ..ReflectionRequest::default()
     };
     let body = frame(&request.encode_to_vec(), false);
     for (slot, path) in PATHS.iter().enumerate() {
@@ -207,6 +230,79 @@ fn pool_of(messages: &[Vec<u8>], service: &str) -> Result<DescriptorPool, String
         .map_err(|e| format!("the files the server's reflection gave do not make a schema: {e}"))
 }
 
+/// The reflection service's answers to the requests of `body` (framed
+/// `ServerReflectionRequest`s) about the schema `pool`, each framed: the
+/// file that defines a symbol or has a name (the files it imports first),
+/// the services (reflection's own among them), or NOT_FOUND.
+pub fn answer(pool: &DescriptorPool, body: &[u8]) -> Result<Vec<u8>, String> {
+    let requests = messages(body).ok_or("a reflection request cut short")?;
+    let mut answers = Vec::new();
+    for request in requests {
+        let request = ReflectionRequest::decode(&request[..])
+            .map_err(|e| format!("not a reflection request: {e}"))?;
+        let mut response = ReflectionResponse {
+            valid_host: request.host.clone(),
+            original_request: Some(request.clone()),
+            ..ReflectionResponse::default()
+        };
+        let file = match (&request.file_containing_symbol, &request.file_by_filename) {
+            (Some(symbol), _) => file_of_symbol(pool, symbol),
+            (None, Some(name)) => pool.get_file_by_name(name),
+            (None, None) => None,
+        };
+        let asked_a_file =
+            request.file_containing_symbol.is_some() || request.file_by_filename.is_some();
+        if let Some(file) = file {
+            let mut files = Vec::new();
+            for import in file.dependencies() {
+                files.push(import.file_descriptor_proto().encode_to_vec());
+            }
+            files.push(file.file_descriptor_proto().encode_to_vec());
+            response.file_descriptor_response =
+                Some(FileDescriptorResponse { file_descriptor_proto: files });
+        } else if request.list_services.is_some() {
+            let services = pool.services().map(|s| s.full_name().to_string());
+            let reflection = ["grpc.reflection.v1.ServerReflection".to_string()];
+            let service = services.chain(reflection).map(|name| ServiceResponse { name }).collect();
+            response.list_services_response = Some(ListServiceResponse { service });
+        } else {
+            let (code, message) = match asked_a_file {
+                true => (grpc_status::NOT_FOUND, "not found"),
+                false => (grpc_status::UNIMPLEMENTED, "pace answers files and services only"),
+            };
+            let error_response =
+                ErrorResponse { error_code: i32::from(code), error_message: message.into() };
+            response.error_response = Some(error_response);
+        }
+        answers.extend(frame(&response.encode_to_vec(), false));
+    }
+    Ok(answers)
+}
+
+/// The file that defines `symbol` (a service, a method, a message or an
+/// enum, by its full name).
+fn file_of_symbol(pool: &DescriptorPool, symbol: &str) -> Option<prost_reflect::FileDescriptor> {
+    if let Some(service) = pool.get_service_by_name(symbol) {
+        return Some(service.parent_file());
+    }
+    if let Some((service, method)) = symbol.rsplit_once('.') {
+        let service = pool.get_service_by_name(service);
+        if let Some(method) = service.and_then(|s| s.methods().find(|m| m.name() == method)) {
+            return Some(method.parent_file());
+        }
+    }
+    if let Some(message) = pool.get_message_by_name(symbol) {
+        return Some(message.parent_file());
+    }
+    pool.get_enum_by_name(symbol).map(|e| e.parent_file())
+}
+
+/// The schema a reflection answer `body` (framed) gives of `service`.
+#[cfg(test)]
+pub fn pool_from_answer(body: &[u8], service: &str) -> Result<DescriptorPool, String> {
+    pool_of(&messages(body).ok_or("cut short")?, service)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,14 +316,56 @@ mod tests {
     }
 
     #[test]
+    fn answers_list_the_services_and_say_what_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let proto = dir.path().join("a.proto");
+        std::fs::write(
+            &proto,
+            "syntax = \"proto3\"; package a; service B { rpc C (D) returns (D); } message D {}",
+        )
+        .unwrap();
+        let sources = super::super::schema::Sources { protos: vec![proto], ..Default::default() };
+        let pool = super::super::schema::load(&sources).unwrap();
+        let ask = |request: ReflectionRequest| {
+            let answer = answer(&pool, &frame(&request.encode_to_vec(), false)).unwrap();
+            ReflectionResponse::decode(&messages(&answer).unwrap()[0][..]).unwrap()
+        };
+        let list =
+            ask(ReflectionRequest { list_services: Some(String::new()), ..Default::default() });
+        let names: Vec<String> =
+            list.list_services_response.unwrap().service.into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["a.B", "grpc.reflection.v1.ServerReflection"]);
+        let by_method = ask(ReflectionRequest {
+            file_containing_symbol: Some("a.B.C".into()),
+            ..Default::default()
+        });
+        assert_eq!(by_method.file_descriptor_response.unwrap().file_descriptor_proto.len(), 1);
+        let by_name = ask(ReflectionRequest {
+            file_by_filename: Some("a.proto".into()),
+            ..Default::default()
+        });
+        assert!(by_name.file_descriptor_response.is_some());
+        let missing = ask(ReflectionRequest {
+            file_containing_symbol: Some("x.Y".into()),
+            ..Default::default()
+        });
+        assert_eq!(missing.error_response.unwrap().error_code, 5);
+        assert_eq!(
+            missing.original_request.unwrap().file_containing_symbol.as_deref(),
+            Some("x.Y")
+        );
+        assert!(answer(&pool, &[0, 0, 0]).is_err());
+    }
+
+    #[test]
     fn a_reflection_error_in_words() {
         let response = ReflectionResponse {
-            file_descriptor_response: None,
             error_response: Some(ErrorResponse { error_code: 5, error_message: "nope".into() }),
+            ..ReflectionResponse::default()
         };
         let error = pool_of(&[response.encode_to_vec()], "a.B").unwrap_err();
         assert_eq!(error, "the server has no service a.B");
-        let empty = ReflectionResponse { file_descriptor_response: None, error_response: None };
+        let empty = ReflectionResponse::default();
         assert!(pool_of(&[empty.encode_to_vec()], "a.B").is_err());
     }
 }

@@ -29,7 +29,11 @@ const BODY_SIZES: [usize; 4] = [0, 13, 100, 20_000];
 /// out, and the splits are what is being tried.
 fn shared(input: &mut Input) -> Shared {
     let body_size = BODY_SIZES[input.below(BODY_SIZES.len())];
-    Shared::new(&ServeOptions { body_size, head_timeout: None, ..ServeOptions::default() }, None)
+    Shared::new(
+        &ServeOptions { body_size, head_timeout: None, ..ServeOptions::default() },
+        None,
+        None,
+    )
 }
 
 /// Where the parsing of [`serve_requests`] is.

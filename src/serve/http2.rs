@@ -30,7 +30,7 @@ use super::endpoint::{self, Endpoint};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
-use crate::grpc_status;
+use crate::grpc_status::{self, INVALID_ARGUMENT, RESOURCE_EXHAUSTED};
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
 use crate::http2::session::{self, Event, Role, Session};
@@ -200,14 +200,23 @@ impl Http2Conn {
                             // echoed cut short, nor are more copies sent
                             // than that would be.
                             let kept = message.body_len == message.body.len() as u64;
-                            let (status, reply) = match asked_copies(&message) {
+                            let (status, reply) = match (&shared.grpc, asked_copies(&message)) {
                                 _ if !kept => (RESOURCE_EXHAUSTED, Vec::new()),
-                                None => (INVALID_ARGUMENT, Vec::new()),
-                                Some(n) if n.saturating_mul(message.body.len()) > MAX_ECHO_BODY => {
+                                (Some(service), _) => {
+                                    let path = field(&message, b":path").unwrap_or_default();
+                                    service.answer(path, status, &message.body, MAX_ECHO_BODY)
+                                }
+                                (None, _) if asks_reflection(&message) => {
+                                    (grpc_status::UNIMPLEMENTED, Vec::new())
+                                }
+                                (None, None) => (INVALID_ARGUMENT, Vec::new()),
+                                (None, Some(n))
+                                    if n.saturating_mul(message.body.len()) > MAX_ECHO_BODY =>
+                                {
                                     (RESOURCE_EXHAUSTED, Vec::new())
                                 }
-                                Some(1) => (status, message.body),
-                                Some(n) => (status, message.body.repeat(n)),
+                                (None, Some(1)) => (status, message.body),
+                                (None, Some(n)) => (status, message.body.repeat(n)),
                             };
                             Response::grpc(status, reply, now, shared)
                         }
@@ -334,11 +343,6 @@ impl Http2Conn {
     }
 }
 
-/// The status of a call whose message is too large to echo.
-const RESOURCE_EXHAUSTED: u8 = 8;
-/// The status of a call whose `pace-grpc-messages` is no count.
-const INVALID_ARGUMENT: u8 = 3;
-
 /// The trailers of an OK gRPC answer.
 const GRPC_OK: session::Trailers = &[(b"grpc-status", b"0")];
 
@@ -361,18 +365,19 @@ fn asked_copies(message: &session::Message) -> Option<usize> {
 
 /// A gRPC call (its content-type is gRPC's): the status to answer it
 /// with, OK unless the call asked for another. None: not a gRPC call.
-/// The server has no reflection service (every method echoes, whatever
-/// its schema): a call of one is UNIMPLEMENTED, so that a client says
-/// to give the schema instead.
 fn grpc_call(message: &session::Message) -> Option<u8> {
     let content_type = field(message, b"content-type")?;
     if !content_type.starts_with(b"application/grpc") {
         return None;
     }
-    if field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection.")) {
-        return Some(grpc_status::UNIMPLEMENTED);
-    }
     Some(field(message, ASKED_STATUS).map_or(grpc_status::OK, grpc_status::parse))
+}
+
+/// Without `--grpc` the server has no reflection service (every method
+/// echoes, whatever its schema): a call of one is UNIMPLEMENTED, so that a
+/// client says to give the schema instead.
+fn asks_reflection(message: &session::Message) -> bool {
+    field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection."))
 }
 
 /// The value of the header field `name` (the first, if repeated).

@@ -67,6 +67,7 @@ mod conn;
 mod endpoint;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod fuzzing;
+pub mod grpc;
 mod http2;
 mod listen;
 mod request;
@@ -115,6 +116,9 @@ pub struct ServeOptions {
     /// (or just closed, where no HTTP/1.1 request can be answered). None:
     /// no limit. A connection idle between requests is not timed.
     pub head_timeout: Option<Duration>,
+    /// `--grpc`: gRPC calls go to the built-in service ([`grpc`]), with
+    /// reflection; without it every method echoes.
+    pub grpc: bool,
 }
 
 /// Freeze all responses during `[at, at + length)` after the server started.
@@ -145,6 +149,7 @@ impl Default for ServeOptions {
             stall: None,
             tls: false,
             head_timeout: Some(DEFAULT_HEAD_TIMEOUT),
+            grpc: false,
         }
     }
 }
@@ -237,7 +242,9 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
         }
     };
     let tcp = matches!(listening, Endpoint::Tcp(_));
-    let shared = Arc::new(Shared::new(&opts, identity.as_ref().map(|i| i.config.clone())));
+    let grpc = opts.grpc.then(grpc::Service::new).transpose().map_err(io::Error::other)?;
+    let tls = identity.as_ref().map(|i| i.config.clone());
+    let shared = Arc::new(Shared::new(&opts, tls, grpc));
     let waker = eventfd(0, EventfdFlags::CLOEXEC | EventfdFlags::NONBLOCK)?;
     let mut handle = ServerHandle {
         listening,
@@ -310,7 +317,11 @@ fn describe(opts: &ServeOptions) -> String {
         None => "no head timeout".to_string(),
         Some(timeout) => format!("head timeout {timeout:?}"),
     };
-    format!("{threads}, {}-byte body, {latency}, {stall}, {head_timeout}", opts.body_size)
+    let grpc = match opts.grpc {
+        true => ", gRPC service pace.Echo with reflection",
+        false => "",
+    };
+    format!("{threads}, {}-byte body, {latency}, {stall}, {head_timeout}{grpc}", opts.body_size)
 }
 
 /// What all server threads share: read-only settings and the counters.
@@ -321,13 +332,19 @@ struct Shared {
     default_body: Box<[u8]>,
     head_timeout_ns: Option<u64>,
     tls: Option<Arc<rustls::ServerConfig>>,
+    /// `--grpc`: the built-in service.
+    grpc: Option<grpc::Service>,
     /// One slot per thread, written only by that thread.
     counters: Box<[ThreadCounters]>,
     stopping: AtomicBool,
 }
 
 impl Shared {
-    fn new(opts: &ServeOptions, tls: Option<Arc<rustls::ServerConfig>>) -> Shared {
+    fn new(
+        opts: &ServeOptions,
+        tls: Option<Arc<rustls::ServerConfig>>,
+        grpc: Option<grpc::Service>,
+    ) -> Shared {
         let started = now_ns();
         let stall_ns = opts.stall.map(|Stall { at, length }| {
             let start = started.saturating_add(duration_ns(at));
@@ -339,6 +356,7 @@ impl Shared {
             default_body: DEFAULT_BODY_TEXT.iter().copied().cycle().take(opts.body_size).collect(),
             head_timeout_ns: opts.head_timeout.map(duration_ns),
             tls,
+            grpc,
             counters: (0..opts.threads).map(|_| ThreadCounters::default()).collect(),
             stopping: AtomicBool::new(false),
         }
