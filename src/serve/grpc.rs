@@ -1,7 +1,9 @@
 //! `pace serve --grpc`: a gRPC service with a schema of its own
 //! ([`SCHEMA`]) and server reflection, so that `pace --grpc pace.Echo/Say`
-//! (or ghz, or grpcurl) calls it without a `.proto` file. Its answers come
-//! after `--latency` and stalls like every answer of the server.
+//! calls it without a `.proto` file. Its answers come after `--latency`
+//! and stalls like every answer of the server, and, as every answer, once
+//! the call's request stream has ended: a client that keeps its
+//! reflection stream open for answers (grpcurl, ghz) waits in vain.
 //!
 //! - `Say`: the message back.
 //! - `Listen`: the message back `times` times, a server stream.
