@@ -1,8 +1,9 @@
 //! What an engine thread sends, as its protocol writes it: the requests
-//! made before the run, encoded once for all threads, or what the thread's
-//! script says (`request()`, `response()`, `delay()`, `thread:stop()`,
-//! `thread.addr`), each new request encoded once. The worker asks the
-//! source and never looks at which one it is.
+//! made before the run, encoded once for all threads; requests made as
+//! they are sent (gRPC calls from templates), each encoded then; or what
+//! the thread's script says (`request()`, `response()`, `delay()`,
+//! `thread:stop()`, `thread.addr`), each new request encoded once. The
+//! worker asks the source and never looks at which one it is.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -23,7 +23,7 @@ use std::io::Read as _;
 
 use mlua::{Lua, LuaSerdeExt, Table, Value};
 use prost::Message as _;
-use prost_reflect::{DeserializeOptions, DynamicMessage, SerializeOptions};
+use prost_reflect::{DynamicMessage, SerializeOptions};
 
 use crate::grpc::call::{frame, Call};
 
@@ -34,11 +34,9 @@ pub fn register(lua: &Lua, wrk: &Table, call: &Call) -> mlua::Result<()> {
     let (input, gzip) = (call.schema.input(), call.gzip);
     let encode = lua.create_function(move |lua, message: Value| {
         let json: serde_json::Value = lua.from_value(message)?;
-        let options = DeserializeOptions::new();
-        let message = DynamicMessage::deserialize_with_options(input.clone(), json, &options)
-            .map_err(|e| {
-                mlua::Error::runtime(format!("wrk.grpc.encode: not a {}: {e}", input.full_name()))
-            })?;
+        let message = DynamicMessage::deserialize(input.clone(), json).map_err(|e| {
+            mlua::Error::runtime(format!("wrk.grpc.encode: not a {}: {e}", input.full_name()))
+        })?;
         lua.create_string(frame(&message.encode_to_vec(), gzip))
     })?;
     grpc.raw_set("encode", encode)?;
