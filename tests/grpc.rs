@@ -706,6 +706,20 @@ fn pace_serve_grpc_has_a_service_of_its_own_and_says_its_schema() {
     let run = pace(&[&failing[..], &load].concat(), LIMIT);
     run.assert_ok();
     assert_eq!(json_of(&run)["grpc_codes"], json!({"UNAVAILABLE": 200}), "{run}");
+    // Chat answers each message as it comes: four messages 100 ms apart,
+    // each call's first reply long before its stream ends (300 ms on).
+    let chat = ["--grpc", "pace.Echo/Chat", "--data", r#"{"text": "hi"}"#];
+    let stream = ["--grpc-stream-count", "4", "--grpc-stream-interval", "100ms"];
+    let few = ["-t1", "-c2", "--streams", "2", "-n", "8", "-d10s", "--json", &target];
+    let run = pace(&[&chat[..], &stream, &few].concat(), LIMIT);
+    run.assert_ok();
+    let report = json_of(&run);
+    assert_eq!(report["grpc_codes"], json!({"OK": 8}), "{run}");
+    assert_eq!(report["grpc_stream"]["messages"], 32, "{run}");
+    assert_eq!(report["grpc_stream"]["reply_latency"]["count"], 32, "{run}");
+    assert!(report["latency"]["corrected"]["min_us"].as_u64().unwrap() >= 299_000, "{run}");
+    let first = report["grpc_stream"]["first_message"]["max_us"].as_u64().unwrap();
+    assert!(first < 250_000, "the first reply waited for the stream's end: {run}");
     // A method the service does not have: said before any load.
     let run = pace(&["--grpc", "pace.Echo/Shout", "-n", "1", &target], LIMIT);
     run.assert_code(1);

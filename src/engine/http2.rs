@@ -463,7 +463,12 @@ impl Http2 {
                 }),
             };
             let stream_slot = slot * depth + k;
-            match session.submit_request(form.field_slices(), body, stream_slot) {
+            // A stream's length is not the request body's: no
+            // content-length (servers that check it refuse the stream).
+            let streamed = self.streaming.sends.is_some();
+            let fields =
+                form.field_slices().filter(|(name, _)| !streamed || *name != b"content-length");
+            match session.submit_request(fields, body, stream_slot) {
                 Ok(stream_id) => {
                     let open = State::Open;
                     let sent_messages = u32::from(self.streaming.sends.is_some());

@@ -1,18 +1,19 @@
 //! `pace serve --grpc`: a gRPC service with a schema of its own
 //! ([`SCHEMA`]) and server reflection, so that `pace --grpc pace.Echo/Say`
-//! calls it without a `.proto` file. Its answers come after `--latency`
-//! and stalls like every answer of the server, and, as every answer, once
-//! the call's request stream has ended: a client that keeps its
-//! reflection stream open for answers (grpcurl, ghz) waits in vain.
+//! calls it without a `.proto` file (and grpcurl, and ghz). The answers
+//! to whole requests come after `--latency` and stalls like every answer
+//! of the server; the streaming ones (`Chat`, reflection) as each message
+//! comes.
 //!
 //! - `Say`: the message back.
 //! - `Listen`: the message back `times` times, a server stream.
-//! - `Chat`: every message of the call's stream back (once the stream
-//!   ends: the server answers a request when it is whole).
+//! - `Chat`: every message of the call's stream back, each as it comes.
 //! - A message with `status` set is answered with that status instead, as
 //!   a call with the metadata `pace-grpc-status` is.
 //! - Reflection (`grpc.reflection.v1` and `v1alpha`): the file of
-//!   [`SCHEMA`] by a symbol or its name, and the list of services.
+//!   [`SCHEMA`] by a symbol or its name, and the list of services, each
+//!   request answered as it comes (grpcurl and ghz wait for each answer
+//!   on an open stream).
 //! - Any other method: UNIMPLEMENTED.
 
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
@@ -31,7 +32,7 @@ service Echo {
   rpc Say (Note) returns (Note);
   // The message back `times` times.
   rpc Listen (Note) returns (stream Note);
-  // Every message of the call's stream back, once the stream ends.
+  // Every message of the call's stream back, each as it comes.
   rpc Chat (stream Note) returns (stream Note);
 }
 
@@ -114,6 +115,22 @@ impl Service {
         }
     }
 
+    /// Calls of `path` are answered message by message as they come
+    /// (`Chat`, reflection), not once the request is whole.
+    pub fn streams(&self, path: &[u8]) -> bool {
+        path == b"/pace.Echo/Chat" || reflection::PATHS.iter().any(|p| p.as_bytes() == path)
+    }
+
+    /// The answer to one message `framed` (with its prefix) of a call of
+    /// `path` that [`Service::streams`]: `Chat` echoes it, reflection
+    /// answers it (nothing for a message that is no reflection request).
+    pub fn answer_one(&self, path: &[u8], framed: &[u8]) -> Vec<u8> {
+        match path == b"/pace.Echo/Chat" {
+            true => framed.to_vec(),
+            false => reflection::answer(&self.pool, framed).unwrap_or_default(),
+        }
+    }
+
     /// The first message of `body` as a `Note` (an empty body is an empty
     /// Note, as protobuf reads zero bytes); None when it is no Note.
     fn first_note(&self, body: &[u8]) -> Option<DynamicMessage> {
@@ -170,6 +187,20 @@ mod tests {
         assert_eq!(service.answer(b"/pace.Echo/Say", OK, &[0, 0, 0, 0, 9, 1], 99).0, 3);
         // An empty body is an empty Note.
         assert_eq!(service.answer(b"/pace.Echo/Listen", OK, b"", 99), (OK, vec![]));
+    }
+
+    #[test]
+    fn chat_and_reflection_answer_each_message_as_it_comes() {
+        let service = Service::new().unwrap();
+        assert!(service.streams(b"/pace.Echo/Chat"));
+        assert!(service.streams(reflection::PATHS[1].as_bytes()));
+        assert!(!service.streams(b"/pace.Echo/Say") && !service.streams(b"/pace.Echo/Listen"));
+        let hi = note("hi", 0, 0);
+        assert_eq!(service.answer_one(b"/pace.Echo/Chat", &hi), hi);
+        let request = [0x3a, 0].to_vec(); // list_services: ""
+        let answer = service.answer_one(reflection::PATHS[0].as_bytes(), &frame(&request, false));
+        assert!(answer.windows(9).any(|w| w == b"pace.Echo"), "{answer:?}");
+        assert_eq!(service.answer_one(reflection::PATHS[0].as_bytes(), &[0, 0]), Vec::<u8>::new());
     }
 
     #[test]

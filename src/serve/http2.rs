@@ -71,6 +71,10 @@ pub(super) struct Http2Conn {
     linger_until: Option<u64>,
     /// The session's events being handled (kept for its memory).
     events: Vec<Event>,
+    /// Calls answered as their messages come (`--grpc`'s streaming
+    /// methods): by stream id, how far into the request body the answers
+    /// have gone.
+    answering: Vec<(i32, usize)>,
     /// The wake-up the event loop has queued for this connection.
     pub(super) timer: Option<u64>,
 }
@@ -90,6 +94,10 @@ impl Http2Conn {
         let role = Role::Server { max_concurrent_streams: MAX_CONCURRENT_STREAMS };
         let mut session = Session::new(role, true).map_err(io::Error::other)?;
         session.keep_bodies_up_to(kept_body);
+        if shared.grpc.is_some() {
+            // Its streaming methods answer each message as it comes.
+            session.count_grpc_messages();
+        }
         session.receive(received).map_err(io::Error::other)?;
         Ok(Http2Conn {
             transport,
@@ -103,6 +111,7 @@ impl Http2Conn {
             settings_deadline: preface_deadline.or_else(|| shared.head_deadline(now)),
             linger_until: None,
             events: Vec::new(),
+            answering: Vec::new(),
             timer: None,
         })
     }
@@ -191,6 +200,15 @@ impl Http2Conn {
         let mut requests = 0;
         for event in events.drain(..) {
             match event {
+                Event::GrpcMessage { slot, stream_id, .. } => {
+                    self.answer_message(slot, stream_id, shared);
+                }
+                Event::Request { slot, stream_id } if self.answered_as_it_came(stream_id) => {
+                    requests += 1;
+                    // The last answers went; the trailers end the stream.
+                    self.session.clear_message(slot);
+                    self.session.send_more(slot, stream_id, &[], true);
+                }
                 Event::Request { slot, stream_id } => {
                     let message = self.session.take_message(slot);
                     let response = match grpc_call(&message) {
@@ -230,13 +248,61 @@ impl Http2Conn {
                 }
                 Event::Closed { stream_id, .. } => {
                     self.pending.retain(|p| p.stream_id != stream_id);
+                    self.answering.retain(|&(id, _)| id != stream_id);
                 }
                 Event::Settings => self.settings_deadline = None,
-                Event::GoAway { .. } | Event::Response { .. } | Event::GrpcMessage { .. } => {}
+                Event::GoAway { .. } | Event::Response { .. } => {}
             }
         }
         self.events = events;
         counters.requests_read(requests);
+    }
+
+    /// A whole message of the request on `slot` arrived: a call of a
+    /// method `--grpc`'s service answers as it comes gets its answer to it
+    /// now (the response begins with the first). The answers come at
+    /// once: `--latency` and stalls hold answers to whole requests only.
+    fn answer_message(&mut self, slot: usize, stream_id: i32, shared: &Shared) {
+        let Some(service) = &shared.grpc else { return };
+        let Some(message) = self.session.message(slot) else { return };
+        let path = field(message, b":path").unwrap_or_default();
+        if grpc_call(message) != Some(grpc_status::OK) || !service.streams(path) {
+            return;
+        }
+        let at = match self.answering.iter().position(|&(id, _)| id == stream_id) {
+            Some(at) => at,
+            None => {
+                self.answering.push((stream_id, 0));
+                self.answering.len() - 1
+            }
+        };
+        let from = self.answering[at].1;
+        // Past what the body keeps, nothing more is answered.
+        let Some(framed) = next_framed(&message.body[from.min(message.body.len())..]) else {
+            return;
+        };
+        self.answering[at].1 = from + framed.len();
+        let answer = service.answer_one(path, framed);
+        if from == 0 {
+            let fields: [(&[u8], &[u8]); 3] = [
+                (b":status", b"200"),
+                (b"server", b"pace"),
+                (b"content-type", b"application/grpc"),
+            ];
+            let body = session::Body::Stream { queued: answer, at: 0, finished: false };
+            let submitted =
+                self.session.submit_response(stream_id, slot, fields, Some(body), Some(GRPC_OK));
+            if submitted.is_err() {
+                self.answering.swap_remove(at);
+            }
+        } else {
+            self.session.send_more(slot, stream_id, &answer, false);
+        }
+    }
+
+    /// The call on `stream_id` was answered as its messages came.
+    fn answered_as_it_came(&self, stream_id: i32) -> bool {
+        self.answering.iter().any(|&(id, _)| id == stream_id)
     }
 
     /// Submits the responses due at `now`.
@@ -378,6 +444,13 @@ fn grpc_call(message: &session::Message) -> Option<u8> {
 /// client says to give the schema instead.
 fn asks_reflection(message: &session::Message) -> bool {
     field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection."))
+}
+
+/// The first whole message (with its 5-byte prefix) at the start of
+/// `body`, if it has come.
+fn next_framed(body: &[u8]) -> Option<&[u8]> {
+    let length = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
+    body.get(..5 + length)
 }
 
 /// The value of the header field `name` (the first, if repeated).
