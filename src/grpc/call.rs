@@ -281,6 +281,13 @@ pub fn frame(message: &[u8], gzip: bool) -> Vec<u8> {
     framed
 }
 
+/// The first whole message at the start of a gRPC body, with its 5-byte
+/// prefix; None when it has not all come (or the body is empty).
+pub fn first_framed(body: &[u8]) -> Option<&[u8]> {
+    let length = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
+    body.get(..length.saturating_add(5))
+}
+
 fn gzipped(message: &[u8]) -> Vec<u8> {
     let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     // Writing into a Vec does not fail.

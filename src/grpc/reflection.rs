@@ -9,7 +9,7 @@
 use prost::Message;
 use prost_reflect::DescriptorPool;
 
-use super::call::frame;
+use super::call::{first_framed, frame};
 use crate::blocking::Exchange;
 use crate::grpc_status;
 use crate::http2::session::{self, Body, Event, Role, Session};
@@ -196,9 +196,9 @@ fn call(
 fn messages(mut body: &[u8]) -> Option<Vec<Vec<u8>>> {
     let mut messages = Vec::new();
     while !body.is_empty() {
-        let length = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
-        messages.push(body.get(5..5 + length)?.to_vec());
-        body = &body[5 + length..];
+        let framed = first_framed(body)?;
+        messages.push(framed[5..].to_vec());
+        body = &body[framed.len()..];
     }
     Some(messages)
 }

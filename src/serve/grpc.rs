@@ -18,6 +18,7 @@
 
 use prost_reflect::{DescriptorPool, DynamicMessage, MessageDescriptor};
 
+use crate::grpc::call::first_framed;
 use crate::grpc::reflection;
 use crate::grpc_status::{self, INVALID_ARGUMENT, OK, RESOURCE_EXHAUSTED, UNIMPLEMENTED};
 
@@ -141,18 +142,13 @@ impl Service {
 }
 
 /// The first message of a gRPC body with its 5-byte prefix; an empty body
-/// is no message (empty); None when it is cut short.
+/// is an empty message; None when it is cut short.
 fn framed_first(body: &[u8]) -> Option<&[u8]> {
-    if body.is_empty() {
-        return Some(frame_of_nothing());
+    const EMPTY: &[u8] = &[0, 0, 0, 0, 0];
+    match body.is_empty() {
+        true => Some(EMPTY),
+        false => first_framed(body),
     }
-    let length = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
-    body.get(..5 + length)
-}
-
-/// An empty message, framed.
-fn frame_of_nothing() -> &'static [u8] {
-    &[0, 0, 0, 0, 0]
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use super::endpoint::{self, Endpoint};
 use super::request::{Request, MAX_ECHO_BODY};
 use super::response::{self, Body, Response, ECHO_TOO_LARGE, NEVER};
 use super::{Shared, ThreadCounters, DEFAULT_BODY_TEXT};
+use crate::grpc::call::first_framed;
 use crate::grpc_status::{self, INVALID_ARGUMENT, RESOURCE_EXHAUSTED};
 use crate::http::transport::Transport;
 use crate::http2::canonical_name;
@@ -278,7 +279,7 @@ impl Http2Conn {
         };
         let from = self.answering[at].1;
         // Past what the body keeps, nothing more is answered.
-        let Some(framed) = next_framed(&message.body[from.min(message.body.len())..]) else {
+        let Some(framed) = first_framed(&message.body[from.min(message.body.len())..]) else {
             return;
         };
         self.answering[at].1 = from + framed.len();
@@ -444,13 +445,6 @@ fn grpc_call(message: &session::Message) -> Option<u8> {
 /// client says to give the schema instead.
 fn asks_reflection(message: &session::Message) -> bool {
     field(message, b":path").is_some_and(|path| path.starts_with(b"/grpc.reflection."))
-}
-
-/// The first whole message (with its 5-byte prefix) at the start of
-/// `body`, if it has come.
-fn next_framed(body: &[u8]) -> Option<&[u8]> {
-    let length = u32::from_be_bytes(body.get(1..5)?.try_into().ok()?) as usize;
-    body.get(..5 + length)
 }
 
 /// The value of the header field `name` (the first, if repeated).
