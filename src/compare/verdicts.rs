@@ -154,16 +154,22 @@ fn errors_line(base: &RunResult, new: &RunResult) -> Line {
     let share = |r: &RunResult| measure(r, Metric::Errors, Unit::Percent);
     let (b, n) = (share(base), share(new));
     let interval = statistics::share_difference(counts(base), counts(new));
+    share_line(Figure::Errors, (b, n), interval)
+}
+
+/// A line of shares that are failures (in percent): more or fewer of
+/// them, or within noise; not measured when a side has no share (nothing
+/// issued).
+fn share_line(figure: Figure, (b, n): (Option<f64>, Option<f64>), interval: (f64, f64)) -> Line {
     let verdict = match (b, n) {
         (Some(b), Some(n)) => match judge(n - b, interval, 0.0) {
             Some(true) => Verdict::MoreErrors,
             Some(false) => Verdict::FewerErrors,
             None => Verdict::WithinNoise,
         },
-        // Nothing issued on a side: no share to compare.
         _ => Verdict::NotMeasured,
     };
-    Line { figure: Figure::Errors, base: b, new: n, interval: Some(interval), floor: 0.0, verdict }
+    Line { figure, base: b, new: n, interval: Some(interval), floor: 0.0, verdict }
 }
 
 /// A line per gRPC status code but OK seen in either run: the share of
@@ -187,17 +193,7 @@ fn grpc_lines(base: &RunResult, new: &RunResult) -> Vec<Line> {
         .map(|code| {
             let (b, n) = (counts(base, code), counts(new, code));
             let interval = statistics::share_difference(b, n);
-            let (b, n) = (share(b), share(n));
-            let verdict = match (b, n) {
-                (Some(b), Some(n)) => match judge(n - b, interval, 0.0) {
-                    Some(true) => Verdict::MoreErrors,
-                    Some(false) => Verdict::FewerErrors,
-                    None => Verdict::WithinNoise,
-                },
-                _ => Verdict::NotMeasured,
-            };
-            let (interval, floor) = (Some(interval), 0.0);
-            Line { figure: Figure::Grpc(code), base: b, new: n, interval, floor, verdict }
+            share_line(Figure::Grpc(code), (share(b), share(n)), interval)
         })
         .collect()
 }
