@@ -690,7 +690,7 @@ impl Http2 {
             session.message(stream_slot).map_or((0, false, false, 0), |m| {
                 (m.status, m.reset_by_peer, m.ended, m.grpc_messages)
             });
-        if self.streaming != Streaming::default() {
+        if self.streaming.replies {
             let complete = code == session::NO_ERROR && ended;
             out.recorder.streamed(entry.intended, entry.sent_messages, messages, complete);
         }
