@@ -265,6 +265,15 @@ impl GrpcGo {
         Some(GrpcGo { url: format!("http://{addr}/"), child })
     }
 
+    /// The server, and its schema as a descriptor set in a directory of its
+    /// own (for files the test writes too).
+    fn with_protoset() -> Option<(GrpcGo, tempfile::TempDir, String)> {
+        let server = GrpcGo::start()?;
+        let dir = tempfile::tempdir().unwrap();
+        let protoset = GrpcGo::protoset(dir.path());
+        Some((server, dir, protoset))
+    }
+
     /// Writes the server's schema as a descriptor set into `dir`.
     fn protoset(dir: &Path) -> String {
         let file = dir.join("test.protoset");
@@ -289,9 +298,7 @@ const UNARY: &str = "grpc.testing.TestService/UnaryCall";
 #[test]
 fn grpc_go_answered_every_call_pace_counted() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
+    let Some((server, _dir, protoset)) = GrpcGo::with_protoset() else { return };
     let call = ["--grpc", UNARY, "--protoset", &protoset];
     let load = ["-t1", "-c2", "--streams", "10", "-n", "2000", "-d20s", "--json", &server.url];
     let run = pace(&[&call[..], &["--data", r#"{"responseSize": 100}"#], &load].concat(), LIMIT);
@@ -313,9 +320,7 @@ fn grpc_go_answered_every_call_pace_counted() {
 #[test]
 fn grpc_go_paced_calls_and_an_unimplemented_method() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
+    let Some((server, _dir, protoset)) = GrpcGo::with_protoset() else { return };
     let run = pace(
         &[
             "--grpc",
@@ -353,9 +358,7 @@ fn grpc_go_paced_calls_and_an_unimplemented_method() {
 #[test]
 fn a_file_of_messages_is_sent_in_turn() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
+    let Some((server, dir, protoset)) = GrpcGo::with_protoset() else { return };
     // Nine calls that succeed, one that the server fails: a tenth of the
     // calls, whatever the concurrency, as the messages go in turn.
     let mut messages = "{\"responseSize\": 10}\n".repeat(9);
@@ -415,9 +418,7 @@ fn without_a_schema_grpc_go_gives_it_by_reflection() {
 #[test]
 fn templates_make_each_call_its_own_message_and_gzip_compresses_them() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
+    let Some((server, _dir, protoset)) = GrpcGo::with_protoset() else { return };
     let call = ["--grpc", UNARY, "--protoset", &protoset];
     let load = ["-t2", "-c4", "--streams", "5", "-n", "600", "-d20s", "--json", &server.url];
     // Every call's number is its own (numbers unique across threads),
@@ -549,9 +550,7 @@ fn a_server_stream_counts_its_messages_and_times_the_first() {
 #[test]
 fn grpc_go_streams_are_timed_from_each_calls_intended_time() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
+    let Some((server, dir, protoset)) = GrpcGo::with_protoset() else { return };
     // Three messages a call: the first after 2 ms, the next 2 ms later,
     // the last at once; a tenth of the calls end UNAVAILABLE after them.
     let ok = r#"{"responseParameters": [{"size": 10, "intervalUs": 2000}, {"size": 10, "intervalUs": 2000}, {"size": 10}]}"#;
@@ -601,27 +600,15 @@ fn grpc_go_streams_are_timed_from_each_calls_intended_time() {
 #[test]
 fn client_and_bidirectional_streams_send_on_their_plan() {
     let _load = load_lock();
-    let Some(server) = GrpcGo::start() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let protoset = GrpcGo::protoset(dir.path());
-    let call = |method: &str| {
-        vec![
-            "--grpc".to_string(),
-            format!("grpc.testing.TestService/{method}"),
-            "--protoset".into(),
-            protoset.clone(),
-        ]
-    };
+    let Some((server, _dir, protoset)) = GrpcGo::with_protoset() else { return };
+    let input = ["--grpc", "grpc.testing.TestService/StreamingInputCall", "--protoset", &protoset];
+    let duplex = ["--grpc", "grpc.testing.TestService/FullDuplexCall", "--protoset", &protoset];
     let load = ["-t1", "-c2", "--streams", "5", "-n", "100", "-d30s", "--json", &server.url];
     // Client streaming: five messages a call, 2 ms apart; the reply comes
     // when the stream ends, so no call takes less than 8 ms.
     let stream = ["--grpc-stream-count", "5", "--grpc-stream-interval", "2ms"];
     let data = ["--data", r#"{"payload": {"body": "AAAA"}}"#];
-    let args: Vec<String> = call("StreamingInputCall")
-        .into_iter()
-        .chain(stream.iter().chain(&data).chain(&load).map(|s| s.to_string()))
-        .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let args = [&input[..], &stream, &data, &load].concat();
     let run = pace(&args, LIMIT);
     run.assert_ok();
     let report = json_of(&run);
@@ -640,11 +627,7 @@ fn client_and_bidirectional_streams_send_on_their_plan() {
     // time is at least that millisecond; the call's at least 10 ms.
     let stream = ["--grpc-stream-count", "4", "--grpc-stream-interval", "3ms"];
     let data = ["--data", r#"{"responseParameters": [{"size": 8, "intervalUs": 1000}]}"#];
-    let args: Vec<String> = call("FullDuplexCall")
-        .into_iter()
-        .chain(stream.iter().chain(&data).chain(&load).map(|s| s.to_string()))
-        .collect();
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let args = [&duplex[..], &stream, &data, &load].concat();
     let text: Vec<&str> = args.iter().copied().filter(|a| *a != "--json").collect();
     let run = pace(&text, LIMIT);
     run.assert_ok();
