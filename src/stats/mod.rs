@@ -5,6 +5,7 @@
 //! HdrHistograms with the same geometry add count by count.
 
 pub mod spectrum;
+pub mod stationarity;
 mod streamed;
 
 pub use streamed::Streamed;
