@@ -53,6 +53,7 @@ fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
         Command::Merge(args) => crate::merge::run(&args),
         Command::Report(args) => crate::merge::report(&args),
         Command::Compare(args) => crate::compare::run(&args),
+        Command::Search(args) => crate::search::run(&args),
         Command::Help(help) => print(&help.text()).map_or_else(stdout_failed, |()| Ok(0)),
         Command::Version(text) | Command::Generated(text) => {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))

@@ -46,6 +46,7 @@ mod requests;
 mod resolve;
 mod run;
 mod script;
+mod search;
 pub mod serve;
 mod signals;
 mod slo;

@@ -92,38 +92,16 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
     // its exit code.
     let signals = Signals::install()?;
     let stop = signals.stop();
-    // Every origin is resolved (and reachable) before anything is sent:
-    // with --unix-socket, each goes to the socket; through a proxy, every
-    // connection goes to the proxy; else --connect-to and -4/-6 apply to
-    // each origin.
-    let origins = Origins::of(cfg);
-    let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
-    let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
-        Some(proxy) => proxy
-            .resolve(&cfg.reach, probe_within, &stop)
-            .map(|endpoints| vec![endpoints; origins.list.len()]),
-        None => (origins.list.iter())
-            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within, &stop))
-            .collect::<Result<Vec<_>, _>>(),
-    };
-    let resolved = match resolved {
-        Ok(resolved) => resolved,
+    let reached = match reach(cfg, &stop) {
+        Ok(reached) => reached,
         Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
     };
-    let endpoints = &resolved[0].clone();
-    // --grpc without a schema: the server's reflection gives it, before
-    // anything is sent.
-    let reflected = match with_reflected_call(cfg, &endpoints[0], &stop) {
-        Ok(reflected) => reflected,
-        Err(error) => return stopped_before_the_run(&signals).unwrap_or(Err(error)),
-    };
-    if let Some(reflected) = &reflected {
+    if let Some(reflected) = &reached.reflected {
         outputs.grpc_kind(reflected.grpc_call.as_ref().map(CallKind::of));
     }
-    let cfg = reflected.as_ref().unwrap_or(cfg);
-    let places = (origins.list.iter().zip(resolved))
-        .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
-        .collect();
+    let cfg = reached.reflected.as_ref().unwrap_or(cfg);
+    let Reached { places, endpoints, .. } = reached;
+    let endpoints = &endpoints;
     let watch = Watch { progress: bench.progress, metrics: metrics.as_ref() };
     let outcome = match script.take() {
         Some(mut script) => {
@@ -174,6 +152,41 @@ pub fn bench(bench: &Bench) -> Result<i32, Error> {
         }
         (outcome, Ok(())) => outcome,
     }
+}
+
+/// Where a run's requests go, found before anything is sent.
+pub struct Reached {
+    /// Each origin, and the address its connections go to.
+    pub places: Vec<(Target, Endpoint)>,
+    /// Every address of the first origin (a script's `wrk.lookup` and
+    /// `wrk.connect` see them).
+    pub endpoints: Vec<Endpoint>,
+    /// With `--grpc` and no schema: the configuration with the call whose
+    /// schema the server's reflection gave (see [`with_reflected_call`]).
+    pub reflected: Option<BenchConfig>,
+}
+
+/// Resolves every origin of `cfg` and checks it is reachable: with
+/// --unix-socket, each goes to the socket; through a proxy, every
+/// connection goes to the proxy; else --connect-to and -4/-6 apply to
+/// each origin. Then, with --grpc and no schema, asks the server for it.
+pub fn reach(cfg: &BenchConfig, stop: &Stop) -> Result<Reached, Error> {
+    let origins = Origins::of(cfg);
+    let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
+    let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
+        Some(proxy) => proxy
+            .resolve(&cfg.reach, probe_within, stop)
+            .map(|endpoints| vec![endpoints; origins.list.len()])?,
+        None => (origins.list.iter())
+            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within, stop))
+            .collect::<Result<Vec<_>, _>>()?,
+    };
+    let endpoints = resolved[0].clone();
+    let reflected = with_reflected_call(cfg, &endpoints[0], stop)?;
+    let places = (origins.list.iter().zip(resolved))
+        .map(|((target, _), mut endpoints)| (target.clone(), endpoints.swap_remove(0)))
+        .collect();
+    Ok(Reached { places, endpoints, reflected })
 }
 
 /// With `--grpc` and no schema, the run's configuration with the call
@@ -526,7 +539,7 @@ pub fn fixed_workload(cfg: &BenchConfig, endpoint: &Endpoint) -> Workload<NoScri
 /// One Lua state per thread, set up in wrk's order. As wrk's
 /// `script_verify_request`, the first request of the first thread must
 /// parse and fixes the pipelining depth (the number of requests in it).
-fn scripted_workload(
+pub fn scripted_workload(
     cfg: &BenchConfig,
     endpoints: &[Endpoint],
     script: &mut Script,

@@ -157,6 +157,23 @@ pub fn format_time_us(n: f64) -> String {
     }
 }
 
+/// A rate for tables and sentences: whole requests per second with
+/// thousands separated (`23,400`) from 10/s, two decimals below (`2.50`).
+pub fn format_rate(rate: f64) -> String {
+    if !(10.0..1e18).contains(&rate) {
+        return format!("{rate:.2}");
+    }
+    let digits = format!("{:.0}", rate.round());
+    let mut grouped = String::new();
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
 /// A time given in seconds, no decimals (`30s`, `1m`), for the header.
 pub fn format_time_s(n: f64) -> String {
     format_units(n, &TIME_S, 0)
@@ -304,6 +321,15 @@ mod tests {
         assert_eq!(pad_units("6.67ms", 8), "  6.67ms");
         assert_eq!(pad_units("635.91us", 8), "635.91us");
         assert_eq!(pad_units("1000.00ms", 8), "1000.00m");
+    }
+
+    #[test]
+    fn rates_for_people() {
+        assert_eq!(format_rate(23_400.0), "23,400");
+        assert_eq!(format_rate(1_234_567.4), "1,234,567");
+        assert_eq!(format_rate(999.6), "1,000");
+        assert_eq!(format_rate(10.0), "10");
+        assert_eq!(format_rate(2.5), "2.50");
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! `cli::parse`); a new option, one more entry in its command's table.
 
 use super::options::{Described, Kind, Spec, HELP_ONLY};
-use super::{bench, compare, merge, serve};
+use super::{bench, compare, merge, search, serve};
 
 /// The shells `pace completions` writes a script for.
 pub(super) const SHELLS: &[&str] = &["bash", "zsh", "fish"];
@@ -94,6 +94,34 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
             operands: None,
             notes: &[],
             column: 25,
+        },
+        CommandDoc {
+            name: "search",
+            usage: "<options> <url>",
+            summary: &["Find the highest rate a service holds", "within its SLOs (pace search -h)"],
+            about: &[
+                "Finds the highest rate the service holds within the objectives of",
+                "--slo: steps of paced load (each -d long after a --warmup of its own,",
+                "2s by default) rising from --from until one fails, then narrowing",
+                "between the last that held and the first that failed to --resolution.",
+                "A step holds when every objective is met and it was stationary:",
+                "latency and requests in flight did not keep growing through its",
+                "periods. A step pace itself could not offer is not the service's",
+                "failure: connections too few are grown (up to --max-connections),",
+                "and a generator short of CPU ends the search, said in words.",
+                "Prints a row per step and the answer (\"holds N requests/s within",
+                "...\"); -e writes JSON Lines (each step a report pace report,",
+                "compare and merge read with --step N), --html the latency against",
+                "the throughput. Exit 0 when a rate was found, 4 when even the first",
+                "step failed or the rate is below --min-rate.",
+            ],
+            options: search::described(),
+            operands: Some(Kind::Text),
+            notes: &[
+                "Numeric arguments may include a SI unit (1k, 1M, 1G)",
+                "Time arguments may include a time unit (2s, 2m, 2h)",
+            ],
+            column: 29,
         },
         CommandDoc {
             name: "merge",

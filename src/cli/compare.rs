@@ -20,6 +20,7 @@ pub(super) enum CompareFlag {
     Percentiles,
     MaxRegression,
     Noise,
+    Step,
     Help,
 }
 
@@ -43,6 +44,9 @@ pub(super) const COMPARE_SPECS: &[Spec<CompareFlag>] = &[
     Spec::new(None, "noise", CompareFlag::Noise)
         .takes("N")
         .help(&["Smallest difference called faster or", "slower (default 5%,100us)"]),
+    Spec::new(None, "step", CompareFlag::Step)
+        .takes("N")
+        .help(&["Of searches' files (pace search -e), compare", "their step N"]),
     Spec::new(Some('h'), "help", CompareFlag::Help).help(&["Print this help"]),
 ];
 
@@ -72,6 +76,9 @@ pub(super) fn parse_compare(args: Vec<OsString>) -> Result<Command, Error> {
                 .extend(parse_limits(&options.text(name)?).map_err(|why| invalid(name, why))?),
             CompareFlag::Noise => {
                 compare.noise = noise(&options.text(name)?).map_err(|why| invalid(name, why))?
+            }
+            CompareFlag::Step => {
+                compare.step = Some(super::merge::step(name, &options.text(name)?)?)
             }
             CompareFlag::Help => return Ok(Command::Help(Help::Of("compare"))),
         }

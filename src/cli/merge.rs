@@ -20,6 +20,7 @@ pub(super) enum MergeFlag {
     Slo,
     Output,
     Html,
+    Step,
     Help,
 }
 
@@ -37,6 +38,11 @@ pub(super) const MERGE_SPECS: &[Spec<MergeFlag>] = &[
     Spec::new(None, "html", MergeFlag::Html)
         .takes_file("F")
         .help(&["Also write an HTML report with charts to F", "(results of -e only)"]),
+    Spec::new(None, "step", MergeFlag::Step).takes("N").help(&[
+        "Of searches' files (pace search -e), merge",
+        "their step N (without it, ladders merge",
+        "step by step)",
+    ]),
     HELP,
 ];
 
@@ -48,6 +54,9 @@ pub(super) const REPORT_SPECS: &[Spec<MergeFlag>] = &[
     Spec::new(None, "html", MergeFlag::Html)
         .takes_file("F")
         .help(&["Write the HTML report with charts to F"]),
+    Spec::new(None, "step", MergeFlag::Step)
+        .takes("N")
+        .help(&["Of a search's file (pace search -e), its", "step N"]),
     HELP,
 ];
 
@@ -114,6 +123,7 @@ fn parse_args(
             MergeFlag::Slo => merge.slo.extend(objectives(name, &options.text(name)?)?),
             MergeFlag::Output => merge.outputs.output = Some(PathBuf::from(options.value(name)?)),
             MergeFlag::Html => merge.outputs.html = Some(PathBuf::from(options.value(name)?)),
+            MergeFlag::Step => merge.step = Some(step(name, &options.text(name)?)?),
             MergeFlag::Help => return Ok(None),
         }
     }
@@ -121,6 +131,17 @@ fn parse_args(
     merge.report.latency |= merge.report.percentiles.is_some();
     super::distinct_files(&merge.outputs)?;
     Ok(Some(merge))
+}
+
+/// `--step N`: a step of a search, from 1.
+pub(super) fn step(option: &str, text: &str) -> Result<usize, Error> {
+    match crate::units::parse_count(text) {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(super::options::bad_value(
+            option,
+            format!("'{text}' is not a step number (1, 2, ...)"),
+        )),
+    }
 }
 
 #[cfg(test)]

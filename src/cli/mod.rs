@@ -16,6 +16,7 @@ mod manpage;
 mod merge;
 mod options;
 mod plan;
+mod search;
 mod serve;
 mod shard;
 mod suggest;
@@ -51,6 +52,9 @@ pub enum Command {
     Report(crate::merge::MergeArgs),
     /// `pace compare`: two saved runs side by side.
     Compare(crate::compare::CompareArgs),
+    /// `pace search`: the highest rate within the objectives. Boxed as
+    /// the benchmark is.
+    Search(Box<crate::search::SearchArgs>),
     /// `-h`/`--help`/`pace help`: print this help to stdout, exit 0.
     Help(Help),
     /// `-v` without a URL: print this line to stdout, exit 0.
@@ -92,6 +96,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Command, Error>
         "merge" => merge::parse_merge,
         "report" => merge::parse_report,
         "compare" => compare::parse_compare,
+        "search" => search::parse,
         "completions" => completions::parse,
         "man" => manpage::parse,
         "help" => help,
@@ -207,8 +212,8 @@ mod tests {
         assert!(matches!(
             run(&["help", "bogus"]),
             Err(Error::Usage(m))
-                if m == "unknown command 'bogus' (commands: serve, demo, merge, report, \
-                         compare, completions, man, help)"
+                if m == "unknown command 'bogus' (commands: serve, demo, search, merge, \
+                         report, compare, completions, man, help)"
         ));
     }
 }

@@ -22,6 +22,7 @@ pub(super) enum ServeFlag {
     Threads,
     BodySize,
     Latency,
+    Capacity,
     StallAt,
     StallFor,
     Tls,
@@ -55,6 +56,10 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
     Spec::new(None, "stall-for", ServeFlag::StallFor)
         .takes("T")
         .help(&["...for this long (both or neither)"]),
+    Spec::new(None, "capacity", ServeFlag::Capacity).takes("N").help(&[
+        "Serve at most N requests/s, one at a time in",
+        "the order read: above N a queue builds",
+    ]),
     Spec::new(None, "tls", ServeFlag::Tls)
         .help(&["Serve HTTPS with a self-signed certificate", "(benchmark it with pace -k)"]),
     Spec::new(None, "grpc", ServeFlag::Grpc).help(&[
@@ -105,6 +110,13 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
             ServeFlag::Latency => opts.latency = time(name, &options.text(name)?)?,
             ServeFlag::StallAt => stall_at = Some(time(name, &options.text(name)?)?),
             ServeFlag::StallFor => stall_for = Some(time(name, &options.text(name)?)?),
+            ServeFlag::Capacity => {
+                let capacity = count(name, &options.text(name)?)?;
+                if capacity == 0 {
+                    return Err(bad_value(name, "the capacity must be at least 1 request/s"));
+                }
+                opts.capacity = Some(capacity as u64);
+            }
             ServeFlag::Tls => opts.tls = true,
             ServeFlag::Grpc => opts.grpc = true,
             ServeFlag::UnixSocket => {

@@ -44,6 +44,8 @@ pub struct CompareArgs {
     pub limits: Vec<Limit>,
     /// `--noise`.
     pub noise: Noise,
+    /// `--step N`: of searches' files (`pace search -e`), their step N.
+    pub step: Option<usize>,
 }
 
 /// The two runs and what is to be said about comparing them.
@@ -57,8 +59,8 @@ pub struct Runs<'a> {
 
 /// Runs `pace compare`; returns the exit code.
 pub fn run(args: &CompareArgs) -> Result<i32, Error> {
-    let base = saved::read(&args.base).map_err(Error::Setup)?;
-    let new = saved::read(&args.new).map_err(Error::Setup)?;
+    let base = saved::read(&args.base, args.step).map_err(Error::Setup)?;
+    let new = saved::read(&args.new, args.step).map_err(Error::Setup)?;
     let paced = base.description.plan().is_some() && new.description.plan().is_some();
     gate::check(&args.limits, paced)
         .map_err(|why| Error::Usage(format!("--max-regression: {why}")))?;

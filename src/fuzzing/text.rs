@@ -7,6 +7,7 @@ use std::os::unix::ffi::OsStringExt;
 use crate::cli::{self, Command};
 use crate::config::Mode;
 use crate::error::Error;
+use crate::search::climb::Climb;
 use crate::target::{Scheme, Target};
 use crate::units;
 
@@ -114,6 +115,19 @@ pub fn command_line(data: &[u8]) {
                 .headers
                 .iter()
                 .all(|(name, value)| { !name.is_empty() && !value.contains(['\r', '\n']) }));
+        }
+        Ok(Command::Search(args)) => {
+            let config = &args.bench.config;
+            assert!(config.threads >= 1 && config.connections >= config.threads);
+            assert!(args.max_connections >= config.connections);
+            let rates = match &args.climb {
+                Climb::Search { from, to, resolution } => {
+                    assert!(*resolution > 0.0 && *resolution < 1.0);
+                    vec![*from].into_iter().chain(*to).collect()
+                }
+                Climb::Ladder(rates) => rates.clone(),
+            };
+            assert!(!rates.is_empty() && rates.iter().all(|r| r.is_finite() && *r > 0.0));
         }
         Ok(Command::Serve(options)) => assert!(options.threads >= 1),
         Ok(Command::Merge(args)) => assert!(!args.files.is_empty()),

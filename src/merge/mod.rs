@@ -11,7 +11,7 @@
 //! the merge: its text report again (with any `-L`, `-U`, `--percentiles`
 //! asked for now), and its HTML page.
 
-mod combine;
+pub mod combine;
 mod hlog;
 mod runs;
 pub mod saved;
@@ -37,6 +37,8 @@ pub struct MergeArgs {
     /// `-e`, `-o`, `--html`.
     pub outputs: OutputOptions,
     pub slo: Vec<Objective>,
+    /// `--step N`: of searches' files (`pace search -e`), their step N.
+    pub step: Option<usize>,
 }
 
 /// What a page is made of besides the description and the result.
@@ -65,10 +67,15 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         let merged = hlog::merge(&args.files).map_err(Error::Setup)?;
         return write_out(args, |out| hlog::write(out, args, &merged)).map(|()| 0);
     }
+    let ladders =
+        args.step.is_none() && saved::read_steps(&args.files[0]).is_ok_and(|s| !s.is_empty());
+    if ladders {
+        return merge_ladders(args);
+    }
     let saved = args
         .files
         .iter()
-        .map(|path| saved::read(path))
+        .map(|path| saved::read(path, args.step))
         .collect::<Result<Vec<_>, String>>()
         .map_err(Error::Setup)?;
     let merged = combine::combine(&saved).map_err(Error::Setup)?;
@@ -130,7 +137,7 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
     let [path] = args.files.as_slice() else {
         return Err(Error::Usage("pace report takes one file (pace merge adds several)".into()));
     };
-    let saved = saved::read(path).map_err(Error::Setup)?;
+    let saved = saved::read(path, args.step).map_err(Error::Setup)?;
     let reporting = configure(saved.description.clone(), args)?;
     let Reporting { run, report: options, .. } = &reporting;
     let verdicts = slo::verdicts(&args.slo, run, &saved.result);
@@ -162,6 +169,27 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
         write_page(page, &reporting, &saved.result, parts)?;
     }
     Ok(slo::gate(&verdicts, args.outputs.json))
+}
+
+/// `pace merge` of the files of ladders, step by step (see
+/// [`crate::search::merged`]); returns the exit code.
+fn merge_ladders(args: &MergeArgs) -> Result<i32, Error> {
+    let (setup, steps, notes) = crate::search::merged::merge(args).map_err(Error::Setup)?;
+    let page = open_page(args)?;
+    for note in &notes {
+        eprintln!("pace merge: {note}");
+    }
+    let answer = crate::search::answer::Answer::of(&setup, &steps, None);
+    write_out(args, |out| {
+        crate::search::merged::write(out, &setup, &steps, &answer, args.outputs.json, &args.report)
+    })?;
+    if let Some(mut page) = page {
+        let path = page.path().to_path_buf();
+        crate::search::html::write(page.writer(), &setup, &steps, &answer)
+            .map_err(|e| write_error(&path, e))?;
+        page.commit().map_err(|e| write_error(&path, e))?;
+    }
+    Ok(answer.code)
 }
 
 /// What the reports of the saved run(s) `run` describes are made from,

@@ -81,14 +81,39 @@ pub struct MergeRecord {
     pub notes: Vec<String>,
 }
 
-/// Reads the run saved in `path`, a line at a time.
-pub fn read(path: &Path) -> Result<SavedRun, String> {
-    read_within(path, MAX_LINE, MAX_FILE)
+/// Reads the run saved in `path`, a line at a time; of the file of a
+/// search (`pace search -e`), its step `step` (from 1).
+pub fn read(path: &Path, step: Option<usize>) -> Result<SavedRun, String> {
+    let source = path.display().to_string();
+    let lines = read_lines(path, MAX_LINE, MAX_FILE)?;
+    let mut file = parse_file(&source, lines.iter().map(String::as_str))?;
+    match (step, file.steps.len()) {
+        (None, 0) => file.run.ok_or_else(|| no_final(&source)),
+        (None, steps) => Err(format!(
+            "{source} is a search's file with {steps} steps: choose one with --step N (1 to \
+             {steps})"
+        )),
+        (Some(_), 0) => {
+            Err(format!("{source} is one run, not a search's file: --step is for those"))
+        }
+        (Some(n), steps) if n == 0 || n > steps => {
+            Err(format!("{source} has steps 1 to {steps}, no step {n}"))
+        }
+        (Some(n), _) => Ok(file.steps.swap_remove(n - 1)),
+    }
 }
 
-/// [`read`] with lines of at most `max_line` bytes and a file of at most
-/// `max_file`.
-fn read_within(path: &Path, max_line: usize, max_file: u64) -> Result<SavedRun, String> {
+/// Every step of the search saved in `path`, in order (empty for a run's
+/// own file).
+pub fn read_steps(path: &Path) -> Result<Vec<SavedRun>, String> {
+    let source = path.display().to_string();
+    let lines = read_lines(path, MAX_LINE, MAX_FILE)?;
+    Ok(parse_file(&source, lines.iter().map(String::as_str))?.steps)
+}
+
+/// The lines of `path`, of at most `max_line` bytes each and `max_file`
+/// in all.
+fn read_lines(path: &Path, max_line: usize, max_file: u64) -> Result<Vec<String>, String> {
     let source = path.display().to_string();
     let cannot =
         |e: std::io::Error| format!("cannot read {source}: {}", crate::error::io_reason(&e));
@@ -121,34 +146,67 @@ fn read_within(path: &Path, max_line: usize, max_file: u64) -> Result<SavedRun, 
             .map_err(|_| format!("{source} line {}: not text", lines.len() + 1))?;
         lines.push(text);
     }
-    parse_lines(&source, lines.iter().map(String::as_str))
+    Ok(lines)
 }
 
 /// The run of the JSON lines in `text` (`source` names it in messages).
 #[cfg(test)]
 pub fn parse(source: &str, text: &str) -> Result<SavedRun, String> {
-    parse_lines(source, text.lines())
+    parse_file(source, text.lines())?.run.ok_or_else(|| no_final(source))
 }
 
-fn parse_lines<'a>(source: &str, lines: impl Iterator<Item = &'a str>) -> Result<SavedRun, String> {
+fn no_final(source: &str) -> String {
+    format!("{source} has no final report (was the run cut off?)")
+}
+
+/// What a file holds: a run (its periods, then its final report), or the
+/// steps of a search (each its periods, then its report `"step"`, and the
+/// search's own line at the end, which says nothing a step needs).
+struct SavedFile {
+    run: Option<SavedRun>,
+    steps: Vec<SavedRun>,
+}
+
+fn parse_file<'a>(source: &str, lines: impl Iterator<Item = &'a str>) -> Result<SavedFile, String> {
     let mut periods = Vec::new();
-    let mut last = None;
+    let (mut run, mut steps, mut searched) = (None, Vec::new(), false);
     for (number, line) in lines.enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let at = || format!("{source} line {}", number + 1);
-        let report =
-            Report::read(line).map_err(|e| format!("{}: not a report of pace -e ({e})", at()))?;
-        if last.is_some() {
+        if run.is_some() || searched {
             return Err(format!("{}: more after the final report", at()));
         }
+        if is_search_line(line) {
+            searched = true;
+            continue;
+        }
+        let report =
+            Report::read(line).map_err(|e| format!("{}: not a report of pace -e ({e})", at()))?;
         match report.report.as_str() {
             "period" => periods.push(interval(&report).map_err(|e| format!("{}: {e}", at()))?),
-            "final" => last = Some(report),
+            "final" if steps.is_empty() => {
+                run = Some(saved_run(source, report, std::mem::take(&mut periods))?)
+            }
+            "step" => steps.push(
+                saved_run(source, report, std::mem::take(&mut periods))
+                    .map_err(|e| format!("{}: {e}", at()))?,
+            ),
             other => return Err(format!("{}: unknown report kind '{other}'", at())),
         }
     }
-    let Some(mut report) = last else {
-        return Err(format!("{source} has no final report (was the run cut off?)"));
-    };
+    Ok(SavedFile { run, steps })
+}
+
+/// Whether `line` is the search's own last line (`"report": "search"`).
+fn is_search_line(line: &str) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        report: String,
+    }
+    serde_json::from_str::<Kind>(line).is_ok_and(|kind| kind.report == crate::search::json::SEARCH)
+}
+
+/// The run of a final report (or a step's) and the periods before it.
+fn saved_run(source: &str, mut report: Report, periods: Vec<Interval>) -> Result<SavedRun, String> {
     let mut run =
         report.run.take().ok_or_else(|| format!("{source}: a final report without its run"))?;
     let schema = report.schema_version;
@@ -813,11 +871,11 @@ mod tests {
         let file = std::fs::File::create(&path).unwrap();
         // A sparse file: its size costs no disk, only a reader that reads it.
         file.set_len(MAX_FILE + 100).unwrap();
-        let Err(message) = read(&path) else { panic!("accepted") };
+        let Err(message) = read(&path, None) else { panic!("accepted") };
         assert!(message.contains("line 1 is longer than 64.00M"), "{message}");
         // Lines of text, too many of them.
         std::fs::write(&path, "{}\n".repeat(100)).unwrap();
-        let Err(message) = read_within(&path, 10, 250) else { panic!("accepted") };
+        let Err(message) = read_lines(&path, 10, 250) else { panic!("accepted") };
         assert!(message.contains("is larger than 250.00"), "{message}");
     }
 }

@@ -107,6 +107,12 @@ pub struct ServeOptions {
     pub latency: Duration,
     /// A window during which no response is written.
     pub stall: Option<Stall>,
+    /// `--capacity N`: at most N requests a second are served, one after
+    /// the other in the order read (over all threads and connections),
+    /// each taking 1/N s: a service with one worker, whose latency climbs
+    /// past a knee when the rate offered nears N and grows without bound
+    /// above it (what `pace search` finds).
+    pub capacity: Option<u64>,
     /// Serve HTTPS with a fixed self-signed certificate, valid for
     /// `localhost`, `127.0.0.1` and `::1` (its key is public: local use only).
     pub tls: bool,
@@ -147,6 +153,7 @@ impl Default for ServeOptions {
             body_size: DEFAULT_BODY_SIZE,
             latency: Duration::ZERO,
             stall: None,
+            capacity: None,
             tls: false,
             head_timeout: Some(DEFAULT_HEAD_TIMEOUT),
             grpc: false,
@@ -321,12 +328,23 @@ fn describe(opts: &ServeOptions) -> String {
         true => ", gRPC service pace.Echo with reflection",
         false => "",
     };
-    format!("{threads}, {}-byte body, {latency}, {stall}, {head_timeout}{grpc}", opts.body_size)
+    let capacity = match opts.capacity {
+        Some(capacity) => format!(", capacity {capacity} requests/s"),
+        None => String::new(),
+    };
+    format!(
+        "{threads}, {}-byte body, {latency}, {stall}, {head_timeout}{capacity}{grpc}",
+        opts.body_size
+    )
 }
 
 /// What all server threads share: read-only settings and the counters.
 struct Shared {
     latency_ns: u64,
+    /// `--capacity`: each request's service time, ns (None: no limit)...
+    service_ns: Option<u64>,
+    /// ...and when the one worker is free next, in [`now_ns`] time.
+    worker_free_ns: AtomicU64,
     /// The stall window in [`now_ns`] time: `[start, end)`.
     stall_ns: Option<(u64, u64)>,
     default_body: Box<[u8]>,
@@ -352,6 +370,8 @@ impl Shared {
         });
         Shared {
             latency_ns: duration_ns(opts.latency),
+            service_ns: opts.capacity.map(|capacity| 1_000_000_000 / capacity.max(1)),
+            worker_free_ns: AtomicU64::new(0),
             stall_ns,
             default_body: DEFAULT_BODY_TEXT.iter().copied().cycle().take(opts.body_size).collect(),
             head_timeout_ns: opts.head_timeout.map(duration_ns),
@@ -362,10 +382,31 @@ impl Shared {
         }
     }
 
-    /// When a response to a request read at `now` may be written: after
-    /// the added latency and `extra_ns`, and never during the stall.
+    /// When a response to a request read at `now` may be written: once
+    /// served (see [`ServeOptions::capacity`]), after the added latency and
+    /// `extra_ns`, and never during the stall.
     fn due_time(&self, now: u64, extra_ns: u64) -> u64 {
-        self.release_time(now.saturating_add(self.latency_ns).saturating_add(extra_ns))
+        let served = self.served_at(now);
+        self.release_time(served.saturating_add(self.latency_ns).saturating_add(extra_ns))
+    }
+
+    /// When the one worker of `--capacity` is done with a request read at
+    /// `now` (queued behind those read before it); `now` without.
+    fn served_at(&self, now: u64) -> u64 {
+        let Some(service) = self.service_ns else { return now };
+        let mut free = self.worker_free_ns.load(Ordering::Relaxed);
+        loop {
+            let done = free.max(now).saturating_add(service);
+            match self.worker_free_ns.compare_exchange_weak(
+                free,
+                done,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return done,
+                Err(current) => free = current,
+            }
+        }
     }
 
     /// When a request head begun at `now` must be complete (None: never).

@@ -69,7 +69,7 @@ use crate::tls;
 use crate::units::{parse_count, parse_metric};
 use table::WRK_FAMILY;
 pub(super) use table::{Flag, SPECS};
-use validate::validate;
+pub(in crate::cli) use validate::validate;
 
 /// Shortest `-p` period or `--timeseries` slot: shorter ones would cost
 /// the engine threads more hand-overs than they measure.
@@ -79,7 +79,7 @@ const MIN_PERIOD: Duration = Duration::from_millis(10);
 const DEFAULT_SERIES_SLOT: Duration = Duration::from_millis(250);
 
 /// The options as typed, before the checks that need all of them.
-struct BenchArgs {
+pub(in crate::cli) struct BenchArgs {
     connections: usize,
     duration: Duration,
     /// `-d` was typed (it must then agree with `--stages`).
@@ -95,10 +95,10 @@ struct BenchArgs {
     requests: Option<usize>,
     batch_latency: bool,
     timeout: Duration,
-    plan: PlanArgs,
-    warmup: Duration,
-    shard: Shard,
-    start_at: Option<SystemTime>,
+    pub(in crate::cli) plan: PlanArgs,
+    pub(in crate::cli) warmup: Duration,
+    pub(in crate::cli) shard: Shard,
+    pub(in crate::cli) start_at: Option<SystemTime>,
     digits: usize,
     insecure: bool,
     /// `--cacert`, `--cert`, `--key`: files read by [`validate`].
@@ -118,7 +118,7 @@ struct BenchArgs {
     /// `--metrics-push-token-file`: read by [`validate`].
     metrics_push_token: Option<PathBuf>,
     /// `--slo`, every list in order (the option may be repeated).
-    slo: Vec<Objective>,
+    pub(in crate::cli) slo: Vec<Objective>,
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
@@ -137,7 +137,7 @@ struct BenchArgs {
     reach: Reach,
     print_version: bool,
     /// Every non-option word in order: the URL, then the script arguments.
-    words: Vec<String>,
+    pub(in crate::cli) words: Vec<String>,
 }
 
 impl Default for BenchArgs {
@@ -211,112 +211,12 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
             }
             Item::Option(found) => found,
         };
-        bare_timeseries = false;
         let name = found.name.as_str();
-        match found.flag {
-            Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
-            Flag::Duration => {
-                typed.duration = time(name, &options.text(name)?)?;
-                typed.duration_typed = true;
-            }
-            Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
-            Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
-            Flag::Header => typed.headers.push(header(&options.text(name)?)?),
-            Flag::Method => typed.method = Some(method(name, options.text(name)?)?),
-            Flag::Body => typed.body = Some(options.value(name)?.into_vec()),
-            Flag::BodyFile => typed.body_file = Some(PathBuf::from(options.value(name)?)),
-            Flag::Targets => typed.targets = Some(PathBuf::from(options.value(name)?)),
-            Flag::TargetsOrder => {
-                typed.targets_order = Some(targets_order(name, &options.text(name)?)?)
-            }
-            Flag::Requests => typed.requests = Some(count(name, &options.text(name)?)?),
-            Flag::Latency => typed.report.latency = true,
-            Flag::ULatency => typed.report.u_latency = true,
-            Flag::BatchLatency => typed.batch_latency = true,
-            Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
-            Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
-            Flag::Arrival => typed.plan.arrival = Some(plan::arrival(name, &options.text(name)?)?),
-            Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
-            Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
-            Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
-            Flag::Shard => typed.shard = shard::shard(name, &options.text(name)?)?,
-            Flag::StartAt => typed.start_at = Some(shard::start_at(name, &options.text(name)?)?),
-            Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
-            Flag::Insecure => typed.insecure = true,
-            Flag::ReportInterval => {
-                typed.outputs.report_interval = report_interval(name, &options.text(name)?)?
-            }
-            Flag::Json => typed.outputs.json = true,
-            Flag::Hlog => typed.outputs.hlog = Some(PathBuf::from(options.value(name)?)),
-            Flag::Html => typed.outputs.html = Some(PathBuf::from(options.value(name)?)),
-            Flag::Output => typed.outputs.output = Some(PathBuf::from(options.value(name)?)),
-            Flag::Timeseries => {
-                let slot = match options.optional_text(name)? {
-                    Some(text) => period(name, &text)?,
-                    None => {
-                        bare_timeseries = true;
-                        DEFAULT_SERIES_SLOT
-                    }
-                };
-                typed.report.timeseries = Some(slot);
-            }
-            Flag::ThreadTimeseries => typed.report.thread_timeseries = true,
-            Flag::Histogram => typed.report.histogram = true,
-            Flag::Percentiles => {
-                typed.report.percentiles = Some(percentiles(name, &options.text(name)?)?)
-            }
-            Flag::NoProgress => typed.progress = false,
-            Flag::Metrics => {
-                let text = options.text(name)?;
-                typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
-            }
-            Flag::MetricsLinger => typed.metrics_linger = Some(time(name, &options.text(name)?)?),
-            Flag::MetricsPush => {
-                let text = options.text(name)?;
-                typed.metrics_push =
-                    Some(parse_push_url(&text).map_err(|why| bad_value(name, why))?)
-            }
-            Flag::MetricsPushTokenFile => {
-                typed.metrics_push_token = Some(PathBuf::from(options.value(name)?))
-            }
-            Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
-            Flag::Http2 => typed.http2 = true,
-            Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
-            Flag::Grpc => typed.grpc = Some(options.text(name)?),
-            Flag::Proto => typed.schema.protos.push(PathBuf::from(options.value(name)?)),
-            Flag::ImportPath => typed.schema.import_paths.push(PathBuf::from(options.value(name)?)),
-            Flag::Protoset => typed.schema.protoset = Some(PathBuf::from(options.value(name)?)),
-            Flag::Data => typed.data = Some(options.text(name)?),
-            Flag::GrpcGzip => typed.grpc_gzip = true,
-            Flag::StreamCallCount => {
-                let n = count(name, &options.text(name)?)?;
-                typed.stream_count =
-                    Some(u32::try_from(n).map_err(|_| bad_value(name, "too many messages"))?);
-            }
-            Flag::StreamInterval => typed.stream_interval = Some(time(name, &options.text(name)?)?),
-            Flag::Proxy => typed.proxy = Some(options.text(name)?),
-            Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
-            Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),
-            Flag::Key => typed.key = Some(PathBuf::from(options.value(name)?)),
-            Flag::TlsServerName => {
-                let text = options.text(name)?;
-                let server_name =
-                    tls::parse_server_name(&text).map_err(|why| bad_value(name, why))?;
-                typed.tls_server_name = Some(server_name);
-            }
-            Flag::UnixSocket => {
-                typed.reach.unix_socket = Some(PathBuf::from(options.value(name)?).into())
-            }
-            Flag::ConnectTo => typed
-                .reach
-                .connect_to
-                .push(ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?),
-            Flag::Ipv4 => typed.reach.family = Some(Family::V4),
-            Flag::Ipv6 => typed.reach.family = Some(Family::V6),
-            Flag::Version => typed.print_version = true,
+        bare_timeseries = match found.flag {
             // Like ripgrep, help short-circuits whatever else is typed.
             Flag::Help => return Ok(Command::Help(Help::Main)),
-        }
+            flag => take(&mut typed, flag, name, &mut options)?,
+        };
     }
     // wrk prints the version and goes on, ending with the usage text and exit
     // 1 when there is no URL (wg/wrk#55); pace treats a lone -v as a request.
@@ -326,6 +226,121 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
     let print_version = typed.print_version;
     let bench = validate(typed)?;
     Ok(Command::Bench { bench: Box::new(bench), print_version })
+}
+
+/// Reads the option `flag` (typed as `name`, its value next in `options`)
+/// into `typed`: the benchmark's options, as `pace search` reads them too.
+/// True for a `--timeseries` without a value (see [`check_detached_slot`]).
+pub(in crate::cli) fn take<F: Copy + PartialEq>(
+    typed: &mut BenchArgs,
+    flag: Flag,
+    name: &str,
+    options: &mut Options<F>,
+) -> Result<bool, Error> {
+    match flag {
+        Flag::Connections => typed.connections = count(name, &options.text(name)?)?,
+        Flag::Duration => {
+            typed.duration = time(name, &options.text(name)?)?;
+            typed.duration_typed = true;
+        }
+        Flag::Threads => typed.threads = count(name, &options.text(name)?)?,
+        Flag::Script => typed.script = Some(PathBuf::from(options.value(name)?)),
+        Flag::Header => typed.headers.push(header(&options.text(name)?)?),
+        Flag::Method => typed.method = Some(method(name, options.text(name)?)?),
+        Flag::Body => typed.body = Some(options.value(name)?.into_vec()),
+        Flag::BodyFile => typed.body_file = Some(PathBuf::from(options.value(name)?)),
+        Flag::Targets => typed.targets = Some(PathBuf::from(options.value(name)?)),
+        Flag::TargetsOrder => {
+            typed.targets_order = Some(targets_order(name, &options.text(name)?)?)
+        }
+        Flag::Requests => typed.requests = Some(count(name, &options.text(name)?)?),
+        Flag::Latency => typed.report.latency = true,
+        Flag::ULatency => typed.report.u_latency = true,
+        Flag::BatchLatency => typed.batch_latency = true,
+        Flag::Timeout => typed.timeout = time(name, &options.text(name)?)?,
+        Flag::Rate => typed.plan.rate = Some(metric(name, &options.text(name)?)?),
+        Flag::Arrival => typed.plan.arrival = Some(plan::arrival(name, &options.text(name)?)?),
+        Flag::Stages => typed.plan.stages = Some(plan::stages(name, &options.text(name)?)?),
+        Flag::Warmup => typed.warmup = time(name, &options.text(name)?)?,
+        Flag::Seed => typed.plan.seed = Some(plan::seed_value(name, &options.text(name)?)?),
+        Flag::Shard => typed.shard = shard::shard(name, &options.text(name)?)?,
+        Flag::StartAt => typed.start_at = Some(shard::start_at(name, &options.text(name)?)?),
+        Flag::Digits => typed.digits = count(name, &options.text(name)?)?,
+        Flag::Insecure => typed.insecure = true,
+        Flag::ReportInterval => {
+            typed.outputs.report_interval = report_interval(name, &options.text(name)?)?
+        }
+        Flag::Json => typed.outputs.json = true,
+        Flag::Hlog => typed.outputs.hlog = Some(PathBuf::from(options.value(name)?)),
+        Flag::Html => typed.outputs.html = Some(PathBuf::from(options.value(name)?)),
+        Flag::Output => typed.outputs.output = Some(PathBuf::from(options.value(name)?)),
+        Flag::Timeseries => {
+            let slot = match options.optional_text(name)? {
+                Some(text) => period(name, &text)?,
+                None => {
+                    typed.report.timeseries = Some(DEFAULT_SERIES_SLOT);
+                    return Ok(true);
+                }
+            };
+            typed.report.timeseries = Some(slot);
+        }
+        Flag::ThreadTimeseries => typed.report.thread_timeseries = true,
+        Flag::Histogram => typed.report.histogram = true,
+        Flag::Percentiles => {
+            typed.report.percentiles = Some(percentiles(name, &options.text(name)?)?)
+        }
+        Flag::NoProgress => typed.progress = false,
+        Flag::Metrics => {
+            let text = options.text(name)?;
+            typed.metrics = Some(ListenAddr::parse(&text).map_err(|why| bad_value(name, why))?)
+        }
+        Flag::MetricsLinger => typed.metrics_linger = Some(time(name, &options.text(name)?)?),
+        Flag::MetricsPush => {
+            let text = options.text(name)?;
+            typed.metrics_push = Some(parse_push_url(&text).map_err(|why| bad_value(name, why))?)
+        }
+        Flag::MetricsPushTokenFile => {
+            typed.metrics_push_token = Some(PathBuf::from(options.value(name)?))
+        }
+        Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
+        Flag::Http2 => typed.http2 = true,
+        Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
+        Flag::Grpc => typed.grpc = Some(options.text(name)?),
+        Flag::Proto => typed.schema.protos.push(PathBuf::from(options.value(name)?)),
+        Flag::ImportPath => typed.schema.import_paths.push(PathBuf::from(options.value(name)?)),
+        Flag::Protoset => typed.schema.protoset = Some(PathBuf::from(options.value(name)?)),
+        Flag::Data => typed.data = Some(options.text(name)?),
+        Flag::GrpcGzip => typed.grpc_gzip = true,
+        Flag::StreamCallCount => {
+            let n = count(name, &options.text(name)?)?;
+            typed.stream_count =
+                Some(u32::try_from(n).map_err(|_| bad_value(name, "too many messages"))?);
+        }
+        Flag::StreamInterval => typed.stream_interval = Some(time(name, &options.text(name)?)?),
+        Flag::Proxy => typed.proxy = Some(options.text(name)?),
+        Flag::CaCert => typed.cacert = Some(PathBuf::from(options.value(name)?)),
+        Flag::Cert => typed.cert = Some(PathBuf::from(options.value(name)?)),
+        Flag::Key => typed.key = Some(PathBuf::from(options.value(name)?)),
+        Flag::TlsServerName => {
+            let text = options.text(name)?;
+            let server_name = tls::parse_server_name(&text).map_err(|why| bad_value(name, why))?;
+            typed.tls_server_name = Some(server_name);
+        }
+        Flag::UnixSocket => {
+            typed.reach.unix_socket = Some(PathBuf::from(options.value(name)?).into())
+        }
+        Flag::ConnectTo => typed
+            .reach
+            .connect_to
+            .push(ConnectTo::parse(&options.text(name)?).map_err(|why| bad_value(name, why))?),
+        Flag::Ipv4 => typed.reach.family = Some(Family::V4),
+        Flag::Ipv6 => typed.reach.family = Some(Family::V6),
+        Flag::Version => typed.print_version = true,
+        // Like ripgrep, help short-circuits whatever else is typed.
+        // The callers answer help themselves (each with its own text).
+        Flag::Help => {}
+    }
+    Ok(false)
 }
 
 /// `--timeseries 500ms`: getopt takes an optional value only attached, so

@@ -34,7 +34,7 @@ const DIGITS: std::ops::RangeInclusive<usize> = 1..=5;
 
 /// The checks that need the whole command line, done once it is all read
 /// so that the last of repeated options is the one checked (`-t0 -t2`).
-pub(super) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
+pub(in crate::cli) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
     let mut words = std::mem::take(&mut typed.words).into_iter();
     let url = words.next();
     let missing_url = || Error::Usage("missing URL (try 'pace --help')".into());

@@ -142,7 +142,7 @@ impl Report {
     pub fn read(line: &str) -> Result<Report, serde_json::Error> {
         let value: serde_json::Value = serde_json::from_str(line)?;
         let mut report = Report::deserialize(&value)?;
-        if report.report == "final" {
+        if report.report == "final" || report.report == "step" {
             report.run = Some(RunOnly::deserialize(&value)?);
         }
         Ok(report)
