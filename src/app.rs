@@ -53,7 +53,12 @@ fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
         Command::Merge(args) => crate::merge::run(&args),
         Command::Report(args) => crate::merge::report(&args),
         Command::Compare(args) => crate::compare::run(&args),
-        Command::Search(args) => crate::search::run(&args),
+        Command::Search(mut search) => {
+            search.bench.config.provenance = Some(Provenance::of_this_process(args));
+            // A ladder's start already past is refused before anything.
+            search.bench.config.check_start_at(std::time::SystemTime::now())?;
+            crate::search::run(&search)
+        }
         Command::Help(help) => print(&help.text()).map_or_else(stdout_failed, |()| Ok(0)),
         Command::Version(text) | Command::Generated(text) => {
             print(&text).map_or_else(stdout_failed, |()| Ok(0))

@@ -86,8 +86,12 @@ impl Answer {
             }
             Limit::FirstStep => {
                 let step = first_failed.expect("a failed rate has its step");
+                let hint = match &args.climb {
+                    Climb::Search { .. } => "; a lower --from may",
+                    Climb::Ladder(_) => "",
+                };
                 format!(
-                    "does not hold {} within {within} ({}/s: {}); a lower --from may",
+                    "does not hold {} within {within} ({}/s: {}){hint}",
                     rate(step.rate),
                     format_rate(step.rate),
                     step.failure()

@@ -44,13 +44,19 @@ pub fn write_header(out: &mut dyn Write, args: &Setup) -> io::Result<()> {
             format!("{} connections", args.connections),
         ),
     };
+    let warmup = match args.warmup.is_zero() {
+        true => ", no warm-up".to_string(),
+        false => format!(" after a {} warm-up", seconds(args.warmup)),
+    };
+    let threads = match args.threads {
+        1 => "1 thread".to_string(),
+        n => format!("{n} threads"),
+    };
     writeln!(out, "{first}")?;
     writeln!(
         out,
-        "  steps of {} after a {} warm-up{poisson}, {} threads, {connections}, {climb}",
+        "  steps of {}{warmup}{poisson}, {threads}, {connections}, {climb}",
         seconds(args.step),
-        seconds(args.warmup),
-        args.threads,
     )?;
     writeln!(
         out,

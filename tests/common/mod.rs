@@ -550,6 +550,9 @@ pub struct NginxOptions {
     /// Listen on a Unix socket ([`Nginx::socket_path`]) instead of the
     /// port (`listen unix:PATH;`).
     pub unix_socket: bool,
+    /// `limit_req` at this many requests a second (a burst of 20 taken
+    /// at once), the excess answered 503.
+    pub limit_req: Option<u32>,
 }
 
 /// The protocol of nginx's port.
@@ -574,6 +577,7 @@ impl Default for NginxOptions {
             certificate: None,
             client_ca: None,
             unix_socket: false,
+            limit_req: None,
         }
     }
 }
@@ -731,6 +735,13 @@ fn write_nginx_conf(dir: &Path, root: &Path, port: u16, options: &NginxOptions) 
         Listen::H2 | Listen::Https1 => tls_conf(dir, options),
         _ => String::new(),
     };
+    let (limit_zone, limit) = match options.limit_req {
+        Some(rate) => (
+            format!("limit_req_zone $binary_remote_addr zone=limited:1m rate={rate}r/s;"),
+            "limit_req zone=limited burst=20 nodelay;\n            limit_req_status 503;",
+        ),
+        None => (String::new(), ""),
+    };
     let conf = format!(
         "daemon off;
 master_process off;
@@ -750,11 +761,13 @@ http {{
     keepalive_requests {keepalive};
     keepalive_timeout 60s;
     http2_max_concurrent_streams {streams};
+    {limit_zone}
     server {{
         {listen}
         {tls}
         root {root};
         location / {{
+            {limit}
         }}
         location /post {{
             return 200 \"posted\";
