@@ -35,8 +35,7 @@ fn search_line(text: &str) -> Value {
 fn row_at(search: &Value, rate: f64) -> Value {
     let rows = search["steps"].as_array().unwrap();
     rows.iter()
-        .filter(|row| row["offered_rps"].as_f64() == Some(rate) && row["verdict"] != "again")
-        .last()
+        .rfind(|row| row["offered_rps"].as_f64() == Some(rate) && row["verdict"] != "again")
         .unwrap_or_else(|| panic!("no step at {rate}/s: {search}"))
         .clone()
 }
@@ -74,7 +73,7 @@ fn finds_the_knee_of_a_service_with_a_capacity() {
     let failed = search["failed_at_rps"].as_f64().unwrap();
     // Never above what one worker serves; and the step that found it is
     // the one that held within the objective, the next one did not.
-    assert!(found <= 2000.0 && found >= 500.0, "{search}");
+    assert!((500.0..=2000.0).contains(&found), "{search}");
     assert!(failed > found && (failed - found) <= found * 0.10 + 1.0, "{search}");
     let held = row_at(&search, found);
     assert_eq!(held["verdict"], "held", "{held}");
