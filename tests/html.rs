@@ -457,3 +457,53 @@ fn comparison_of_two_runs() {
     assert!(dom.contains(r#"<span class="bad">slower</span>"#), "{dom}");
     assert!(dom.contains("base.json") && dom.contains("new.json"));
 }
+
+#[test]
+fn search_with_its_latency_against_throughput() {
+    if !chromium_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let page = dir.path().join("search.html");
+    let _load = load_lock();
+    // One worker at 1,000/s: the curve bends past it.
+    let server = serve(pace::serve::ServeOptions { capacity: Some(1000), ..serve_options() });
+    let target = url(server.addr(), "/");
+    let args = [
+        "search",
+        "--slo",
+        "p99<20ms",
+        "--from",
+        "200",
+        "--resolution",
+        "20%",
+        "-d",
+        "1s",
+        "--warmup",
+        "200ms",
+        "-t1",
+        "-c10",
+        "--html",
+        page.to_str().unwrap(),
+        &target,
+    ];
+    let run = pace(&args, LIMIT.max(Duration::from_secs(120)));
+    run.assert_ok();
+    // Two points at least: every line joins the steps.
+    let dom = check_page_headed(&page, "pace search", &["capacity"], 2);
+    let lines = lines_of(&dom, "capacity");
+    // Names as the DOM holds them: `<` escaped.
+    assert_eq!(&lines[..5], ["p50", "p90", "p99", "p99.9", "p99&lt;20ms"], "{lines:?}");
+    assert!(lines[5].starts_with("holds "), "{lines:?}");
+    // The answer and every step are on the page, as in the text.
+    let answer = run.stdout.lines().last().unwrap();
+    assert!(dom.contains(&answer.replace('<', "&lt;")), "{answer}");
+    let rows = dom.matches("<tr class=").count();
+    assert_eq!(
+        rows,
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(char::is_numeric))
+            .count()
+    );
+}

@@ -46,12 +46,13 @@ pub fn write(out: &mut dyn Write, args: &Setup, steps: &[Step], answer: &Answer)
     write_end(out)
 }
 
-/// The steps that say something about the service, by achieved rate.
+/// The steps that say something about the service, by the rate offered
+/// (a service past its limit gives less than before: the line folds back).
 fn judged(steps: &[Step]) -> Vec<&Step> {
     let mut judged: Vec<&Step> = (steps.iter())
         .filter(|s| s.judged != Judged::Retried && !s.result.total.corrected.is_empty())
         .collect();
-    judged.sort_by(|a, b| a.achieved().total_cmp(&b.achieved()));
+    judged.sort_by(|a, b| a.rate.total_cmp(&b.rate));
     judged
 }
 

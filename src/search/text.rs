@@ -76,7 +76,7 @@ pub fn write_step(out: &mut dyn Write, step: &Step) -> io::Result<()> {
         .collect();
     writeln!(
         out,
-        "  {:>4}  {:>10}  {:>10}  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>6.2}%  {}",
+        "  {:>4}  {:>10}  {:>10}  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}  {:>7}  {}",
         step.number,
         format_rate(step.rate),
         format_rate(step.achieved()),
@@ -85,7 +85,7 @@ pub fn write_step(out: &mut dyn Write, step: &Step) -> io::Result<()> {
         latency[1],
         latency[2],
         latency[3],
-        error_share(step) * 100.0,
+        crate::slo::format_value(error_share(step) * 100.0, crate::slo::Unit::Percent),
         verdict(step)
     )
 }
@@ -112,15 +112,7 @@ pub fn verdict(step: &Step) -> String {
 /// The share of the requests issued that failed, as `--slo errors<N%`
 /// counts it.
 pub fn error_share(step: &Step) -> f64 {
-    let stats = &step.result.total;
-    let e = &stats.errors;
-    let issued = stats.requests + e.socket_total() + e.unsent;
-    let failed = e.socket_total() + e.status + e.unsent;
-    if issued == 0 {
-        0.0
-    } else {
-        failed as f64 / issued as f64
-    }
+    crate::slo::error_share(&step.result.total).unwrap_or(0.0)
 }
 
 pub fn write_answer(out: &mut dyn Write, answer: &Answer) -> io::Result<()> {

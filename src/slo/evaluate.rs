@@ -11,7 +11,7 @@ use super::{Metric, Objective, Source, Stat, Unit};
 use crate::description::Description;
 use crate::error::SLO_FAILED;
 use crate::stats::spectrum::{self, value_at_percentile};
-use crate::stats::RunResult;
+use crate::stats::{RunResult, Stats};
 use crate::units::format_time_us;
 use crate::units::per_second;
 
@@ -41,6 +41,21 @@ pub struct Verdict {
     pub value: Option<f64>,
     /// The objective holds. An objective without a value fails.
     pub ok: bool,
+}
+
+/// The requests that failed: socket errors, statuses above 399, and
+/// requests of the plan never sent (see the module's comment).
+fn failed(stats: &Stats) -> u64 {
+    let e = &stats.errors;
+    e.socket_total() + e.status + e.unsent
+}
+
+/// The share of the requests issued that failed (0 to 1), as `errors<N%`
+/// judges it; None when none was issued.
+pub fn error_share(stats: &Stats) -> Option<f64> {
+    let e = &stats.errors;
+    let issued = stats.requests + e.socket_total() + e.unsent;
+    (issued > 0).then(|| failed(stats) as f64 / issued as f64)
 }
 
 /// Judges `result` against each objective.
@@ -165,17 +180,10 @@ fn measure(objective: &Objective, result: &RunResult, expectation: &Expectation)
                 Stat::Max => h.max() as f64,
             })
         }
-        Metric::Errors => {
-            let e = &stats.errors;
-            let failed = e.socket_total() + e.status + e.unsent;
-            match objective.unit {
-                Unit::Percent => {
-                    let issued = stats.requests + e.socket_total() + e.unsent;
-                    (issued > 0).then(|| 100.0 * failed as f64 / issued as f64)
-                }
-                _ => Some(failed as f64),
-            }
-        }
+        Metric::Errors => match objective.unit {
+            Unit::Percent => error_share(stats).map(|share| 100.0 * share),
+            _ => Some(failed(stats) as f64),
+        },
         Metric::Requests => Some(stats.requests as f64),
         Metric::Rate => {
             // As the report's Requests/sec: whole microseconds of run time.

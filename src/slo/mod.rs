@@ -43,7 +43,9 @@
 mod evaluate;
 mod parse;
 
-pub use evaluate::{evaluate, format_value, gate, verdicts, write_verdicts, Expectation, Verdict};
+pub use evaluate::{
+    error_share, evaluate, format_value, gate, verdicts, write_verdicts, Expectation, Verdict,
+};
 pub use parse::{check, metric, parse};
 
 /// One objective: `metric op threshold`.
