@@ -50,6 +50,9 @@ fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
             })
         }
         Command::Demo { http2 } => crate::demo::run(http2),
+        Command::Merge(args) if crate::search::merged::asked(&args) => {
+            crate::search::merged::run(&args)
+        }
         Command::Merge(args) => crate::merge::run(&args),
         Command::Report(args) => crate::merge::report(&args),
         Command::Compare(args) => crate::compare::run(&args),

@@ -67,11 +67,6 @@ pub fn run(args: &MergeArgs) -> Result<i32, Error> {
         let merged = hlog::merge(&args.files).map_err(Error::Setup)?;
         return write_out(args, |out| hlog::write(out, args, &merged)).map(|()| 0);
     }
-    let ladders =
-        args.step.is_none() && saved::read_steps(&args.files[0]).is_ok_and(|s| !s.is_empty());
-    if ladders {
-        return merge_ladders(args);
-    }
     let saved = args
         .files
         .iter()
@@ -171,27 +166,6 @@ pub fn report(args: &MergeArgs) -> Result<i32, Error> {
     Ok(slo::gate(&verdicts, args.outputs.json))
 }
 
-/// `pace merge` of the files of ladders, step by step (see
-/// [`crate::search::merged`]); returns the exit code.
-fn merge_ladders(args: &MergeArgs) -> Result<i32, Error> {
-    let (setup, steps, notes) = crate::search::merged::merge(args).map_err(Error::Setup)?;
-    let page = open_page(args)?;
-    for note in &notes {
-        eprintln!("pace merge: {note}");
-    }
-    let answer = crate::search::answer::Answer::of(&setup, &steps, None);
-    write_out(args, |out| {
-        crate::search::merged::write(out, &setup, &steps, &answer, args.outputs.json, &args.report)
-    })?;
-    if let Some(mut page) = page {
-        let path = page.path().to_path_buf();
-        crate::search::html::write(page.writer(), &setup, &steps, &answer)
-            .map_err(|e| write_error(&path, e))?;
-        page.commit().map_err(|e| write_error(&path, e))?;
-    }
-    Ok(answer.code)
-}
-
 /// What the reports of the saved run(s) `run` describes are made from,
 /// with the report options of the command line; the objectives must be
 /// ones the run can be judged by.
@@ -204,7 +178,7 @@ fn configure(run: Description, args: &MergeArgs) -> Result<Reporting, Error> {
 }
 
 /// The `--html` file, opened (its temporary file created) up front.
-fn open_page(args: &MergeArgs) -> Result<Option<OutputFile>, Error> {
+pub fn open_page(args: &MergeArgs) -> Result<Option<OutputFile>, Error> {
     let Some(path) = &args.outputs.html else { return Ok(None) };
     OutputFile::create(path).map(Some).map_err(|e| write_error(path, e))
 }
@@ -233,7 +207,7 @@ fn write_page(
 }
 
 /// Writes the report made by `write` to stdout, or completely to `-o`.
-fn write_out(
+pub fn write_out(
     args: &MergeArgs,
     write: impl FnOnce(&mut dyn Write) -> io::Result<()>,
 ) -> Result<(), Error> {

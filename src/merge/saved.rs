@@ -30,7 +30,7 @@ use crate::plan::{Arrival, PlanSpec, Stage};
 use crate::protocol::Protocol;
 use crate::reach::Family;
 use crate::report::json::format::{
-    MergedInput, PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts,
+    MergedInput, PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts, SEARCH_REPORT, STEP_REPORT,
 };
 use crate::signals::Interruption;
 use crate::stats::{
@@ -186,7 +186,7 @@ fn parse_file<'a>(source: &str, lines: impl Iterator<Item = &'a str>) -> Result<
             "final" if steps.is_empty() => {
                 run = Some(saved_run(source, report, std::mem::take(&mut periods))?)
             }
-            "step" => steps.push(
+            STEP_REPORT => steps.push(
                 saved_run(source, report, std::mem::take(&mut periods))
                     .map_err(|e| format!("{}: {e}", at()))?,
             ),
@@ -202,7 +202,7 @@ fn is_search_line(line: &str) -> bool {
     struct Kind {
         report: String,
     }
-    serde_json::from_str::<Kind>(line).is_ok_and(|kind| kind.report == crate::search::json::SEARCH)
+    serde_json::from_str::<Kind>(line).is_ok_and(|kind| kind.report == SEARCH_REPORT)
 }
 
 /// The run of a final report (or a step's) and the periods before it.

@@ -15,14 +15,10 @@ use super::climb::{Climb, Judged};
 use super::step::Step;
 use super::text::{error_share, PERCENTILES};
 use super::Setup;
+use crate::report::json::format::{SEARCH_REPORT, STEP_REPORT};
 use crate::report::json::{final_report, period_report, write_line, SCHEMA_VERSION};
 use crate::report::ReportOptions;
 use crate::stats::spectrum::value_at_percentile;
-
-/// The kind of report line a step is.
-pub const STEP: &str = "step";
-/// The kind of the search's own last line.
-pub const SEARCH: &str = "search";
 
 /// A step as the table has it: on the step's line and in the search's.
 #[derive(Serialize)]
@@ -92,7 +88,7 @@ pub fn write_step(out: &mut dyn Write, step: &Step, options: &ReportOptions) -> 
     let report = final_report(&step.run, options, &step.result, &step.verdicts)?;
     let mut value = serde_json::to_value(&report)?;
     if let Value::Object(fields) = &mut value {
-        fields.insert("report".into(), Value::from(STEP));
+        fields.insert("report".into(), Value::from(STEP_REPORT));
         fields.insert("search_step".into(), serde_json::to_value(StepRow::of(step))?);
     }
     serde_json::to_writer(&mut *out, &value)?;
@@ -139,7 +135,7 @@ pub fn write_search(
     };
     let line = SearchLine {
         schema_version: SCHEMA_VERSION,
-        report: SEARCH,
+        report: SEARCH_REPORT,
         url: args.url.clone(),
         kind,
         slo: args.objectives.iter().map(|o| o.text()).collect(),

@@ -11,16 +11,43 @@ use std::io::{self, Write};
 use super::answer::Answer;
 use super::climb::Climb;
 use super::step::Step;
-use super::{json, text, Setup};
+use super::{html, json, text, Setup};
+use crate::error::Error;
 use crate::merge::combine::combine;
 use crate::merge::saved::{read_steps, SavedRun};
-use crate::merge::MergeArgs;
+use crate::merge::{open_page, write_out, MergeArgs};
+use crate::outfile::write_error;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 
+/// Whether `args` asks to merge the files of ladders: no `--step`, and the
+/// first file is a search's.
+pub fn asked(args: &MergeArgs) -> bool {
+    args.step.is_none()
+        && (args.files.first()).is_some_and(|file| read_steps(file).is_ok_and(|s| !s.is_empty()))
+}
+
+/// Runs `pace merge` of the files of ladders, step by step; returns the
+/// exit code.
+pub fn run(args: &MergeArgs) -> Result<i32, Error> {
+    let (setup, steps, notes) = merge(args).map_err(Error::Setup)?;
+    let page = open_page(args)?;
+    for note in &notes {
+        eprintln!("pace merge: {note}");
+    }
+    let answer = Answer::of(&setup, &steps, None);
+    write_out(args, |out| write(out, &setup, &steps, &answer, args.outputs.json, &args.report))?;
+    if let Some(mut page) = page {
+        let path = page.path().to_path_buf();
+        html::write(page.writer(), &setup, &steps, &answer).map_err(|e| write_error(&path, e))?;
+        page.commit().map_err(|e| write_error(&path, e))?;
+    }
+    Ok(answer.code)
+}
+
 /// The merged steps of the ladders in `args.files` (each a search's file
 /// with as many steps as the others), and what the reports say of them.
-pub fn merge(args: &MergeArgs) -> Result<(Setup, Vec<Step>, Vec<String>), String> {
+fn merge(args: &MergeArgs) -> Result<(Setup, Vec<Step>, Vec<String>), String> {
     let ladders: Vec<Vec<SavedRun>> =
         args.files.iter().map(|path| read_steps(path)).collect::<Result<_, _>>()?;
     let count = ladders[0].len();
@@ -65,7 +92,7 @@ pub fn merge(args: &MergeArgs) -> Result<(Setup, Vec<Step>, Vec<String>), String
 }
 
 /// The merged ladder as text, or with `json` as JSON Lines.
-pub fn write(
+fn write(
     out: &mut dyn Write,
     setup: &Setup,
     steps: &[Step],

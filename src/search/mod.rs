@@ -13,10 +13,10 @@
 //! with `--step N`), then the search's own line; with `--html`, a page
 //! with the latency against the throughput.
 
-pub mod answer;
+mod answer;
 pub mod climb;
-pub mod html;
-pub mod json;
+mod html;
+mod json;
 pub mod merged;
 pub mod step;
 mod text;

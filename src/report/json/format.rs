@@ -19,6 +19,12 @@ use crate::report::diagnose::Diagnostic;
 use crate::slo::Verdict;
 use crate::stats::Errors;
 
+/// The kind (`"report"`) of a search's step: a final report of the
+/// step's run (`pace search -e`).
+pub const STEP_REPORT: &str = "step";
+/// The kind of a search's own last line, which is not a report of a run.
+pub const SEARCH_REPORT: &str = "search";
+
 /// Version of the schema in `docs/json.md`.
 pub const SCHEMA_VERSION: u32 = 2;
 
@@ -142,7 +148,7 @@ impl Report {
     pub fn read(line: &str) -> Result<Report, serde_json::Error> {
         let value: serde_json::Value = serde_json::from_str(line)?;
         let mut report = Report::deserialize(&value)?;
-        if report.report == "final" || report.report == "step" {
+        if report.report == "final" || report.report == STEP_REPORT {
             report.run = Some(RunOnly::deserialize(&value)?);
         }
         Ok(report)
