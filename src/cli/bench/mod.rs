@@ -119,6 +119,8 @@ struct BenchArgs {
     metrics_push_token: Option<PathBuf>,
     /// `--slo`, every list in order (the option may be repeated).
     slo: Vec<Objective>,
+    /// `--strict`: an untrusted run exits 5.
+    strict: bool,
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
@@ -177,6 +179,7 @@ impl Default for BenchArgs {
             metrics_push: None,
             metrics_push_token: None,
             slo: Vec::new(),
+            strict: false,
             http2: false,
             streams: None,
             grpc: None,
@@ -280,6 +283,7 @@ pub(super) fn parse(args: Vec<OsString>) -> Result<Command, Error> {
                 typed.metrics_push_token = Some(PathBuf::from(options.value(name)?))
             }
             Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
+            Flag::Strict => typed.strict = true,
             Flag::Http2 => typed.http2 = true,
             Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
             Flag::Grpc => typed.grpc = Some(options.text(name)?),
