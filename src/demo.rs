@@ -53,6 +53,7 @@ pub fn run(http2: bool) -> Result<i32, Error> {
         report: ReportOptions { latency: true, u_latency: true, ..ReportOptions::default() },
         outputs: OutputOptions::default(),
         slo: Vec::new(),
+        strict: false,
         metrics: None,
         progress: true,
     };

@@ -19,6 +19,10 @@
 //!   verdicts were printed, the files written). A signal (130/143), a
 //!   script failure (3) or a file that could not be written (2) takes
 //!   precedence.
+//! - 5: with `--strict`, the run cannot be trusted ([`UNTRUSTED`]: the
+//!   report's `Validity:` line says why, `crate::report::validity`). Any
+//!   other code takes precedence: a failed objective (4) says more than
+//!   an untrusted run, and so do 2, 3, 130 and 143.
 //! - 130 / 143: the run was stopped by SIGINT / SIGTERM; the report of what
 //!   was measured was printed.
 //! - 101: a bug in pace (a panic; one line on stderr).
@@ -40,6 +44,10 @@ pub fn io_reason(err: &io::Error) -> String {
 
 /// The exit code of a run that completed but failed an `--slo` objective.
 pub const SLO_FAILED: i32 = 4;
+
+/// The exit code of a run that completed, met its objectives, and cannot
+/// be trusted, with `--strict`.
+pub const UNTRUSTED: i32 = 5;
 
 /// An error that stops pace, with the exit code it maps to.
 #[derive(Debug)]

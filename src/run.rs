@@ -24,7 +24,7 @@ use crate::limits;
 use crate::metrics::{self, Metrics, MetricsOptions};
 use crate::output::{OutputOptions, Outputs, Reporting};
 use crate::progress::{self, Progress};
-use crate::report::{self, ReportOptions};
+use crate::report::{self, validity, ReportOptions};
 use crate::requests;
 use crate::resolve::resolve_target;
 use crate::script::{Interrupter, Script, ThreadScript};
@@ -54,6 +54,9 @@ pub struct Bench {
     pub outputs: OutputOptions,
     /// `--slo`: objectives judged on the final result (none: no verdict).
     pub slo: Vec<Objective>,
+    /// `--strict`: a run that cannot be trusted exits 5
+    /// ([`crate::report::validity`]).
+    pub strict: bool,
     /// `--metrics`, `--metrics-linger`, `--metrics-push`.
     pub metrics: Option<MetricsOptions>,
     /// The live progress, when stderr is a terminal (`--no-progress`).
@@ -271,6 +274,8 @@ fn conclude<S>(
 ) -> Result<i32, Error> {
     sys::flush_c_stdout();
     let verdicts = slo::verdicts(&bench.slo, &outputs.reporting().run, &finished.result);
+    let validity =
+        bench.strict.then(|| validity::judge(&outputs.reporting().run, &finished.result));
     let written = outputs.finish(&finished.result);
     report_interruption(&finished.result);
     if let Some(route) = &bench.config.proxy {
@@ -296,9 +301,14 @@ fn conclude<S>(
         return Err(error);
     }
     written?;
-    // A signal's exit code wins over the verdict (the verdict is printed).
+    // A signal's exit code wins over the verdict (the verdict is printed),
+    // and a failed objective over an untrusted run.
+    let json = bench.outputs.json;
     match exit_code(&finished.result) {
-        0 => Ok(slo::gate(&verdicts, bench.outputs.json)),
+        0 => match (slo::gate(&verdicts, json), &validity) {
+            (0, Some(validity)) => Ok(validity::gate(validity, json)),
+            (gate, _) => Ok(gate),
+        },
         signal => Ok(signal),
     }
 }

@@ -236,6 +236,7 @@ mod tests {
             ".SH \"SLO OBJECTIVES\"",
             ".SH \"REGRESSION LIMITS\"",
             ".SH \"WARNINGS\"",
+            ".SH \"VALIDITY\"",
             ".SH \"EXIT STATUS\"",
             ".SH EXAMPLES",
         ] {
@@ -249,8 +250,17 @@ mod tests {
             Code::GeneratorCpu,
             Code::Unsent,
         ];
-        for code in codes {
-            let item = format!(".TP\n\\fB{}\\fR\n", text(code.name()));
+        use crate::report::validity::CauseCode;
+        let causes = [
+            CauseCode::ScheduleNotKept,
+            CauseCode::SlotsHeldIdle,
+            CauseCode::ArrivalsOffPlan,
+            CauseCode::NotStationary,
+            CauseCode::WarmupTooShort,
+        ];
+        let names = codes.iter().map(|c| c.name()).chain(causes.iter().map(|c| c.name()));
+        for name in names {
+            let item = format!(".TP\n\\fB{}\\fR\n", text(name));
             assert!(page.contains(&item), "no {item}");
         }
         assert!(!page.contains("README"));

@@ -68,6 +68,7 @@ fn refused(flag: Flag) -> Option<&'static str> {
         Flag::Metrics | Flag::MetricsLinger | Flag::MetricsPush | Flag::MetricsPushTokenFile => {
             "--metrics is for one run"
         }
+        Flag::Strict => "each step is judged on its schedule and its stationarity already",
         Flag::Version | Flag::Help => "",
         _ => return None,
     })

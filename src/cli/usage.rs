@@ -28,6 +28,14 @@ const EXIT_STATUS: &[(&str, &[&str])] = &[
             "2, 3, 130, 143 take precedence)",
         ],
     ),
+    (
+        "5",
+        &[
+            "--strict: the run cannot be trusted (the",
+            "report's Validity: line says why; 4, 2, 3,",
+            "130, 143 take precedence)",
+        ],
+    ),
     ("130, 143", &["Interrupted by SIGINT, SIGTERM", "(the report so far is printed)"]),
 ];
 

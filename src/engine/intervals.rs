@@ -9,7 +9,8 @@
 //! period's first share becomes the period's measurements (moved, not
 //! copied); the others, once added, go back to their thread emptied, as
 //! do the periods once passed on, so the histograms of a run are
-//! allocated once.
+//! allocated once. Each complete period also goes to the run's course
+//! (`crate::stats::course`), which takes the sends per slot out of it.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -17,6 +18,7 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use crate::engine::recorder::ThreadInterval;
+use crate::stats::course::CourseBuilder;
 use crate::stats::{Interval, Stats, ThreadTotals};
 
 /// A period that not every thread has reported yet.
@@ -45,11 +47,19 @@ pub struct IntervalCollector {
     recycle: Vec<Sender<Stats>>,
     /// Emptied period measurements, for the next period.
     spare: Vec<Stats>,
+    /// The run's course, as its periods are complete.
+    course: CourseBuilder,
 }
 
 impl IntervalCollector {
-    /// `recycle[i]` takes thread `i`'s measurements back.
-    pub fn new(digits: u8, length: Duration, recycle: Vec<Sender<Stats>>) -> IntervalCollector {
+    /// `recycle[i]` takes thread `i`'s measurements back; the periods go
+    /// to `course` too.
+    pub fn new(
+        digits: u8,
+        length: Duration,
+        recycle: Vec<Sender<Stats>>,
+        course: CourseBuilder,
+    ) -> IntervalCollector {
         IntervalCollector {
             length,
             pending: BTreeMap::new(),
@@ -58,6 +68,7 @@ impl IntervalCollector {
             total: Stats::new(digits),
             recycle,
             spare: Vec::new(),
+            course,
         }
     }
 
@@ -131,7 +142,8 @@ impl IntervalCollector {
         } else {
             pending.ended.saturating_sub(start).min(self.length)
         };
-        let interval = Interval { index, start, length, stats: pending.stats };
+        let mut interval = Interval { index, start, length, stats: pending.stats };
+        self.course.add(&mut interval);
         self.total.merge(&interval.stats);
         emit(&interval, &self.total);
         let mut stats = interval.stats;
@@ -140,12 +152,16 @@ impl IntervalCollector {
     }
 
     /// After all threads finished: passes on anything left and returns the
-    /// run totals and each thread's counts.
-    pub fn finish(mut self, emit: &mut dyn FnMut(&Interval, &Stats)) -> (Stats, Vec<ThreadTotals>) {
+    /// run totals, each thread's counts and the course (to be finished at
+    /// the end of the sends).
+    pub fn finish(
+        mut self,
+        emit: &mut dyn FnMut(&Interval, &Stats),
+    ) -> (Stats, Vec<ThreadTotals>, CourseBuilder) {
         while let Some((index, pending)) = self.pending.pop_first() {
             self.emit(index, pending, emit);
         }
-        (self.total, self.per_thread)
+        (self.total, self.per_thread, self.course)
     }
 }
 
@@ -169,7 +185,9 @@ mod tests {
 
     fn collector(threads: usize) -> (IntervalCollector, Vec<mpsc::Receiver<Stats>>) {
         let (recycle, recycled) = (0..threads).map(|_| mpsc::channel()).unzip();
-        (IntervalCollector::new(3, Duration::from_secs(1), recycle), recycled)
+        let second = Duration::from_secs(1);
+        let course = CourseBuilder::new(second, second, false);
+        (IntervalCollector::new(3, second, recycle, course), recycled)
     }
 
     #[test]
@@ -183,7 +201,7 @@ mod tests {
         c.add(share(1, 0, 7, None), &mut emit);
         c.add(share(1, 1, 1, Some(1200)), &mut emit);
         c.add(share(0, 2, 3, Some(2500)), &mut emit);
-        let (total, threads) = c.finish(&mut emit);
+        let (total, threads, _) = c.finish(&mut emit);
         // Each period comes with the run's measurements up to its end.
         assert_eq!(seen, vec![(0, 12, 12), (1, 7, 19), (2, 3, 22)]);
         assert_eq!(total.requests, 22);
@@ -216,7 +234,7 @@ mod tests {
         assert!(seen.borrow().is_empty());
         c.add(share(0, 0, 1, None), &mut emit);
         assert_eq!(*seen.borrow(), vec![(0, 13)]);
-        let (total, threads) = c.finish(&mut emit);
+        let (total, threads, _) = c.finish(&mut emit);
         assert_eq!((total.requests, threads[0].requests), (13, 6));
         // Thread 0 goes on: what it handed over came back emptied.
         assert_eq!(recycled[0].try_iter().count(), 2);

@@ -61,8 +61,10 @@ use crate::config::{BenchConfig, Mode};
 use crate::endpoint::Endpoint;
 use crate::error::{io_reason, Error};
 use crate::grpc::call::{Call, Message};
+use crate::plan::Arrival;
 use crate::protocol::Protocol as Choice;
 use crate::signals::{Signals, Stop};
+use crate::stats::course::{self, CourseBuilder};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::sys;
 use crate::target::Target;
@@ -239,8 +241,9 @@ impl<'a> Engine<'a> {
         observer: &mut dyn Observer,
     ) -> Result<Finished<S>, Error> {
         let cfg = self.cfg;
+        let course_period = course::period_for(cfg.duration);
         let (mut periods, period) =
-            Periods::new(cfg.digits, recording.period, observer.progress_every());
+            Periods::new(cfg.digits, recording.period, observer.progress_every(), course_period);
         let (to_collector, shares) = mpsc::channel();
         let mut recycle = Vec::with_capacity(cfg.threads);
         let mut workers = Vec::with_capacity(cfg.threads);
@@ -254,7 +257,8 @@ impl<'a> Engine<'a> {
         // The channel closes when the last thread is done with it.
         drop(to_collector);
         let running = self.start(workers, shares, recycle)?;
-        let collected = self.collect(running, period, signals, &mut periods, observer)?;
+        let course = CourseBuilder::new(period, course_period, poisson(&cfg.mode));
+        let collected = self.collect(running, period, course, signals, &mut periods, observer)?;
         periods.finish(observer);
         Ok(self.finish(collected, recording.series))
     }
@@ -275,6 +279,7 @@ impl<'a> Engine<'a> {
             thread,
             digits: cfg.digits,
             paced: matches!(cfg.mode, Mode::Paced(_)),
+            count_sends: poisson(&cfg.mode),
             batch_latency: cfg.batch_latency,
             period_ns: recording.period.map(duration_ns),
             early_every_ns: source.is_scripted().then_some(duration_ns(EARLY_EVERY)),
@@ -381,13 +386,14 @@ impl<'a> Engine<'a> {
         &self,
         running: Running<S>,
         period: Duration,
+        course: CourseBuilder,
         signals: &Signals,
         periods: &mut Periods,
         observer: &mut dyn Observer,
     ) -> Result<Collected<S>, Error> {
         let cfg = self.cfg;
         let Running { handles, interrupters, start_line, shares, recycle } = running;
-        let mut collector = IntervalCollector::new(cfg.digits, period, recycle);
+        let mut collector = IntervalCollector::new(cfg.digits, period, recycle, course);
         let mut on_interval = |interval: &Interval, total: &Stats, observer: &mut dyn Observer| {
             periods.add(interval, total, observer)
         };
@@ -474,23 +480,24 @@ impl<'a> Engine<'a> {
         // A thread outside any script that finished once hurried was only
         // late: nothing of it is missing, nothing to say.
         overran.retain(|o| o.scripted || o.given_up);
-        let (total, threads) = collector.finish(&mut |i, t| on_interval(i, t, observer));
-        Ok(Collected { results, total, threads, overran, given_up_window })
+        let (total, threads, course) = collector.finish(&mut |i, t| on_interval(i, t, observer));
+        Ok(Collected { results, total, threads, course, overran, given_up_window })
     }
 
     /// The run's result, from what the threads handed back.
     fn finish<S>(&self, collected: Collected<S>, series: Option<Duration>) -> Finished<S> {
-        let Collected { mut results, total, threads, overran, given_up_window } = collected;
+        let Collected { mut results, total, threads, course, overran, given_up_window } = collected;
         let scripts = results.iter_mut().filter_map(|r| r.script.take()).collect();
         let script_error = results.iter_mut().find_map(|r| r.script_error.take());
         let windows = results.iter().map(|r| (r.start_ns, r.window_end_ns)).chain(given_up_window);
         let (start, window_end) =
             windows.reduce(|(start, end), (s, e)| (start.min(s), end.max(e))).unwrap_or((0, 0));
         let script_stopped = !results.is_empty() && results.iter().all(|r| r.script_stopped);
+        let runtime = Duration::from_nanos(window_end.saturating_sub(start));
         let result = RunResult {
             total,
             threads,
-            runtime: Duration::from_nanos(window_end.saturating_sub(start)),
+            runtime,
             interrupted: None,
             script_stopped,
             series: results.into_iter().map(|r| r.series).collect(),
@@ -500,6 +507,7 @@ impl<'a> Engine<'a> {
                 Some(at) => at + self.cfg.warmup,
                 None => sys::wall_clock_of(start),
             },
+            course: course.finish(runtime),
         };
         Finished { result, scripts, script_error, overran }
     }
@@ -510,6 +518,7 @@ struct Collected<S> {
     results: Vec<WorkerResult<S>>,
     total: Stats,
     threads: Vec<crate::stats::ThreadTotals>,
+    course: CourseBuilder,
     overran: Vec<Overrun>,
     /// The window of the threads given up on (start, end), if any was.
     given_up_window: Option<(u64, u64)>,
@@ -568,6 +577,12 @@ fn start_time(cfg: &BenchConfig) -> Result<Option<u64>, Error> {
             Ok(Some(now.saturating_sub(duration_ns(past.duration()))))
         }
     }
+}
+
+/// Whether the run's plan is a Poisson process (its sends are then
+/// counted per slot, for the check of the arrivals).
+fn poisson(mode: &Mode) -> bool {
+    matches!(mode, Mode::Paced(spec) if spec.arrival == Arrival::Poisson)
 }
 
 /// Where each stage of the plan starts, from the end of the warm-up.

@@ -54,13 +54,17 @@ pub struct Periods {
 
 impl Periods {
     /// The periods of a run with `report` periods and progress every
-    /// `progress`, and the period the engine threads hand over.
+    /// `progress`, and the period the engine threads hand over: at most
+    /// `finest` (the run's course wants periods that short,
+    /// `crate::stats::course`).
     pub fn new(
         digits: u8,
         report: Option<Duration>,
         progress: Option<Duration>,
+        finest: Duration,
     ) -> (Periods, Duration) {
         let often = progress.map_or(HAND_OVER_EVERY, |every| every.min(HAND_OVER_EVERY));
+        let often = often.min(finest);
         let short = engine_period(report, Some(often)).unwrap_or(HAND_OVER_EVERY);
         let parts = match report {
             Some(report) => (report.as_nanos() / short.as_nanos().max(1)).max(1) as u64,
@@ -164,16 +168,20 @@ mod tests {
     /// A thread given up loses at most a second of what it measured.
     #[test]
     fn threads_hand_over_every_second_at_least() {
-        assert_eq!(Periods::new(3, None, None).1, HAND_OVER_EVERY);
-        assert_eq!(Periods::new(3, Some(10_000 * MS), None).1, HAND_OVER_EVERY);
-        assert_eq!(Periods::new(3, Some(1500 * MS), None).1, 750 * MS);
-        assert_eq!(Periods::new(3, Some(500 * MS), None).1, 500 * MS);
-        assert_eq!(Periods::new(3, None, Some(200 * MS)).1, 200 * MS);
+        assert_eq!(Periods::new(3, None, None, HAND_OVER_EVERY).1, HAND_OVER_EVERY);
+        assert_eq!(Periods::new(3, Some(10_000 * MS), None, HAND_OVER_EVERY).1, HAND_OVER_EVERY);
+        assert_eq!(Periods::new(3, Some(1500 * MS), None, HAND_OVER_EVERY).1, 750 * MS);
+        assert_eq!(Periods::new(3, Some(500 * MS), None, HAND_OVER_EVERY).1, 500 * MS);
+        assert_eq!(Periods::new(3, None, Some(200 * MS), HAND_OVER_EVERY).1, 200 * MS);
+        // A short run's course wants short periods.
+        assert_eq!(Periods::new(3, None, None, 100 * MS).1, 100 * MS);
+        assert_eq!(Periods::new(3, Some(1000 * MS), Some(200 * MS), 150 * MS).1, 125 * MS);
     }
 
     #[test]
     fn short_periods_add_up_to_reporting_periods() {
-        let (mut periods, engine) = Periods::new(3, Some(1000 * MS), Some(200 * MS));
+        let (mut periods, engine) =
+            Periods::new(3, Some(1000 * MS), Some(200 * MS), HAND_OVER_EVERY);
         assert_eq!(engine, 200 * MS);
         let mut heard = Heard::default();
         let mut total = Stats::new(3);
@@ -196,7 +204,7 @@ mod tests {
 
     #[test]
     fn a_run_that_ends_on_a_boundary_still_gets_its_last_period() {
-        let (mut periods, _) = Periods::new(3, Some(1000 * MS), Some(200 * MS));
+        let (mut periods, _) = Periods::new(3, Some(1000 * MS), Some(200 * MS), HAND_OVER_EVERY);
         let mut heard = Heard::default();
         for index in 0..7 {
             periods.add(&short(index, 200 * MS, 1), &Stats::new(3), &mut heard);
@@ -208,7 +216,7 @@ mod tests {
 
     #[test]
     fn without_progress_periods_pass_through_and_without_reports_nothing_does() {
-        let (mut periods, engine) = Periods::new(3, Some(1000 * MS), None);
+        let (mut periods, engine) = Periods::new(3, Some(1000 * MS), None, HAND_OVER_EVERY);
         assert_eq!(engine, 1000 * MS);
         let mut heard = Heard::default();
         let mut whole = short(0, 1000 * MS, 5);
@@ -216,7 +224,7 @@ mod tests {
         periods.add(&whole, &Stats::new(3), &mut heard);
         assert_eq!(heard.intervals, vec![(0, Duration::ZERO, 1000 * MS, 5)]);
         assert!(heard.progress.is_empty());
-        let (mut periods, _) = Periods::new(3, None, Some(200 * MS));
+        let (mut periods, _) = Periods::new(3, None, Some(200 * MS), HAND_OVER_EVERY);
         let mut heard = Heard::default();
         periods.add(&short(0, 200 * MS, 5), &Stats::new(3), &mut heard);
         periods.finish(&mut heard);

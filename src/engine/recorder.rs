@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::plan::ThreadPlan;
-use crate::stats::{ErrorKind, Outcome, Stats};
+use crate::stats::{course, ErrorKind, Outcome, Stats};
 
 use super::link::SetUpTimes;
 
@@ -62,6 +62,9 @@ pub struct RecorderSetup {
     pub digits: u8,
     /// The plan sets the send times: schedule lag is recorded.
     pub paced: bool,
+    /// The plan is a Poisson process: each send is counted in its slot
+    /// (`crate::stats::course`), for the check of the arrivals.
+    pub count_sends: bool,
     /// `-B`: with pipelining, one latency per batch (its last response).
     pub batch_latency: bool,
     /// Length of a reporting period, when periods are wanted.
@@ -94,6 +97,7 @@ impl RecorderSetup {
             thread: 0,
             digits: 3,
             paced: false,
+            count_sends: false,
             batch_latency: false,
             period_ns: None,
             early_every_ns: None,
@@ -202,8 +206,14 @@ impl Recorder {
         if !self.setup.paced {
             return;
         }
+        let mut measured = 0u32;
         for &intended in intended.iter().filter(|&&at| at >= self.start_ns) {
             record_us(&mut self.stats.lag, sent.saturating_sub(intended));
+            measured += 1;
+        }
+        if self.setup.count_sends && measured > 0 {
+            let slot = course::slot_of(sent.saturating_sub(self.start_ns));
+            self.stats.sends.count(slot, measured);
         }
         if let Some(&first) = intended.first().filter(|&&at| at >= self.start_ns) {
             let in_line = first.max(self.last_sent_ns).min(sent);
@@ -572,6 +582,7 @@ mod tests {
             thread: 1,
             digits: 3,
             paced,
+            count_sends: false,
             batch_latency,
             period_ns,
             early_every_ns: None,
@@ -832,6 +843,7 @@ mod tests {
             thread: 0,
             digits: 3,
             paced: true,
+            count_sends: true,
             batch_latency: false,
             period_ns: None,
             early_every_ns: None,
@@ -869,6 +881,11 @@ mod tests {
         assert_eq!((stats.requests, stats.bytes, stats.errors.connect), (2, 50, 0));
         assert_eq!(stats.errors.unsent, 10);
         assert_eq!(stats.lag.len(), 1);
+        // The measured send in its slot (21 ms after the start); the
+        // warm-up's in none.
+        let mut sends = crate::stats::course::SlotCounts::default();
+        sends.count(2, 1);
+        assert_eq!(stats.sends, sends);
         let stages: Vec<u64> = stats.stages.iter().map(|s| s.requests).collect();
         assert_eq!(stages, vec![1, 1]);
         assert_eq!(
@@ -898,6 +915,7 @@ mod tests {
             thread: 0,
             digits: 3,
             paced: true,
+            count_sends: false,
             batch_latency: false,
             period_ns: Some(u64::MAX),
             early_every_ns: None,

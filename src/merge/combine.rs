@@ -12,6 +12,7 @@ use crate::config::{Mode, Shard};
 use crate::description::reached::Reached;
 use crate::description::Description;
 use crate::plan::PlanSpec;
+use crate::stats::course::{self, Course, CoursePeriod};
 use crate::stats::{Interval, RunResult, Stats};
 
 /// Runs whose starts differ by less than this are on one time line (the
@@ -83,7 +84,9 @@ pub fn combine(runs: &[SavedRun]) -> Result<Merged, String> {
         series,
         series_interval,
         measured_from,
+        course: Course::default(),
     };
+    let result = RunResult { course: course(runs, &mut notes), ..result };
     let periods = periods(runs, &mut notes);
     Ok(Merged { description, result, periods, notes, kind })
 }
@@ -344,13 +347,23 @@ fn plan_zero(run: &SavedRun) -> SystemTime {
 /// How many `slot`s after `zero` each run's plan started, when every run
 /// starts on that grid (within [`ALIGNMENT_SLACK`]); None otherwise.
 fn slot_offsets(runs: &[SavedRun], slot: Duration) -> Option<(SystemTime, Vec<u64>)> {
-    let zero = runs.iter().map(plan_zero).min()?;
+    offsets_from(runs, slot, plan_zero)
+}
+
+/// [`slot_offsets`] from the start of each run's `start` (its plan's, or
+/// its measured part's).
+fn offsets_from(
+    runs: &[SavedRun],
+    slot: Duration,
+    start: fn(&SavedRun) -> SystemTime,
+) -> Option<(SystemTime, Vec<u64>)> {
+    let zero = runs.iter().map(start).min()?;
     let slot_ns = slot.as_nanos();
     if slot_ns == 0 {
         return None;
     }
     let offsets = runs.iter().map(|run| {
-        let after = plan_zero(run).duration_since(zero).unwrap_or_default().as_nanos();
+        let after = start(run).duration_since(zero).unwrap_or_default().as_nanos();
         let slots = (after + slot_ns / 2) / slot_ns;
         let off = after.abs_diff(slots * slot_ns);
         (off <= ALIGNMENT_SLACK.as_nanos()).then_some(slots as u64)
@@ -386,6 +399,41 @@ fn series(runs: &[SavedRun], notes: &mut Vec<String>) -> (Vec<Vec<u64>>, Duratio
         }
     }
     (rows, interval)
+}
+
+/// The runs' courses added period by period on one time line (the
+/// validity of the merged run is judged on it): none unless every run has
+/// one of the same period, lined up. The arrivals' chi-squares and their
+/// degrees of freedom add up: of shards, the pooled test of each shard's
+/// sends (each shard's stripe of a Poisson plan is more regular than the
+/// plan, so a kept plan stays below what a Poisson process gives).
+fn course(runs: &[SavedRun], notes: &mut Vec<String>) -> Course {
+    let courses: Vec<&Course> = runs.iter().map(|r| &r.result.course).collect();
+    if courses.iter().all(|c| c.periods.is_empty()) {
+        return Course::default();
+    }
+    let period = courses[0].period;
+    let alike = courses.iter().all(|c| !c.periods.is_empty() && c.period == period);
+    let offsets = offsets_from(runs, period, |run| run.result.measured_from).filter(|_| alike);
+    let span = offsets.as_ref().and_then(|(_, offsets)| {
+        let ends = courses.iter().zip(offsets).map(|(c, &at)| at + c.periods.len() as u64);
+        ends.max().filter(|&end| end <= course::MAX_PERIODS as u64)
+    });
+    let (Some((_, offsets)), Some(span)) = (offsets, span) else {
+        notes.push(
+            "the validity's checks over periods left out: not every run kept periods of one \
+             length, started on a common grid (give the runs one --start-at)"
+                .into(),
+        );
+        return Course::default();
+    };
+    let mut periods = vec![CoursePeriod::default(); span as usize];
+    for (course, offset) in courses.iter().zip(offsets) {
+        for (index, period) in course.periods.iter().enumerate() {
+            periods[offset as usize + index].merge(period);
+        }
+    }
+    Course { period, periods }
 }
 
 /// The runs' `-p` periods added period by period on one time line; none
@@ -487,11 +535,22 @@ mod tests {
                 series: vec![vec![1, 2, 3]],
                 series_interval: Duration::from_millis(500),
                 measured_from,
+                course: course_of(latencies),
             },
             periods: vec![period(0, latencies), period(1, latencies)],
             caveats: Vec::new(),
             merge: None,
         }
+    }
+
+    /// A course of eight 250 ms periods, `latencies` in each.
+    fn course_of(latencies: &[u64]) -> Course {
+        let mut period = CoursePeriod { sent: 1, ended: 1, arrival_dof: 9, ..Default::default() };
+        period.arrival_chi2 = 4.5;
+        for &latency in latencies {
+            period.corrected.record(latency).unwrap();
+        }
+        Course { period: Duration::from_millis(250), periods: vec![period; 8] }
     }
 
     fn period(index: u64, latencies: &[u64]) -> Interval {
@@ -536,6 +595,12 @@ mod tests {
         let requests: Vec<u64> = merged.periods.iter().map(|p| p.stats.requests).collect();
         assert_eq!(requests, [5, 5]);
         assert_eq!(merged.result.series.len(), 3);
+        // The courses too, the arrivals' tests pooled.
+        let course = &merged.result.course;
+        assert_eq!((course.period, course.periods.len()), (Duration::from_millis(250), 8));
+        let first = &course.periods[0];
+        assert_eq!((first.sent, first.corrected.len()), (3, 5));
+        assert_eq!((first.arrival_dof, first.arrival_chi2), (27, 13.5));
     }
 
     #[test]
@@ -658,6 +723,14 @@ mod tests {
         // Periods of 1 s line up one period apart.
         let requests: Vec<u64> = merged.periods.iter().map(|p| p.stats.requests).collect();
         assert_eq!(requests, [2, 3, 1]);
+        let sent: Vec<u64> = merged.result.course.periods.iter().map(|p| p.sent).collect();
+        assert_eq!(sent, [1, 1, 1, 1, 2, 2, 2, 2, 1, 1, 1, 1]);
+        // Courses of other periods, or off the grid, are left out, said.
+        let mut c = run("c", (0, 1), &[300], 100);
+        c.result.course.period = Duration::from_millis(300);
+        let merged = combine(&[run("a", (0, 1), &[100], 0), c]).unwrap();
+        assert!(merged.result.course.periods.is_empty());
+        assert!(merged.notes.iter().any(|n| n.starts_with("the validity's checks over periods")));
         // Different plans: their mean rates add up.
         let mut c = run("c", (0, 1), &[300], 0);
         c.description.mode = Mode::Paced(PlanSpec::constant(100.0));
@@ -690,7 +763,8 @@ mod tests {
         let merged = combine(&runs).unwrap();
         assert!(merged.periods.is_empty());
         assert!(merged.result.series.is_empty());
-        assert_eq!(merged.notes.len(), 2, "{:?}", merged.notes);
+        assert!(merged.result.course.periods.is_empty());
+        assert_eq!(merged.notes.len(), 3, "{:?}", merged.notes);
         assert_eq!(merged.result.total.requests, 2);
     }
 }

@@ -33,6 +33,7 @@ use crate::report::json::format::{
     MergedInput, PlanInfo, Report, RunOnly, ShardInfo, ThreadCounts, SEARCH_REPORT, STEP_REPORT,
 };
 use crate::signals::Interruption;
+use crate::stats::course::{self, Course, CoursePeriod};
 use crate::stats::{
     Errors, Generator, Http2Counts, Interval, Outcome, Outcomes, RunResult, StageStats, Stats,
     TargetStats, ThreadTotals, Warmup,
@@ -375,7 +376,43 @@ fn result(report: Report, run: RunOnly) -> Result<RunResult, String> {
         series,
         series_interval,
         measured_from: unix_time("measured_from_unix_s", run.measured_from_unix_s)?,
+        course: course(&run)?,
     })
+}
+
+/// The run's course of periods (none in a file of pace before it kept
+/// one).
+fn course(run: &RunOnly) -> Result<Course, String> {
+    let Some(info) = &run.course else { return Ok(Course::default()) };
+    if info.periods.len() > course::MAX_PERIODS {
+        return Err(format!(
+            "course.periods: {} periods, more than a run keeps ({})",
+            info.periods.len(),
+            course::MAX_PERIODS
+        ));
+    }
+    // Whole microseconds, as the course keeps it.
+    let period = seconds("course.period_s", info.period_s)?;
+    let period = Duration::from_micros((period.as_secs_f64() * 1e6).round() as u64);
+    if period.is_zero() {
+        return Err("course.period_s: 0 (a period has a length)".into());
+    }
+    let periods = (info.periods.iter())
+        .map(|p| {
+            if !(p.arrival_chi2.is_finite() && p.arrival_chi2 >= 0.0) {
+                let chi2 = shown(p.arrival_chi2);
+                return Err(format!("course.periods.arrival_chi2: {chi2} is not a chi-square"));
+            }
+            Ok(CoursePeriod {
+                corrected: decode(&p.hist, course::DIGITS)?,
+                sent: count("course.periods.sent", p.sent)?,
+                ended: count("course.periods.ended", p.ended)?,
+                arrival_chi2: p.arrival_chi2,
+                arrival_dof: count("course.periods.arrival_dof", p.arrival_dof)?,
+            })
+        })
+        .collect::<Result<_, String>>()?;
+    Ok(Course { period, periods })
 }
 
 /// How the run reached its servers; from a file of pace before it
@@ -695,6 +732,21 @@ mod tests {
             series: Vec::new(),
             series_interval: Duration::from_millis(250),
             measured_from: UNIX_EPOCH + Duration::new(1_795_428_000, 750_000_000),
+            course: course_of_two(),
+        }
+    }
+
+    /// Two periods of 137.5 ms, of a Poisson plan.
+    fn course_of_two() -> Course {
+        let period = |latency_us: u64, chi2: f64| {
+            let mut period = CoursePeriod { sent: 9, ended: 8, ..CoursePeriod::default() };
+            period.corrected.record_n(latency_us, 8).unwrap();
+            (period.arrival_chi2, period.arrival_dof) = (chi2, 12);
+            period
+        };
+        Course {
+            period: Duration::from_micros(137_500),
+            periods: vec![period(1200, 10.25), period(5000, 0.0)],
         }
     }
 
@@ -744,6 +796,7 @@ mod tests {
         assert_eq!(back.threads, result.threads);
         assert_eq!(back.interrupted, result.interrupted);
         assert_eq!(back.runtime, result.runtime);
+        assert_eq!(back.course, result.course);
         // Unix seconds as a double: within a microsecond.
         let drift = back
             .measured_from
@@ -853,6 +906,14 @@ mod tests {
             (&["rate_samples"], json!([1.0, -5.0]), "rate_samples: -5 is not a rate"),
             (&["start_at"], json!("9999-12-31T23:59:59Z"), "is not a time of a run"),
             (&["shard", "index"], json!(3), "shard 3/3 is not a shard"),
+            (&["course", "period_s"], json!(0.0), "course.period_s: 0"),
+            (&["course", "period_s"], json!(-1.0), "course.period_s: -1 is not a duration"),
+            (
+                &["course", "periods"],
+                json!([{"hist": "", "sent": 1, "ended": 1, "arrival_chi2": -1.0}]),
+                "course.periods.arrival_chi2: -1 is not a chi-square",
+            ),
+            (&["course", "periods"], json!([{"hist": "!", "sent": 1, "ended": 1}]), "not base64"),
         ] {
             let text = with(&line, path, value);
             let Err(message) = parse("x.json", &text) else { panic!("{path:?} accepted") };

@@ -5,8 +5,9 @@
 //! [`periodic`] is the text report of one `-p` period, [`json`] the JSON
 //! report, [`hlog`] the HdrHistogram interval log and [`series`] wrx's
 //! time series and raw histogram. [`diagnose`] says what went wrong in a
-//! paced run, for the text and the JSON report alike. [`html`] is the
-//! self-contained HTML page with charts.
+//! paced run, for the text and the JSON report alike, and [`validity`]
+//! whether the run can be trusted. [`html`] is the self-contained HTML
+//! page with charts.
 
 pub mod concurrency;
 pub mod diagnose;
@@ -19,6 +20,7 @@ pub mod reached;
 pub mod series;
 pub mod targets;
 pub mod text;
+pub mod validity;
 
 use std::time::Duration;
 

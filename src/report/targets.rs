@@ -139,6 +139,7 @@ mod tests {
             series: Vec::new(),
             series_interval: Duration::from_millis(250),
             measured_from: std::time::SystemTime::UNIX_EPOCH,
+            course: crate::stats::course::Course::default(),
         }
     }
 

@@ -4,9 +4,10 @@
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
 //! cause, a note when a signal or the script stopped the run, in paced
-//! mode the schedule lag, and a warning per cause when something went
+//! mode the schedule lag, a warning per cause when something went
 //! wrong ([`super::diagnose`]: in the closed loop only when its requests
-//! failed). The pieces are public for the
+//! failed), and a `Validity:` line when the run cannot be trusted
+//! ([`super::validity`]). The pieces are public for the
 //! periodic reports (`-p`), which print them for one period.
 
 use std::io::{self, Write};
@@ -119,6 +120,8 @@ pub fn write_report(
     // Paced runs' warnings, and any run's that failed as a whole (the
     // closed loop's report stays wrk's when all went well).
     super::diagnose::write_warnings(out, &super::diagnose::diagnose(run, result))?;
+    // Whether the run can be trusted, when it cannot.
+    super::validity::write_line(out, &super::validity::judge(run, result))?;
     super::targets::write_targets(out, result)
 }
 

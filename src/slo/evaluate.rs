@@ -50,11 +50,15 @@ fn failed(stats: &Stats) -> u64 {
     e.socket_total() + e.status + e.unsent
 }
 
+/// The requests issued: completed, failed on the socket, or never sent.
+fn issued(stats: &Stats) -> u64 {
+    stats.requests + stats.errors.socket_total() + stats.errors.unsent
+}
+
 /// The share of the requests issued that failed (0 to 1), as `errors<N%`
 /// judges it; None when none was issued.
 pub fn error_share(stats: &Stats) -> Option<f64> {
-    let e = &stats.errors;
-    let issued = stats.requests + e.socket_total() + e.unsent;
+    let issued = issued(stats);
     (issued > 0).then(|| failed(stats) as f64 / issued as f64)
 }
 
@@ -181,7 +185,10 @@ fn measure(objective: &Objective, result: &RunResult, expectation: &Expectation)
             })
         }
         Metric::Errors => match objective.unit {
-            Unit::Percent => error_share(stats).map(|share| 100.0 * share),
+            Unit::Percent => {
+                let issued = issued(stats);
+                (issued > 0).then(|| 100.0 * failed(stats) as f64 / issued as f64)
+            }
             _ => Some(failed(stats) as f64),
         },
         Metric::Requests => Some(stats.requests as f64),

@@ -4,6 +4,7 @@
 //! coordinator adds them with [`Stats::merge`], which is exact because
 //! HdrHistograms with the same geometry add count by count.
 
+pub mod course;
 pub mod spectrum;
 pub mod stationarity;
 mod streamed;
@@ -263,6 +264,10 @@ pub struct Stats {
     /// snapshot for the live progress (a stall shows as it happens), not a
     /// sum: shares combine by the largest.
     pub oldest_waiting_us: u64,
+    /// Of a Poisson plan, the sends per slot of [`course::SLOT`] (taken out
+    /// by the course of the run, [`course::CourseBuilder`], before the
+    /// periods add up into the run's measurements).
+    pub sends: course::SlotCounts,
 }
 
 /// Why paced sends were late, and how busy the engine threads were: the
@@ -507,6 +512,7 @@ impl Stats {
             phases: Phases::new(digits),
             streamed: Streamed::new(digits),
             oldest_waiting_us: 0,
+            sends: course::SlotCounts::default(),
         }
     }
 
@@ -561,6 +567,7 @@ impl Stats {
         self.phases.clear();
         self.streamed.clear();
         self.oldest_waiting_us = 0;
+        self.sends.clear();
         for stage in &mut self.stages {
             stage.requests = 0;
             stage.corrected.reset();
@@ -591,6 +598,7 @@ impl Stats {
         self.phases.merge(&other.phases);
         self.streamed.merge(&other.streamed);
         self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);
+        self.sends.merge(&other.sends);
         for (i, stage) in other.stages.iter().enumerate() {
             match self.stages.get_mut(i) {
                 Some(mine) => mine.merge(stage),
@@ -783,6 +791,8 @@ pub struct RunResult {
     /// the warm-up): where `runtime` starts, so that runs of several
     /// machines can be put on one time line.
     pub measured_from: SystemTime,
+    /// How the run went through time, for the checks of its validity.
+    pub course: course::Course,
 }
 
 #[cfg(test)]
@@ -799,6 +809,7 @@ impl RunResult {
             series: Vec::new(),
             series_interval: Duration::from_millis(250),
             measured_from: std::time::UNIX_EPOCH,
+            course: course::Course::default(),
         }
     }
 }

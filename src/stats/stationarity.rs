@@ -30,9 +30,9 @@ pub const MIN_PERIODS: usize = 6;
 /// The Mann-Kendall statistic's one-sided 1% point.
 const TREND_Z: f64 = 2.33;
 /// The last third against the first: a queue at least doubles what waits.
-const GROWTH: f64 = 2.0;
+pub const GROWTH: f64 = 2.0;
 /// Latency must grow by at least this much (us)...
-const LATENCY_FLOOR_US: f64 = 1000.0;
+pub const LATENCY_FLOOR_US: f64 = 1000.0;
 /// ...and requests in flight by at least this many.
 const IN_FLIGHT_FLOOR: f64 = 4.0;
 
@@ -86,33 +86,66 @@ impl Stationarity {
     }
 }
 
+/// What the rules read of one period: its median corrected latency, and
+/// the requests sent and ended in it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Measures {
+    pub latency_p50_us: f64,
+    pub sent: u64,
+    pub ended: u64,
+}
+
+/// A period the rules can judge: a period's measurements, or what a run
+/// keeps of them (`crate::stats::course`).
+pub trait Period {
+    fn measures(&self) -> Measures;
+}
+
+impl Period for &Stats {
+    fn measures(&self) -> Measures {
+        Measures {
+            latency_p50_us: value_at_percentile(&self.corrected, 50.0) as f64,
+            sent: sent(self),
+            ended: ended(self),
+        }
+    }
+}
+
+/// Requests sent: a paced run records one schedule lag per send (0 in the
+/// closed loop, which records none).
+pub fn sent(stats: &Stats) -> u64 {
+    stats.lag.len()
+}
+
+/// Requests ended: with a response, a socket error or a timeout.
+pub fn ended(stats: &Stats) -> u64 {
+    stats.requests + stats.errors.read + stats.errors.write + stats.errors.timeout
+}
+
 /// Judges `periods`, in order: the periods of one run or one step.
-pub fn judge(periods: &[&Stats]) -> Stationarity {
+pub fn judge<P: Period>(periods: &[P]) -> Stationarity {
     if periods.len() < MIN_PERIODS {
         return Stationarity::TooFewPeriods(periods.len());
     }
-    let latency: Vec<f64> =
-        periods.iter().map(|stats| value_at_percentile(&stats.corrected, 50.0) as f64).collect();
+    let measures: Vec<Measures> = periods.iter().map(Period::measures).collect();
+    let latency: Vec<f64> = measures.iter().map(|period| period.latency_p50_us).collect();
     if let Trend::Growing { from, to } = trend(&latency, LATENCY_FLOOR_US) {
         return Stationarity::LatencyGrowing { from_us: from, to_us: to };
     }
-    match trend(&in_flight(periods), IN_FLIGHT_FLOOR) {
+    match trend(&in_flight(&measures), IN_FLIGHT_FLOOR) {
         Trend::Growing { from, to } => Stationarity::InFlightGrowing { from, to },
         Trend::Steady => Stationarity::Stationary,
     }
 }
 
 /// Requests sent and not ended at each period's end, from the first
-/// period's start. A paced run records one schedule lag per send; a
-/// request ends with a response, a socket error or a timeout.
-fn in_flight(periods: &[&Stats]) -> Vec<f64> {
+/// period's start.
+fn in_flight(periods: &[Measures]) -> Vec<f64> {
     let mut waiting = 0f64;
     periods
         .iter()
-        .map(|stats| {
-            let ended =
-                stats.requests + stats.errors.read + stats.errors.write + stats.errors.timeout;
-            waiting += stats.lag.len() as f64 - ended as f64;
+        .map(|period| {
+            waiting += period.sent as f64 - period.ended as f64;
             waiting
         })
         .collect()

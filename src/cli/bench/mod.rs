@@ -119,6 +119,8 @@ pub(in crate::cli) struct BenchArgs {
     metrics_push_token: Option<PathBuf>,
     /// `--slo`, every list in order (the option may be repeated).
     pub(in crate::cli) slo: Vec<Objective>,
+    /// `--strict`: an untrusted run exits 5.
+    strict: bool,
     http2: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
@@ -177,6 +179,7 @@ impl Default for BenchArgs {
             metrics_push: None,
             metrics_push_token: None,
             slo: Vec::new(),
+            strict: false,
             http2: false,
             streams: None,
             grpc: None,
@@ -303,6 +306,7 @@ pub(in crate::cli) fn take<F: Copy + PartialEq>(
             typed.metrics_push_token = Some(PathBuf::from(options.value(name)?))
         }
         Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
+        Flag::Strict => typed.strict = true,
         Flag::Http2 => typed.http2 = true,
         Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
         Flag::Grpc => typed.grpc = Some(options.text(name)?),

@@ -46,6 +46,7 @@ pub(in crate::cli) enum Flag {
     Shard,
     StartAt,
     Slo,
+    Strict,
     Http2,
     Streams,
     Grpc,
@@ -266,6 +267,8 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         "'p99<10ms,errors<0.1%,rate>99%'",
         "(exit status 4 if one fails)",
     ]),
+    Spec::new(None, "strict", Flag::Strict)
+        .help(&["Exit status 5 if the run cannot be", "trusted (the report's Validity: line)"]),
 ];
 
 /// The long options of wrk 4.2, giltene/wrk2, yicwang/wrk2 and wrx

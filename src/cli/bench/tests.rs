@@ -360,6 +360,18 @@ fn slo() {
 }
 
 #[test]
+fn strict() {
+    assert!(!bench(&[URL]).strict);
+    assert!(bench(&["--strict", URL]).strict);
+    // Abbreviated as far as it is alone, after the URL as any option.
+    assert!(bench(&[URL, "--stri"]).strict);
+    assert_eq!(
+        error(&["--strict=yes", URL]),
+        "option '--strict' does not take a value (got 'yes')"
+    );
+}
+
+#[test]
 fn script() {
     each_form("-s", "--script", "a.lua", |cfg| {
         assert_eq!(cfg.config.script.as_deref(), Some("a.lua".as_ref()))
@@ -476,7 +488,12 @@ fn ambiguous_long_options() {
     assert!(error(&["--he", URL]).contains("'--header' '--help'"));
     assert_eq!(
         error(&["--st", "1s:10", URL]),
-        "option '--st' is ambiguous; possibilities: '--stages' '--start-at' '--streams'"
+        "option '--st' is ambiguous; possibilities: '--stages' '--start-at' '--streams' \
+         '--strict'"
+    );
+    assert_eq!(
+        error(&["--str", URL]),
+        "option '--str' is ambiguous; possibilities: '--streams' '--strict'"
     );
 }
 

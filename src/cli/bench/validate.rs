@@ -161,6 +161,7 @@ pub(in crate::cli) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         report,
         outputs: typed.outputs,
         slo: typed.slo,
+        strict: typed.strict,
         metrics,
         progress: typed.progress,
     })

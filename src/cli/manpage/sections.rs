@@ -28,6 +28,7 @@ pub(super) const SECTIONS: &[Section] = &[
     Section { title: "SLO OBJECTIVES", parts: SLO },
     Section { title: "REGRESSION LIMITS", parts: REGRESSION },
     Section { title: "WARNINGS", parts: WARNINGS },
+    Section { title: "VALIDITY", parts: VALIDITY },
     Section { title: "FILES", parts: FILES },
 ];
 
@@ -158,6 +159,21 @@ const WARNINGS: &[Part] = &[
     Item("generator_held_slots", "A closed loop kept at most 75% of its slots (connections, times streams over HTTP/2) busy on average over half a second or more while its busiest thread worked 90% of the time or more: the slots waited for pace, not for the server, so the figures measure pace. Add threads (-t), make the script cheaper, or ask for fewer slots."),
 ];
 
+const VALIDITY: &[Part] = &[
+    Text(
+        "A run that cannot be taken at its word gets a Validity: not trusted: line after the \
+         warnings, naming each cause with its code (also in the JSON's validity, and a note \
+         in the HTML page); --strict makes it exit 5. The checks use the periods every run \
+         keeps (about twenty, saved in the JSON's course), so pace report and pace merge \
+         judge saved runs the same way.",
+    ),
+    Item("schedule_not_kept", "A paced run's warnings say pace fell behind its plan or never sent some of it (generator_cpu, too_few_connections, unsent)."),
+    Item("slots_held_idle", "A closed loop's slots waited for pace (generator_held_slots)."),
+    Item("arrivals_off_plan", "--arrival poisson: the sends of all threads per 10 ms slot varied at least 3 times as much as Poisson arrivals do over a window of about a second, significantly (chi-square index of dispersion, z of 3.72 or more): sends held up, then sent together. A constant rate: the schedule lag p99 above 10 ms and one gap of the plan."),
+    Item("not_stationary", "Latency (each period's median) or requests in flight kept growing through the run: a Mann-Kendall trend, the last third of the periods at least twice the first and 1 ms (or 4 requests) above it."),
+    Item("warmup_too_short", "The start of the run (its first period, or the first few up to 20 responses) answered at least twice as slowly as the rest and 1 ms slower at the median: give --warmup."),
+];
+
 /// What each exit status means, in full.
 pub(super) const EXIT_STATUS: &[(&str, &str)] = &[
     ("0", "The run completed and the report was printed."),
@@ -165,6 +181,7 @@ pub(super) const EXIT_STATUS: &[(&str, &str)] = &[
     ("2", "The command line is right but the machine fails it: the target cannot be used (it does not resolve, nothing listens, TLS set-up), or a file cannot be read or written; pace merge: the inputs cannot be added."),
     ("3", "The Lua script failed, or a script call did not return when the run was over (the report of what was measured is still printed)."),
     ("4", "An --slo objective failed, or pace compare's --max-regression limit was crossed (the report was printed, the files written); 2, 3, 130 and 143 take precedence."),
+    ("5", "With --strict, the run cannot be trusted: the report's Validity: line says why (see VALIDITY). Every other code takes precedence: 4 (a failed objective says more), 2, 3, 130 and 143."),
     ("130, 143", "Stopped by SIGINT (Ctrl-C) or SIGTERM; the report of what was measured was printed."),
     ("101", "A bug in pace (one line on stderr; please report it)."),
 ];

@@ -139,7 +139,9 @@ impl Serialize for Diagnostic {
     }
 }
 
-struct Figures<'a>(&'a [(&'static str, Value)]);
+/// Figures by name, as a JSON object in their order (the validity's
+/// causes have them too, `crate::report::validity`).
+pub(crate) struct Figures<'a>(pub(crate) &'a [(&'static str, Value)]);
 
 impl Serialize for Figures<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {

@@ -14,10 +14,10 @@ use crate::grpc_status;
 use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::report::concurrency::Concurrency;
-use crate::report::diagnose;
 use crate::report::plan::stage_rows;
 use crate::report::targets::{statuses_text, target_rows};
 use crate::report::text::WRK2_PERCENTILES;
+use crate::report::{diagnose, validity};
 use crate::stats::spectrum::{self, value_at_percentile};
 use crate::units::per_second;
 use crate::units::{format_binary, format_metric, format_rfc3339, format_time_us, UNDEFINED};
@@ -134,12 +134,16 @@ pub fn settings(page: &Page) -> String {
 pub fn verdict(page: &Page) -> String {
     let (run, result) = (page.run, page.result);
     let warnings = diagnose::diagnose(run, result);
+    let validity = validity::judge(run, result);
     let verdicts = page.verdicts;
     let failed = verdicts.iter().filter(|v| !v.ok).count();
     let e = &result.total.errors;
     let errors = e.socket_total() + e.status + e.unsent;
     let (class, headline) = if failed > 0 {
         ("bad", format!("SLO failed: {failed} of {} objectives not met", verdicts.len()))
+    } else if !validity.trusted() {
+        let causes: Vec<&str> = validity.causes.iter().map(|c| c.code.short()).collect();
+        ("warn", format!("not trusted: {}", causes.join(", ")))
     } else if !warnings.is_empty() {
         let n = warnings.len();
         let noun = if n == 1 { "warning" } else { "warnings" };
@@ -176,6 +180,9 @@ pub fn verdict(page: &Page) -> String {
     }
     for d in &warnings {
         notes.push(format!("Warning: {} [{}]", d.message, d.code.name()));
+    }
+    for cause in &validity.causes {
+        notes.push(format!("Not trusted: {} [{}]", cause.message, cause.code.name()));
     }
     if !notes.is_empty() {
         out.push_str(r#"<ul class="notes">"#);

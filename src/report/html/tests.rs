@@ -148,3 +148,19 @@ fn a_grpc_run_counts_its_calls_by_status() {
     assert!(html.contains("gRPC calls not OK"), "{html}");
     assert!(html.contains("OK: 15, UNAVAILABLE: 5"), "{html}");
 }
+
+#[test]
+fn an_untrusted_run_says_why_at_the_top() {
+    let cfg = config(true);
+    let mut total = stats(100);
+    // A tenth of the sends 50 ms late on a constant rate's grid.
+    total.lag.record_n(50_000, 10).unwrap();
+    let result = result(total);
+    let html = render(&page(&cfg, &result, &[], Origin::Live));
+    assert!(html.contains(r#"<p class="verdict warn">not trusted: arrivals off the plan</p>"#));
+    assert!(html.contains("<li>Not trusted: arrivals did not match the plan: 1% of the sends"));
+    assert!(html.contains("[arrivals_off_plan]</li>"), "{html}");
+    // A trusted one says nothing of it.
+    let result = self::result(stats(100));
+    assert!(!render(&page(&cfg, &result, &[], Origin::Live)).contains("trusted"));
+}

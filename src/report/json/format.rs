@@ -16,6 +16,7 @@ use crate::description::reached::OriginReach;
 use crate::provenance::Provenance;
 use crate::proxy::ProxyReport;
 use crate::report::diagnose::Diagnostic;
+use crate::report::validity::Validity;
 use crate::slo::Verdict;
 use crate::stats::Errors;
 
@@ -394,6 +395,48 @@ pub struct RunOnly {
     /// `pace merge -e`: what the merge could not do exactly, or assumed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merge_notes: Option<Vec<String>>,
+    /// How the run went through time, period by period: what its validity
+    /// is judged on, again by `pace report` and `pace merge` (absent from
+    /// files of pace before it kept one, and when no period was measured).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub course: Option<CourseInfo>,
+    /// Whether the run can be trusted, and why not (computed from the
+    /// figures, so not read back).
+    #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
+    pub validity: Option<Validity>,
+}
+
+/// [`crate::stats::course::Course`], for a report or a merge to judge.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CourseInfo {
+    /// The length of each period.
+    pub period_s: f64,
+    pub periods: Vec<CoursePeriodInfo>,
+}
+
+/// One period of the course.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CoursePeriodInfo {
+    /// Its corrected latency histogram, of one significant digit, encoded
+    /// as `hist`.
+    pub hist: String,
+    /// Requests sent (paced runs) and ended in it.
+    pub sent: u64,
+    pub ended: u64,
+    /// Of a Poisson plan: the chi-square of the sends per 10 ms slot
+    /// against their mean, and its degrees of freedom.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub arrival_dof: u64,
+    #[serde(default, skip_serializing_if = "is_zero_f64")]
+    pub arrival_chi2: f64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+fn is_zero_f64(x: &f64) -> bool {
+    *x == 0.0
 }
 
 /// `concurrency` of the final report.

@@ -23,7 +23,7 @@ use super::concurrency::Concurrency;
 use super::hlog::encode_compressed;
 use super::text::WRK2_PERCENTILES;
 use super::ReportOptions;
-use super::{diagnose, plan, series, targets};
+use super::{diagnose, plan, series, targets, validity};
 use crate::config::Mode;
 use crate::description::{targets_order_name, CallKind, Description};
 use crate::grpc_status;
@@ -31,13 +31,15 @@ use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::reach::Family;
 use crate::slo;
+use crate::stats::course::Course;
 use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ConcurrencyReport, ErrorCounts, GeneratorInfo, GrpcStream, Latency, LatencyBins, MergedInput,
-    Percentiles, Period, Phase, Phases, PlanInfo, Report, RunOnly, ShardInfo, StageReport,
-    StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
+    ConcurrencyReport, CourseInfo, CoursePeriodInfo, ErrorCounts, GeneratorInfo, GrpcStream,
+    Latency, LatencyBins, MergedInput, Percentiles, Period, Phase, Phases, PlanInfo, Report,
+    RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries,
+    WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -136,8 +138,29 @@ pub fn final_report(
         client_certificate: run.client_certificate,
         merged_from: None,
         merge_notes: None,
+        course: course_info(&result.course)?,
+        validity: Some(validity::judge(run, result)),
     });
     Ok(report)
+}
+
+/// The run's course, when it has periods.
+fn course_info(course: &Course) -> io::Result<Option<CourseInfo>> {
+    if course.periods.is_empty() {
+        return Ok(None);
+    }
+    let periods = (course.periods.iter())
+        .map(|period| {
+            Ok(CoursePeriodInfo {
+                hist: encode_compressed(&period.corrected)?,
+                sent: period.sent,
+                ended: period.ended,
+                arrival_dof: period.arrival_dof,
+                arrival_chi2: period.arrival_chi2,
+            })
+        })
+        .collect::<io::Result<_>>()?;
+    Ok(Some(CourseInfo { period_s: course.period.as_secs_f64(), periods }))
 }
 
 fn concurrency_report(concurrency: Concurrency) -> ConcurrencyReport {
@@ -423,6 +446,7 @@ mod tests {
             series: vec![vec![150, 150], vec![60, 40]],
             series_interval: Duration::from_secs(1),
             measured_from: std::time::UNIX_EPOCH,
+            course: crate::stats::course::Course::default(),
         }
     }
 
@@ -547,9 +571,20 @@ mod tests {
         let text = String::from_utf8(text).unwrap();
         let message = warnings[0]["message"].as_str().unwrap();
         assert!(text.contains(&format!("Warning: {message} [unsent]\n")), "{text}");
+        // The plan was not kept: the run is not to be trusted, and the
+        // text report's Validity: line says the same.
+        assert_eq!(v["validity"]["trusted"], false);
+        let causes = v["validity"]["causes"].as_array().unwrap();
+        assert_eq!(causes.len(), 1, "{v}");
+        assert_eq!(causes[0]["code"], "schedule_not_kept");
+        assert_eq!(causes[0]["figures"], json!({"warnings": ["unsent"]}));
+        let message = causes[0]["message"].as_str().unwrap();
+        let line = format!("Validity: not trusted: {message} [schedule_not_kept]\n");
+        assert!(text.contains(&line), "{text}");
         // None in closed loop; the array is always there.
         let v = to_value(&final_of(&config(Mode::ClosedLoop), &ReportOptions::default(), &result));
         assert_eq!(v["warnings"], json!([]));
+        assert_eq!(v["validity"], json!({"trusted": true, "causes": []}));
         // Not in period reports.
         let interval = Interval {
             index: 0,
@@ -559,6 +594,7 @@ mod tests {
         };
         let v = to_value(&period_report(&cfg, &ReportOptions::default(), &interval).unwrap());
         assert!(v.get("warnings").is_none() && v.get("generator").is_none());
+        assert!(v.get("validity").is_none() && v.get("course").is_none());
     }
 
     #[test]
