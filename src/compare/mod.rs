@@ -39,7 +39,7 @@ pub struct CompareArgs {
     /// `--html`.
     pub html: Option<PathBuf>,
     /// `--percentiles` (None: wrk2's that both runs have enough samples
-    /// for, [`verdicts::default_percentiles`]).
+    /// for).
     pub percentiles: Option<Vec<f64>>,
     /// `--max-regression`.
     pub limits: Vec<Limit>,

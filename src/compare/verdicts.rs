@@ -104,8 +104,9 @@ pub struct Comparison {
     pub noise: Noise,
 }
 
-/// Compares `new` with `base` at `percentiles`, or by default at
-/// [`default_percentiles`].
+/// Compares `new` with `base` at `percentiles`, or by default at wrk2's
+/// that both runs have enough samples for (at least the median, whose
+/// line then says why not).
 pub fn compare(
     base: &SavedRun,
     new: &SavedRun,
@@ -115,7 +116,11 @@ pub fn compare(
     let (b, n) = (&base.result, &new.result);
     let (percentiles, left_out) = match percentiles {
         Some(asked) => (asked.to_vec(), Vec::new()),
-        None => default_percentiles(b.total.corrected.len().min(n.total.corrected.len())),
+        // wrk2's that both runs back.
+        None => confidence::backed(
+            &WRK2_PERCENTILES,
+            b.total.corrected.len().min(n.total.corrected.len()),
+        ),
     };
     let percentiles = percentiles.as_slice();
     let latency = |source: Source, pick: fn(&Stats) -> &Histogram<u64>| {
@@ -138,18 +143,6 @@ pub fn compare(
         left_out,
         noise,
     }
-}
-
-/// The percentiles compared when none are asked for, and those left out:
-/// wrk2's that `count` samples (the smaller run's) back, and at least the
-/// median (whose line then says why it is not judged).
-pub fn default_percentiles(count: u64) -> (Vec<f64>, Vec<f64>) {
-    let (mut backed, mut left_out): (Vec<f64>, Vec<f64>) =
-        WRK2_PERCENTILES.iter().partition(|&&p| confidence::enough(count, p));
-    if backed.is_empty() {
-        backed.push(left_out.remove(0));
-    }
-    (backed, left_out)
 }
 
 /// A figure of a run as `--slo` measures it (and so as the reports print
@@ -383,17 +376,6 @@ mod tests {
         let p = |p| Figure::Latency(Source::Corrected, p);
         assert_eq!(shown, [p(50.0), p(75.0), p(90.0), p(99.0)]);
         assert_eq!(default.left_out, [99.9, 99.99, 99.999, 100.0]);
-    }
-
-    #[test]
-    fn default_percentiles_fit_the_runs() {
-        assert_eq!(default_percentiles(100_000).0, [50.0, 75.0, 90.0, 99.0, 99.9, 99.99]);
-        assert_eq!(default_percentiles(1000).0, [50.0, 75.0, 90.0, 99.0]);
-        assert_eq!(default_percentiles(950).0, [50.0, 75.0, 90.0]);
-        // Nothing backed: the median alone, to say so.
-        assert_eq!(default_percentiles(15), (vec![50.0], WRK2_PERCENTILES[1..].to_vec()));
-        assert_eq!(default_percentiles(0).0, [50.0]);
-        assert_eq!(default_percentiles(1_000_000_000_000).1, [100.0]);
     }
 
     /// A significant difference below the floor is noise: 3% slower at

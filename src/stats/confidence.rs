@@ -82,6 +82,18 @@ pub fn enough(count: u64, percentile: f64) -> bool {
     samples_beyond(count, percentile) >= MIN_SAMPLES_BEYOND
 }
 
+/// Of `percentiles`, those `count` values back, and those left out; at
+/// least the first is kept, so that a report has a line saying why.
+/// What pace shows when it chooses the percentiles itself.
+pub fn backed(percentiles: &[f64], count: u64) -> (Vec<f64>, Vec<f64>) {
+    let (mut backed, mut left_out): (Vec<f64>, Vec<f64>) =
+        percentiles.iter().partition(|&&p| enough(count, p));
+    if backed.is_empty() && !left_out.is_empty() {
+        backed.push(left_out.remove(0));
+    }
+    (backed, left_out)
+}
+
 /// The ranks (1 to `count`) of the [`LEVEL`] interval of the quantile at
 /// `percentile`: (lower, upper), None for a side the samples cannot bound.
 pub fn rank_interval(count: u64, percentile: f64) -> (Option<u64>, Option<u64>) {
@@ -201,6 +213,19 @@ mod tests {
         // Bad percentiles do not panic.
         assert_eq!(samples_beyond(100, f64::NAN), 0);
         assert_eq!(samples_beyond(100, 250.0), 0);
+    }
+
+    #[test]
+    fn the_percentiles_a_run_backs() {
+        let wrk2 = [50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 99.999, 100.0];
+        assert_eq!(backed(&wrk2, 100_000).0, [50.0, 75.0, 90.0, 99.0, 99.9, 99.99]);
+        assert_eq!(backed(&wrk2, 1000), (wrk2[..4].to_vec(), wrk2[4..].to_vec()));
+        assert_eq!(backed(&wrk2, 950).0, [50.0, 75.0, 90.0]);
+        // Nothing backed: the first alone, to say so.
+        assert_eq!(backed(&wrk2, 15), (vec![50.0], wrk2[1..].to_vec()));
+        assert_eq!(backed(&wrk2, 0).0, [50.0]);
+        assert_eq!(backed(&wrk2, 1_000_000_000_000).1, [100.0]);
+        assert_eq!(backed(&[], 10), (vec![], vec![]));
     }
 
     /// Known ranks, from the binomial's tables: the median of 10 is
