@@ -257,9 +257,31 @@ pub fn write_too_few_samples(
         return Ok(());
     }
     let (percentiles, decimals) = distribution_percentiles(mode, options);
-    let paced_uncorrected = options.u_latency && matches!(mode, Mode::Paced(_));
+    let uncorrected = options.u_latency && matches!(mode, Mode::Paced(_));
+    write_too_few(out, percentiles, decimals, stats, uncorrected)
+}
+
+/// The same after [`write_hdr_distributions`] (`pace merge` of logs).
+pub fn write_hdr_too_few_samples(
+    out: &mut dyn Write,
+    options: &ReportOptions,
+    stats: &Stats,
+) -> io::Result<()> {
+    let (percentiles, decimals) = hdr_percentiles(options);
+    write_too_few(out, percentiles, decimals, stats, options.u_latency)
+}
+
+/// The line for `percentiles` (labelled with `decimals`) of the corrected
+/// latency, and of the uncorrected one when it is printed too.
+fn write_too_few(
+    out: &mut dyn Write,
+    percentiles: &[f64],
+    decimals: usize,
+    stats: &Stats,
+    uncorrected: bool,
+) -> io::Result<()> {
     let mut count = stats.corrected.len();
-    if paced_uncorrected {
+    if uncorrected {
         count = count.min(stats.uncorrected.len());
     }
     let few: Vec<String> = (percentiles.iter())
