@@ -154,6 +154,104 @@ fn runs_of_one_server_are_within_noise() {
     assert_eq!(once.stdout, again.stdout);
 }
 
+/// Issue 31: two runs of one server compare as within noise or too few
+/// samples at every percentile (2 s at 1000/s: 20 samples beyond p99, 2
+/// beyond p99.9, none beyond the maximum); by default the table keeps the
+/// percentiles both runs back; a server 1 ms slower is slower at p50 to
+/// p99, each with enough samples.
+///
+/// p99 rests on the 20 slowest requests, so on a machine busy enough that
+/// the loopback server's own p99 reaches the 1 ms the test adds (other
+/// builds on this 2-core machine take pace's CPU for milliseconds: both
+/// runs' tails then hold those waits, which differ from run to run) no
+/// verdict there can be expected: p99 is then only asserted to be judged,
+/// not too few samples. The body and the samples rule hold always.
+#[test]
+fn percentiles_with_too_few_samples_are_not_called_faster_or_slower() {
+    let dir = tempfile::tempdir().unwrap();
+    let _load = load_lock();
+    let fast = default_server();
+    let slow = serve(ServeOptions { latency: ADDED, ..serve_options() });
+    let save = |server: &ServerHandle, name: &str| {
+        let out = dir.path().join(name);
+        let target = url(server.addr(), "/");
+        let args = ["-t1", "-c4", "-d2s", "-R1000", "-p", "200ms", "-e", "-o", path(&out), &target];
+        pace(&args, LIMIT).assert_ok();
+        out
+    };
+    let (a, b, slower) = (save(&fast, "a.json"), save(&fast, "b.json"), save(&slow, "slow.json"));
+    let all = "50,75,90,99,99.9,99.99,99.999,100";
+
+    let run = compare(&["-e", "--percentiles", all, path(&a), path(&b)]);
+    run.assert_ok();
+    let json: Value = serde_json::from_str(&run.stdout).unwrap();
+    // Quiet: the loopback server's p99 is under 300 us in both runs (a
+    // few times what it is on an idle machine, well under the 1 ms added).
+    let p99 = latency_line(&json, "corrected", 99.0);
+    let quiet = [&p99["base"], &p99["new"]].iter().all(|v| v.as_f64().unwrap() < 300.0);
+    if !quiet {
+        eprintln!(
+            "busy machine (p99 {} and {} us): p99 verdicts not asserted",
+            p99["base"], p99["new"]
+        );
+    }
+    for kind in ["corrected", "uncorrected"] {
+        for line in json["latency"][kind].as_array().unwrap() {
+            let (p, verdict) = (line["percentile"].as_f64().unwrap(), &line["verdict"]);
+            let expected = match p {
+                _ if p >= 99.9 => "too few samples",
+                _ if p == 99.0 && !quiet => {
+                    assert_ne!(verdict, "too few samples", "{kind} p{p}: {json}");
+                    continue;
+                }
+                _ => "within noise",
+            };
+            assert_eq!(verdict, expected, "{kind} p{p}: {json}");
+        }
+    }
+    assert_eq!(json["method"]["min_samples_beyond"], 10);
+    let beyond = latency_line(&json, "corrected", 99.9)["base_samples_beyond"].as_u64();
+    assert!(beyond.is_some_and(|n| n < 10), "{json}");
+
+    // By default: the percentiles both runs back, the others named.
+    let json = comparison(&a, &b);
+    let shown: Vec<f64> = json["latency"]["corrected"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|line| line["percentile"].as_f64().unwrap())
+        .collect();
+    assert_eq!(shown, [50.0, 75.0, 90.0, 99.0], "{json}");
+    assert_eq!(json["percentiles_left_out"], serde_json::json!([99.9, 99.99, 99.999, 100.0]));
+    let text = compare(&[path(&a), path(&b)]);
+    text.assert_ok();
+    assert!(
+        text.stdout.contains(
+            "Too few samples: a run has fewer than 10 latencies beyond the percentile (above \
+             it; below it under 50%), so chance alone could make a difference there; left out: \
+             99.900%, 99.990%, 99.999%, 100.000% (--percentiles compares them).\n"
+        ),
+        "{text}"
+    );
+
+    // 1 ms more at the server: slower from p50 to p99.
+    let json = comparison(&a, &slower);
+    for kind in ["corrected", "uncorrected"] {
+        for p in [50.0, 75.0, 90.0, 99.0] {
+            let verdict = &latency_line(&json, kind, p)["verdict"];
+            if p == 99.0 && !quiet {
+                assert_ne!(verdict, "too few samples", "{kind} p{p}: {json}");
+            } else {
+                assert_eq!(verdict, "slower", "{kind} p{p}: {json}");
+            }
+        }
+    }
+    // A gate on p99.9 is judged, and says it rests on too few samples.
+    let gate = compare(&["--max-regression", "p99.9:+1h", path(&a), path(&slower)]);
+    gate.assert_ok();
+    assert!(gate.stdout.contains(", too few samples\n"), "{gate}");
+}
+
 /// Issue 34, item 2: a 2 s and a 5 s run compared without a "not
 /// comparable" warning. The duration (-d) and -n are settings.
 #[test]

@@ -20,13 +20,18 @@
 //!
 //! A limit judges the measured figures, not their noise: a limit tighter
 //! than the runs' noise fails on noise (the table's verdicts say when).
+//! So does a limit on a percentile that a run has too few samples beyond
+//! ([`crate::stats::confidence`]): it is judged all the same, so that no
+//! regression passes unseen, and its line says `too few samples`, so
+//! that a failure is not taken for more than it is.
 
 use std::io::{self, Write};
 
 use serde_json::{json, Value};
 
 use super::verdicts::measure;
-use crate::slo::{self, Metric, Source, Unit};
+use crate::slo::{self, Metric, Source, Stat, Unit};
+use crate::stats::confidence;
 use crate::stats::RunResult;
 use crate::units::{format_time_us, parse_metric, parse_time};
 
@@ -51,6 +56,8 @@ pub struct Judged {
     /// when a run has no such figure.
     pub change: Option<f64>,
     pub ok: bool,
+    /// A percentile that a run has too few samples beyond.
+    pub too_few_samples: bool,
 }
 
 /// Which way a metric gets worse.
@@ -181,7 +188,21 @@ pub fn judge(limits: &[Limit], base: &RunResult, new: &RunResult) -> Vec<Judged>
                     change >= -limit.amount
                 }
             });
-            Judged { limit: limit.clone(), change, ok }
+            let too_few_samples = match limit.metric {
+                Metric::Latency(source, Stat::Percentile(p)) => {
+                    let count = |r: &RunResult| {
+                        let s = &r.total;
+                        match source {
+                            Source::Corrected => s.corrected.len(),
+                            Source::Uncorrected => s.uncorrected.len(),
+                            Source::Lag => s.lag.len(),
+                        }
+                    };
+                    !(confidence::enough(count(base), p) && confidence::enough(count(new), p))
+                }
+                _ => false,
+            };
+            Judged { limit: limit.clone(), change, ok, too_few_samples }
         })
         .collect()
 }
@@ -221,9 +242,13 @@ pub fn write(out: &mut dyn Write, judged: &[Judged]) -> io::Result<()> {
 }
 
 impl Judged {
-    /// `measured +1.05ms`, or `nothing measured`.
+    /// `measured +1.05ms` (`measured +73.00%, too few samples`), or
+    /// `nothing measured`.
     pub fn measured(&self) -> String {
         match self.change {
+            Some(change) if self.too_few_samples => {
+                format!("measured {}, too few samples", signed(change, self.limit.unit))
+            }
             Some(change) => format!("measured {}", signed(change, self.limit.unit)),
             None => "nothing measured".to_string(),
         }
@@ -239,6 +264,7 @@ impl Judged {
             "unit": self.limit.unit.name(),
             "change": self.change.filter(|c| c.is_finite()),
             "ok": self.ok,
+            "too_few_samples": self.too_few_samples,
         })
     }
 }
@@ -369,6 +395,24 @@ mod tests {
         );
         assert!(failures(&judge(&parse("rate:-3%").unwrap(), &base, &new)).is_none());
         assert_eq!(judge(&parse("p50:+1%").unwrap(), &base, &run(1, 0, 1))[0].change, None);
+    }
+
+    /// A percentile with too few samples beyond it is judged all the
+    /// same, and says so.
+    #[test]
+    fn too_few_samples_are_judged_and_said() {
+        let (base, new) = (run(1000, 1000, 0), run(1150, 1000, 0));
+        let limits = parse("p99:+10%,p99.9:+10%,u.p99.9:+1h,max:+1h,rate:-2%").unwrap();
+        let judged = judge(&limits, &base, &new);
+        let few: Vec<bool> = judged.iter().map(|j| j.too_few_samples).collect();
+        // 1000 samples: 10 beyond p99, 1 beyond p99.9 (none recorded
+        // uncorrected); the maximum is a limit of its own.
+        assert_eq!(few, [false, true, true, false, false]);
+        let oks: Vec<bool> = judged.iter().map(|j| j.ok).collect();
+        assert_eq!(oks, [false, false, false, true, true]);
+        assert_eq!(judged[1].measured(), format!("measured +15.00%, too few samples"));
+        assert_eq!(judged[1].json()["too_few_samples"], true);
+        assert_eq!(judged[0].json()["too_few_samples"], false);
     }
 
     #[test]

@@ -70,8 +70,15 @@ fn verdict(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> String {
     if !better.is_empty() {
         sentences.push(format!("NEW is better at: {}.", better.join(", ")));
     }
-    if worse.is_empty() && better.is_empty() {
-        sentences.push("NEW is within noise of BASE on every line.".to_string());
+    let few = named(&[Verdict::TooFewSamples]);
+    match (worse.is_empty() && better.is_empty(), few.is_empty()) {
+        (true, true) => sentences.push("NEW is within noise of BASE on every line.".to_string()),
+        (true, false) => sentences
+            .push("NEW is within noise of BASE on every line with enough samples.".to_string()),
+        (false, _) => {}
+    }
+    if !few.is_empty() {
+        sentences.push(format!("Too few samples to tell at: {}.", few.join(", ")));
     }
     let class = match (crossed > 0, !worse.is_empty() || !runs.warnings.is_empty()) {
         (true, _) => "bad",
@@ -80,6 +87,9 @@ fn verdict(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> String {
     };
     let mut out = format!(r#"<p class="verdict {class}">{}</p>"#, escape(&sentences.join(" ")));
     let _ = write!(out, "<p>{}</p>", escape(&text::noise_sentence(comparison)));
+    if let Some(sentence) = text::samples_sentence(comparison) {
+        let _ = write!(out, "<p>{}</p>", escape(&sentence));
+    }
     if !runs.warnings.is_empty() {
         out.push_str(r#"<ul class="notes">"#);
         for warning in &runs.warnings {
@@ -154,7 +164,7 @@ fn table(comparison: &Comparison) -> String {
         let class = match line.verdict {
             Verdict::Slower | Verdict::MoreErrors => r#" class="bad""#,
             Verdict::Faster | Verdict::FewerErrors => r#" class="ok""#,
-            Verdict::WithinNoise | Verdict::NotMeasured => "",
+            Verdict::WithinNoise | Verdict::NotMeasured | Verdict::TooFewSamples => "",
         };
         rows.push(vec![
             escape(heading),

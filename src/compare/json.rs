@@ -10,6 +10,7 @@ use super::statistics::{self, CONFIDENCE, MAX_BLOCKS, ROUNDS, SEED};
 use super::verdicts::{Comparison, Figure, Line};
 use super::Runs;
 use crate::merge::saved::SavedRun;
+use crate::stats::confidence::MIN_SAMPLES_BEYOND;
 use crate::units::per_second;
 
 /// The version of this object's shape.
@@ -40,6 +41,7 @@ pub fn value(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> Value {
             "seed": SEED,
             "noise_floor_percent": comparison.noise.percent,
             "noise_floor_latency_us": comparison.noise.latency_us,
+            "min_samples_beyond": MIN_SAMPLES_BEYOND,
         },
         "rate": line(&comparison.rate),
         "errors": line(&comparison.errors),
@@ -48,6 +50,7 @@ pub fn value(runs: &Runs, comparison: &Comparison, judged: &[Judged]) -> Value {
             "corrected": lines(&comparison.corrected),
             "uncorrected": comparison.uncorrected.as_deref().map(lines),
         },
+        "percentiles_left_out": comparison.left_out,
         "regression": judged.iter().map(Judged::json).collect::<Vec<Value>>(),
         "regression_ok": judged.iter().all(|j| j.ok),
     })
@@ -86,7 +89,13 @@ fn line(line: &Line) -> Value {
         "verdict": line.verdict.word(),
     });
     match line.figure {
-        Figure::Latency(_, percentile) => value["percentile"] = json!(percentile),
+        Figure::Latency(_, percentile) => {
+            value["percentile"] = json!(percentile);
+            if let Some((base, new)) = line.samples_beyond {
+                value["base_samples_beyond"] = json!(base);
+                value["new_samples_beyond"] = json!(new);
+            }
+        }
         Figure::Grpc(code) => value["code"] = json!(crate::grpc_status::name(code)),
         Figure::Rate | Figure::Errors => {}
     }

@@ -2,7 +2,8 @@
 //! ones) side by side — the rate, the errors, and the latency at each
 //! percentile — with the difference and a plain verdict per line: faster,
 //! slower, or within noise ([`statistics`] decides noise from the
-//! histograms; [`verdicts`] applies it). `--max-regression` turns it into
+//! histograms; [`verdicts`] applies it), or too few samples for a
+//! percentile a run has too few samples beyond. `--max-regression` turns it into
 //! a CI gate ([`gate`], exit code 4 as `--slo`). The comparison is written
 //! as text ([`text`]), JSON with `-e` ([`json`]), and with `--html` as a
 //! page with both percentile spectra and both timelines ([`html`]). Runs
@@ -25,7 +26,6 @@ pub use statistics::Noise;
 use crate::error::{Error, SLO_FAILED};
 use crate::merge::saved::{self, SavedRun};
 use crate::outfile::{self, write_error, OutputFile};
-use crate::report::text::WRK2_PERCENTILES;
 
 /// What `pace compare` was asked.
 #[derive(Debug, Default)]
@@ -38,7 +38,8 @@ pub struct CompareArgs {
     pub output: Option<PathBuf>,
     /// `--html`.
     pub html: Option<PathBuf>,
-    /// `--percentiles` (None: wrk2's).
+    /// `--percentiles` (None: wrk2's that both runs have enough samples
+    /// for).
     pub percentiles: Option<Vec<f64>>,
     /// `--max-regression`.
     pub limits: Vec<Limit>,
@@ -77,8 +78,7 @@ pub fn run(args: &CompareArgs) -> Result<i32, Error> {
         warnings.extend(diagnostics(run));
     }
     let runs = Runs { base: &base, new: &new, warnings };
-    let percentiles = args.percentiles.clone().unwrap_or_else(|| WRK2_PERCENTILES.to_vec());
-    let comparison = verdicts::compare(&base, &new, &percentiles, args.noise);
+    let comparison = verdicts::compare(&base, &new, args.percentiles.as_deref(), args.noise);
     let judged = gate::judge(&args.limits, &base.result, &new.result);
     // A page that cannot be written stops the comparison before any output.
     let page = match &args.html {

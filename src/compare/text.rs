@@ -1,6 +1,7 @@
 //! The comparison as text: which runs, what differs between them, the
 //! table (both runs, the change, the verdict per line), how noise was
-//! judged, and the `--max-regression` verdicts.
+//! judged, which percentiles had too few samples, and the
+//! `--max-regression` verdicts.
 //!
 //! ```text
 //! Comparing
@@ -18,9 +19,10 @@ use std::io::{self, Write};
 
 use super::gate::{self, Judged};
 use super::statistics::{CONFIDENCE, ROUNDS};
-use super::verdicts::{Comparison, Figure, Line};
+use super::verdicts::{Comparison, Figure, Line, Verdict};
 use super::Runs;
 use crate::slo::Unit;
+use crate::stats::confidence::MIN_SAMPLES_BEYOND;
 use crate::units::format_time_us;
 
 /// Writes the whole comparison.
@@ -61,6 +63,9 @@ pub fn write(
     write_table(out, &rows, &headings)?;
     writeln!(out)?;
     writeln!(out, "{}", noise_sentence(comparison))?;
+    if let Some(sentence) = samples_sentence(comparison) {
+        writeln!(out, "{sentence}")?;
+    }
     gate::write(out, judged)
 }
 
@@ -85,6 +90,30 @@ pub fn noise_sentence(comparison: &Comparison) -> String {
         noise.percent,
         format_time_us(noise.latency_us),
     )
+}
+
+/// What "too few samples" means, and which of the default percentiles
+/// were left out for it; None when neither happened.
+pub fn samples_sentence(comparison: &Comparison) -> Option<String> {
+    let lines = comparison.corrected.iter().chain(comparison.uncorrected.iter().flatten());
+    let too_few = lines.into_iter().any(|l| l.verdict == Verdict::TooFewSamples);
+    if !too_few && comparison.left_out.is_empty() {
+        return None;
+    }
+    let mut sentence = format!(
+        "Too few samples: a run has fewer than {MIN_SAMPLES_BEYOND} latencies beyond the \
+         percentile (above it; below it under 50%), so chance alone could make a difference there"
+    );
+    if !comparison.left_out.is_empty() {
+        let left_out: Vec<String> =
+            comparison.left_out.iter().map(|p| format!("{p:.3}%")).collect();
+        sentence.push_str(&format!(
+            "; left out: {} (--percentiles compares them)",
+            left_out.join(", ")
+        ));
+    }
+    sentence.push('.');
+    Some(sentence)
 }
 
 /// A table row: the name, both figures, the change and the verdict.

@@ -1,12 +1,16 @@
 //! The comparison itself: each figure of both runs, their difference, and
 //! a plain verdict — faster, slower, or within noise ([`statistics`] says
-//! what counts as noise).
+//! what counts as noise); too few samples for a percentile that either
+//! run has fewer than [`MIN_SAMPLES_BEYOND`] samples beyond
+//! ([`crate::stats::confidence`]), where a verdict would be chance.
 
 use hdrhistogram::Histogram;
 
 use super::statistics::{self, Noise, Resampler};
 use crate::merge::saved::SavedRun;
+use crate::report::text::WRK2_PERCENTILES;
 use crate::slo::{self, Expectation, Metric, Objective, Op, Source, Unit};
+use crate::stats::confidence::{self, MIN_SAMPLES_BEYOND};
 use crate::stats::{RunResult, Stats};
 
 /// What a line compares.
@@ -34,6 +38,10 @@ pub enum Verdict {
     FewerErrors,
     /// One of the runs has no such figure (no latency recorded).
     NotMeasured,
+    /// A latency percentile that a run has fewer than
+    /// [`MIN_SAMPLES_BEYOND`] samples beyond: whatever the difference,
+    /// chance could make it.
+    TooFewSamples,
 }
 
 impl Verdict {
@@ -45,6 +53,7 @@ impl Verdict {
             Verdict::MoreErrors => "more errors",
             Verdict::FewerErrors => "fewer errors",
             Verdict::NotMeasured => "not measured",
+            Verdict::TooFewSamples => "too few samples",
         }
     }
 }
@@ -60,6 +69,9 @@ pub struct Line {
     /// The smallest difference that counts (see [`Noise`]).
     pub floor: f64,
     pub verdict: Verdict,
+    /// Of a latency percentile: the samples beyond it in BASE and in NEW
+    /// ([`confidence::samples_beyond`]).
+    pub samples_beyond: Option<(u64, u64)>,
 }
 
 impl Line {
@@ -87,12 +99,30 @@ pub struct Comparison {
     /// The uncorrected latency, when both runs followed a plan (in a closed
     /// loop it is the same histogram).
     pub uncorrected: Option<Vec<Line>>,
+    /// Of the default percentiles, those left out for too few samples.
+    pub left_out: Vec<f64>,
     pub noise: Noise,
 }
 
-/// Compares `new` with `base` at `percentiles`.
-pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Noise) -> Comparison {
+/// Compares `new` with `base` at `percentiles`, or by default at wrk2's
+/// that both runs have enough samples for (at least the median, whose
+/// line then says why not).
+pub fn compare(
+    base: &SavedRun,
+    new: &SavedRun,
+    percentiles: Option<&[f64]>,
+    noise: Noise,
+) -> Comparison {
     let (b, n) = (&base.result, &new.result);
+    let (percentiles, left_out) = match percentiles {
+        Some(asked) => (asked.to_vec(), Vec::new()),
+        // wrk2's that both runs back.
+        None => confidence::backed(
+            &WRK2_PERCENTILES,
+            b.total.corrected.len().min(n.total.corrected.len()),
+        ),
+    };
+    let percentiles = percentiles.as_slice();
     let latency = |source: Source, pick: fn(&Stats) -> &Histogram<u64>| {
         let resampler = |run: &SavedRun| {
             let periods: Vec<&Histogram<u64>> =
@@ -110,6 +140,7 @@ pub fn compare(base: &SavedRun, new: &SavedRun, percentiles: &[f64], noise: Nois
         grpc: grpc_lines(b, n),
         corrected: latency(Source::Corrected, |s| &s.corrected),
         uncorrected: both_paced.then(|| latency(Source::Uncorrected, |s| &s.uncorrected)),
+        left_out,
         noise,
     }
 }
@@ -143,6 +174,7 @@ fn rate_line(base: &RunResult, new: &RunResult, noise: Noise) -> Line {
         interval: Some(interval),
         floor,
         verdict,
+        samples_beyond: None,
     }
 }
 
@@ -169,7 +201,15 @@ fn share_line(figure: Figure, (b, n): (Option<f64>, Option<f64>), interval: (f64
         },
         _ => Verdict::NotMeasured,
     };
-    Line { figure, base: b, new: n, interval: Some(interval), floor: 0.0, verdict }
+    Line {
+        figure,
+        base: b,
+        new: n,
+        interval: Some(interval),
+        floor: 0.0,
+        verdict,
+        samples_beyond: None,
+    }
 }
 
 /// A line per gRPC status code but OK seen in either run: the share of
@@ -223,7 +263,13 @@ fn latency_lines(
                 };
                 noise.latency_floor(b, bucket(base).max(bucket(new)))
             });
+            let beyond = (
+                confidence::samples_beyond(base.len(), p),
+                confidence::samples_beyond(new.len(), p),
+            );
+            let too_few = beyond.0.min(beyond.1) < MIN_SAMPLES_BEYOND;
             let verdict = match (b, n, interval) {
+                (Some(_), Some(_), Some(_)) if too_few => Verdict::TooFewSamples,
                 (Some(b), Some(n), Some(interval)) => match judge(n - b, interval, floor) {
                     // More latency is slower.
                     Some(true) => Verdict::Slower,
@@ -232,7 +278,15 @@ fn latency_lines(
                 },
                 _ => Verdict::NotMeasured,
             };
-            Line { figure: Figure::Latency(source, p), base: b, new: n, interval, floor, verdict }
+            Line {
+                figure: Figure::Latency(source, p),
+                base: b,
+                new: n,
+                interval,
+                floor,
+                verdict,
+                samples_beyond: Some(beyond),
+            }
         })
         .collect()
 }
@@ -278,17 +332,50 @@ mod tests {
     fn a_millisecond_more_is_slower_and_the_same_run_is_within_noise() {
         let base = saved(run(4000, 100, 0));
         let slower = saved(run(4000, 1100, 0));
-        let c = compare(&base, &slower, &[50.0, 99.0], Noise::default());
+        let c = compare(&base, &slower, Some(&[50.0, 99.0]), Noise::default());
         assert!(c.corrected.iter().all(|l| l.verdict == Verdict::Slower), "{:?}", c.corrected);
         let change = c.corrected[0].change().unwrap();
         assert!((change - 1000.0).abs() < 20.0, "{change}");
         assert_eq!(c.rate.verdict, Verdict::WithinNoise);
         assert_eq!(c.errors.verdict, Verdict::WithinNoise);
-        let back = compare(&slower, &base, &[50.0], Noise::default());
+        let back = compare(&slower, &base, Some(&[50.0]), Noise::default());
         assert_eq!(back.corrected[0].verdict, Verdict::Faster);
-        let same = compare(&base, &base, &[0.0, 50.0, 99.9, 100.0], Noise::default());
-        assert!(same.corrected.iter().all(|l| l.verdict == Verdict::WithinNoise));
+        let same = compare(&base, &base, Some(&[0.0, 50.0, 99.9, 100.0]), Noise::default());
+        let verdicts: Vec<Verdict> = same.corrected.iter().map(|l| l.verdict).collect();
+        // 4000 samples: 4 beyond p99.9, none beyond the extremes.
+        let few = Verdict::TooFewSamples;
+        assert_eq!(verdicts, [few, Verdict::WithinNoise, few, few]);
+        assert_eq!(same.corrected[2].samples_beyond, Some((4, 4)));
         assert!(same.uncorrected.is_none(), "closed loop: one latency");
+    }
+
+    /// The new user's case: two runs of one server, 5000 samples each, a
+    /// tail that differs by chance (a few slow requests more in one). The
+    /// tail percentiles are too few samples, not faster; by default they
+    /// are left out.
+    #[test]
+    fn a_tail_of_a_few_samples_is_too_few_samples_not_faster() {
+        let with_outliers = |slow: u64| {
+            let mut result = run(5000 - slow, 100, 0);
+            for _ in 0..slow {
+                result.total.corrected.record(5_000).unwrap();
+            }
+            saved(result)
+        };
+        let (base, new) = (with_outliers(8), with_outliers(2));
+        let all = compare(&base, &new, Some(&WRK2_PERCENTILES), Noise::default());
+        for line in &all.corrected {
+            let Figure::Latency(_, p) = line.figure else { unreachable!() };
+            let expected = if p >= 99.9 { Verdict::TooFewSamples } else { Verdict::WithinNoise };
+            assert_eq!(line.verdict, expected, "p{p}: {line:?}");
+        }
+        // p99.9 differs by 98%, and still says nothing.
+        assert!(all.corrected[4].change_percent().unwrap() < -90.0, "{:?}", all.corrected[4]);
+        let default = compare(&base, &new, None, Noise::default());
+        let shown: Vec<Figure> = default.corrected.iter().map(|l| l.figure).collect();
+        let p = |p| Figure::Latency(Source::Corrected, p);
+        assert_eq!(shown, [p(50.0), p(75.0), p(90.0), p(99.0)]);
+        assert_eq!(default.left_out, [99.9, 99.99, 99.999, 100.0]);
     }
 
     /// A significant difference below the floor is noise: 3% slower at
@@ -297,18 +384,21 @@ mod tests {
     fn the_floor_keeps_small_differences_within_noise() {
         let base = saved(run(100_000, 10_000, 0));
         let new = saved(run(100_000, 10_300, 0));
-        let c = compare(&base, &new, &[50.0], Noise::default());
+        let c = compare(&base, &new, Some(&[50.0]), Noise::default());
         assert!(statistics::excludes_zero(c.corrected[0].interval.unwrap()));
         assert_eq!(c.corrected[0].verdict, Verdict::WithinNoise);
         let strict = Noise { percent: 1.0, latency_us: 0.0 };
-        assert_eq!(compare(&base, &new, &[50.0], strict).corrected[0].verdict, Verdict::Slower);
+        assert_eq!(
+            compare(&base, &new, Some(&[50.0]), strict).corrected[0].verdict,
+            Verdict::Slower
+        );
     }
 
     #[test]
     fn rates_and_errors() {
         let base = saved(run(4000, 100, 0));
         let half = saved(run(2000, 100, 200));
-        let c = compare(&base, &half, &[50.0], Noise::default());
+        let c = compare(&base, &half, Some(&[50.0]), Noise::default());
         assert_eq!((c.rate.base, c.rate.new), (Some(2000.0), Some(1000.0)));
         assert_eq!(c.rate.verdict, Verdict::Slower);
         assert_eq!(c.rate.change_percent(), Some(-50.0));
@@ -316,7 +406,7 @@ mod tests {
         let share = c.errors.new.unwrap();
         assert!((share - 100.0 * 200.0 / 2200.0).abs() < 1e-9, "{share}");
         assert_eq!(
-            compare(&half, &base, &[], Noise::default()).errors.verdict,
+            compare(&half, &base, Some(&[]), Noise::default()).errors.verdict,
             Verdict::FewerErrors
         );
     }
@@ -344,27 +434,27 @@ mod tests {
     fn grpc_codes_but_ok_are_compared_as_errors_are() {
         let base = saved(grpc_run(10_000, 100));
         let worse = saved(grpc_run(10_000, 1000));
-        let c = compare(&base, &worse, &[50.0], Noise::default());
+        let c = compare(&base, &worse, Some(&[50.0]), Noise::default());
         let codes: Vec<Figure> = c.grpc.iter().map(|l| l.figure).collect();
         assert_eq!(codes, [Figure::Grpc(4), Figure::Grpc(14)]);
         let (deadline, unavailable) = (&c.grpc[0], &c.grpc[1]);
         assert_eq!((unavailable.base, unavailable.new), (Some(1.0), Some(10.0)));
         assert_eq!(unavailable.verdict, Verdict::MoreErrors);
         assert_eq!(deadline.verdict, Verdict::WithinNoise);
-        let back = compare(&worse, &base, &[50.0], Noise::default());
+        let back = compare(&worse, &base, Some(&[50.0]), Noise::default());
         assert_eq!(back.grpc[1].verdict, Verdict::FewerErrors);
         // An HTTP run beside it: the codes of the gRPC run alone.
         let http = saved(run(1000, 100, 0));
-        let c = compare(&http, &base, &[50.0], Noise::default());
+        let c = compare(&http, &base, Some(&[50.0]), Noise::default());
         assert_eq!((c.grpc[1].base, c.grpc[1].verdict), (None, Verdict::NotMeasured));
-        assert!(compare(&http, &http, &[], Noise::default()).grpc.is_empty());
+        assert!(compare(&http, &http, Some(&[]), Noise::default()).grpc.is_empty());
     }
 
     #[test]
     fn an_empty_histogram_is_not_measured() {
         let base = saved(run(1000, 100, 0));
         let empty = saved(run(0, 100, 5));
-        let c = compare(&base, &empty, &[50.0], Noise::default());
+        let c = compare(&base, &empty, Some(&[50.0]), Noise::default());
         assert_eq!(c.corrected[0].verdict, Verdict::NotMeasured);
         assert_eq!(c.corrected[0].new, None);
     }

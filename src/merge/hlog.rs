@@ -180,7 +180,8 @@ pub fn write(out: &mut dyn Write, args: &MergeArgs, merged: &MergedLogs) -> io::
     }
     // wrk2's layout, whose blocks are those of a paced run.
     let options = ReportOptions { latency: true, u_latency, ..args.report.clone() };
-    text::write_hdr_distributions(out, &options, &stats)
+    text::write_hdr_distributions(out, &options, &stats)?;
+    text::write_hdr_too_few_samples(out, &options, &stats)
 }
 
 /// `pace merge -e` of logs.

@@ -5,9 +5,10 @@
 //!
 //! pace starts each report with its time window (`[1.00s - 2.00s]`, from
 //! the start of the measured run; the fork prints none, so a reader had to
-//! count the reports), and adds the schedule lag line in paced mode, as
-//! in the final report. Both are lines of their own, so that the lines
-//! the fork prints read as before.
+//! count the reports), and adds the schedule lag line in paced mode, and
+//! with `-L` the line naming the percentiles with too few samples, as in
+//! the final report. They are lines of their own, so that the lines the
+//! fork prints read as before.
 //! It leaves out the final report's warnings: one short period at a
 //! low rate may complete one request less than planned without anything
 //! being wrong, and the final report judges the whole run.
@@ -16,6 +17,7 @@ use std::io::{self, Write};
 
 use super::text::{
     write_latency_distributions, write_schedule_lag, write_summary, write_thread_stats,
+    write_too_few_samples,
 };
 use super::ReportOptions;
 use crate::config::Mode;
@@ -40,6 +42,7 @@ pub fn write_period(
     if let Mode::Paced(_) = run.mode {
         write_schedule_lag(out, &stats.lag)?;
     }
+    write_too_few_samples(out, &run.mode, options, stats)?;
     writeln!(out, "{REPORT_END}")
 }
 
@@ -117,6 +120,13 @@ mod tests {
             text.contains("  200 requests in 500.00ms, 19.53KB read\nRequests/sec:    400.00\n")
         );
         assert!(!text.contains("Schedule lag"));
-        assert!(text.ends_with("Transfer/sec:     39.06KB\n=== REPORT END ===\n"), "{text}");
+        // 200 samples: 2 beyond p99, said in a line of pace's own.
+        assert!(
+            text.ends_with(
+                "Transfer/sec:     39.06KB\nToo few samples: 99% has fewer than 10 of the 200 \
+                 latencies beyond it; chance alone moves it from run to run\n=== REPORT END ===\n"
+            ),
+            "{text}"
+        );
     }
 }

@@ -4,7 +4,9 @@
 //! `print_hdr_latency` (wrk2's `-L`/`-U`, with HdrHistogram_c's spectrum)
 //! and the summary lines. pace adds, after wrk's lines: one line per error
 //! cause, a note when a signal or the script stopped the run, in paced
-//! mode the schedule lag, a warning per cause when something went
+//! mode the schedule lag, with `-L` a line naming the percentiles printed
+//! that have too few samples beyond them ([`crate::stats::confidence`]),
+//! a warning per cause when something went
 //! wrong ([`super::diagnose`]: in the closed loop only when its requests
 //! failed), and a `Validity:` line when the run cannot be trusted
 //! ([`super::validity`]). The pieces are public for the
@@ -22,6 +24,7 @@ use crate::description::Description;
 use crate::grpc_status;
 use crate::protocol::Protocol;
 use crate::signals::Interruption;
+use crate::stats::confidence::{self, MIN_SAMPLES_BEYOND};
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
 use crate::stats::{Http2Counts, Outcomes, Phases, RunResult, Stats, Streamed};
 use crate::units::{
@@ -113,6 +116,7 @@ pub fn write_report(
     if run.target_rate().is_some() {
         write_schedule_lag(out, &stats.lag)?;
     }
+    write_too_few_samples(out, &run.mode, options, stats)?;
     if options.latency {
         write_phases(out, &stats.phases)?;
         super::concurrency::write_line(out, super::concurrency::Concurrency::of(run, result))?;
@@ -236,6 +240,67 @@ pub fn write_hdr_distributions(
     let (percentiles, decimals) = hdr_percentiles(options);
     let uncorrected = options.u_latency.then_some(&stats.uncorrected);
     write_wrk2_distributions(out, &stats.corrected, uncorrected, percentiles, decimals)
+}
+
+/// After the latency blocks `-L`/`-U` print (as a line of its own, so
+/// that wrk's and wrk2's lines read as before): the percentiles they
+/// list that have fewer than [`MIN_SAMPLES_BEYOND`] samples beyond them.
+/// Nothing when every one has enough, or when nothing was recorded.
+///
+/// ```text
+/// Too few samples: 99.900%, 99.990%, 99.999%, 100.000% have fewer than 10 of the 2000 latencies beyond them; chance alone moves them from run to run
+/// ```
+pub fn write_too_few_samples(
+    out: &mut dyn Write,
+    mode: &Mode,
+    options: &ReportOptions,
+    stats: &Stats,
+) -> io::Result<()> {
+    if !(options.latency || options.u_latency) {
+        return Ok(());
+    }
+    let (percentiles, decimals) = distribution_percentiles(mode, options);
+    let uncorrected = options.u_latency && matches!(mode, Mode::Paced(_));
+    write_too_few(out, percentiles, decimals, stats, uncorrected)
+}
+
+/// The same after [`write_hdr_distributions`] (`pace merge` of logs).
+pub fn write_hdr_too_few_samples(
+    out: &mut dyn Write,
+    options: &ReportOptions,
+    stats: &Stats,
+) -> io::Result<()> {
+    let (percentiles, decimals) = hdr_percentiles(options);
+    write_too_few(out, percentiles, decimals, stats, options.u_latency)
+}
+
+/// The line for `percentiles` (labelled with `decimals`) of the corrected
+/// latency, and of the uncorrected one when it is printed too.
+fn write_too_few(
+    out: &mut dyn Write,
+    percentiles: &[f64],
+    decimals: usize,
+    stats: &Stats,
+    uncorrected: bool,
+) -> io::Result<()> {
+    let mut count = stats.corrected.len();
+    if uncorrected {
+        count = count.min(stats.uncorrected.len());
+    }
+    let few: Vec<String> = (percentiles.iter())
+        .filter(|&&p| !confidence::enough(count, p))
+        .map(|&p| format!("{}%", c_fixed(p, 7, decimals).trim_start()))
+        .collect();
+    if count == 0 || few.is_empty() {
+        return Ok(());
+    }
+    let (verb, them) = if few.len() == 1 { ("has", "it") } else { ("have", "them") };
+    writeln!(
+        out,
+        "Too few samples: {} {verb} fewer than {MIN_SAMPLES_BEYOND} of the {count} latencies \
+         beyond {them}; chance alone moves {them} from run to run",
+        few.join(", ")
+    )
 }
 
 /// One row of the Thread Stats table.
@@ -760,6 +825,39 @@ mod tests {
         )));
         assert_eq!(text.matches(SEPARATOR).count(), 2);
         assert_eq!(text.matches("Detailed Percentile spectrum").count(), 2);
+    }
+
+    /// The percentiles printed with too few samples beyond them, in a
+    /// line of their own after wrk's lines; none without -L, none when
+    /// every one has enough, none for an empty run.
+    #[test]
+    fn too_few_samples_line() {
+        let mut cfg = config(Mode::Paced(PlanSpec::constant(1000.0)));
+        let line = "Too few samples: 99.900%, 99.990%, 99.999%, 100.000% have fewer than 10 of \
+                    the 1000 latencies beyond them; chance alone moves them from run to run\n";
+        assert!(!report(&cfg, &kept_plan()).contains("Too few samples"));
+        cfg.options.latency = true;
+        let text = report(&cfg, &kept_plan());
+        let lag = "Schedule lag: p50 20.00us, p99 20.00us, max 20.00us (actual send - intended \
+                   send; measures the load generator)\n";
+        assert!(text.contains(&format!("{lag}{line}")), "{text}");
+        // The wrk2 block itself is unchanged.
+        assert!(text.contains(" 99.900%    1.00ms\n 99.990%    1.00ms\n"), "{text}");
+        cfg.options.percentiles = Some(vec![50.0, 99.0]);
+        assert!(!report(&cfg, &kept_plan()).contains("Too few samples"));
+        cfg.options.percentiles = Some(vec![50.0, 99.9]);
+        assert!(report(&cfg, &kept_plan()).contains(
+            "Too few samples: 99.900% has fewer than 10 of the 1000 latencies beyond it; chance \
+             alone moves it from run to run\n"
+        ));
+        assert!(!report(&cfg, &result(Stats::new(3), Duration::ZERO)).contains("Too few"));
+        // wrk's labels in the closed loop: 100 samples back p50 to p90.
+        let mut closed = config(Mode::ClosedLoop);
+        closed.options.latency = true;
+        let mut stats = Stats::new(3);
+        (1..=100).for_each(|v| stats.corrected.record(v).unwrap());
+        let text = report(&closed, &result(stats, Duration::from_secs(1)));
+        assert!(text.contains("Too few samples: 99% has fewer than 10 of the 100"), "{text}");
     }
 
     #[test]

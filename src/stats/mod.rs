@@ -4,6 +4,7 @@
 //! coordinator adds them with [`Stats::merge`], which is exact because
 //! HdrHistograms with the same geometry add count by count.
 
+pub mod confidence;
 pub mod course;
 pub mod spectrum;
 pub mod stationarity;

@@ -61,11 +61,7 @@ fn with_running_total<'a>(
 /// 0.5))`, p capped at 100. As in current HdrHistogram_c, p = 0 gives the
 /// bucket's lowest equivalent value (the minimum). 0 for an empty histogram.
 pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
-    let requested = if percentile < 100.0 { percentile } else { 100.0 };
-    // C's (int64_t) cast truncates toward zero; `as` does too (and
-    // saturates where C would be undefined).
-    let count_at_percentile = ((requested / 100.0) * h.len() as f64 + 0.5) as i64;
-    let count_at_percentile = count_at_percentile.max(1) as u64;
+    let count_at_percentile = super::confidence::percentile_rank(h.len(), percentile);
     match recorded_buckets(h).find(|b| b.cumulative >= count_at_percentile) {
         None => 0,
         Some(b) if percentile == 0.0 => b.lowest,

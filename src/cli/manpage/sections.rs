@@ -129,11 +129,18 @@ const REGRESSION: &[Part] = &[
          (default 5%,100us: 5% of BASE and, for latency, 100 us and two histogram buckets).",
     ),
     Text(
+        "A latency percentile that either run has fewer than 10 samples beyond (above it; \
+         below it under p50) is too few samples, whatever the difference: chance could make \
+         it. Without --percentiles, compare lists the ones of wrk2's list that both runs \
+         have enough samples for (p50 at least) and names the others.",
+    ),
+    Text(
         "--max-regression fails (exit status 4) when NEW is worse than BASE by more than a \
          limit, noise or not: a limit judges the measured change. A limit is metric:amount \
          with --slo's metric names, separated by commas (the option may be repeated); the \
          amount is a share of BASE's figure or a figure of the metric's unit, its sign the \
-         direction that is worse (or none).",
+         direction that is worse (or none). A percentile with too few samples is judged all \
+         the same, and its line says too few samples.",
     ),
     Item("p99:+10%, u.p50:+1ms, mean:+500us, lag.p99:+1ms", "The latency rose by more than 10% of BASE's, or than the time."),
     Item("rate:-2%, rate:-100", "The rate fell by more than 2%, or than 100 requests/s."),

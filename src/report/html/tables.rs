@@ -18,6 +18,7 @@ use crate::report::plan::stage_rows;
 use crate::report::targets::{statuses_text, target_rows};
 use crate::report::text::WRK2_PERCENTILES;
 use crate::report::{diagnose, validity};
+use crate::stats::confidence::{self, MIN_SAMPLES_BEYOND};
 use crate::stats::spectrum::{self, value_at_percentile};
 use crate::units::per_second;
 use crate::units::{format_binary, format_metric, format_rfc3339, format_time_us, UNDEFINED};
@@ -322,8 +323,12 @@ pub fn summary(page: &Page) -> String {
     out
 }
 
-/// The latency percentiles (the report's list, or `--percentiles`), with
-/// the mean, stdev and maximum, for each histogram the run has.
+/// The latency percentiles, with the mean, stdev and count, for each
+/// histogram the run has. Each value has its 95% confidence interval
+/// under it, and a mark when it has too few samples beyond it
+/// ([`confidence`]). The list is `--percentiles`, or wrk2's that the
+/// first column's samples back (at least the median); a note names the
+/// others.
 pub fn latency(page: &Page) -> String {
     let (run, stats) = (page.run, &page.result.total);
     let paced = matches!(run.mode, Mode::Paced(_));
@@ -344,9 +349,26 @@ pub fn latency(page: &Page) -> String {
         ("first byte", &phases.first_byte),
     ];
     columns.extend(phase_columns.into_iter().filter(|(_, h)| !h.is_empty()));
-    let percentiles = page.report.percentiles.as_deref().unwrap_or(&WRK2_PERCENTILES);
-    let value =
-        |h: &Histogram<u64>, p: f64| time((!h.is_empty()).then(|| value_at_percentile(h, p)));
+    let (percentiles, left_out) = match page.report.percentiles.as_deref() {
+        Some(asked) => (asked.to_vec(), Vec::new()),
+        None => confidence::backed(&WRK2_PERCENTILES, stats.corrected.len()),
+    };
+    let value = |h: &Histogram<u64>, p: f64| {
+        let Some((low, high)) = confidence::interval(h, p) else { return time(None) };
+        let shown = time(Some(value_at_percentile(h, p)));
+        let bound = |v: Option<u64>| v.map(|v| format_time_us(v as f64));
+        let interval = format!(
+            "{}, {}",
+            bound(low).map_or("(0".to_string(), |low| format!("[{low}")),
+            bound(high).map_or("∞)".to_string(), |high| format!("{high}]")),
+        );
+        let shown = if confidence::enough(h.len(), p) {
+            shown
+        } else {
+            format!(r#"<span class="few" title="too few samples">{shown}†</span>"#)
+        };
+        format!(r#"{shown}<span class="ci">{}</span>"#, escape(&interval))
+    };
     let mut rows: Vec<Vec<String>> = percentiles
         .iter()
         .map(|&p| {
@@ -374,7 +396,22 @@ pub fn latency(page: &Page) -> String {
     rows.push(count);
     let mut head = vec!["percentile"];
     head.extend(columns.iter().map(|(name, _)| *name));
-    grid(&head, &rows)
+    let mut out = grid(&head, &rows);
+    let mut note = format!(
+        "Under each value its 95% confidence interval (distribution-free, from the order \
+         statistics). † fewer than {MIN_SAMPLES_BEYOND} samples beyond the percentile (below \
+         it under 50%): too few to tell it from chance."
+    );
+    if !left_out.is_empty() {
+        let names: Vec<String> = left_out.iter().map(|p| format!("{p}%")).collect();
+        let _ = write!(
+            note,
+            " Left out for too few samples: {} (--percentiles shows them).",
+            names.join(", ")
+        );
+    }
+    let _ = writeln!(out, r#"<p class="note">{}</p>"#, escape(&note));
+    out
 }
 
 /// One row per stage of `--stages`; nothing without stages.

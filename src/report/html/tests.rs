@@ -164,3 +164,34 @@ fn an_untrusted_run_says_why_at_the_top() {
     let result = self::result(stats(100));
     assert!(!render(&page(&cfg, &result, &[], Origin::Live)).contains("trusted"));
 }
+
+/// The latency table lists the percentiles the run backs (1000 samples:
+/// up to p99), each with its 95% interval, names those left out, and
+/// marks one asked for with too few samples.
+#[test]
+fn the_latency_table_lists_what_the_samples_back_with_intervals() {
+    let cfg = config(true);
+    let result = result(stats(1000));
+    let html = render(&page(&cfg, &result, &[], Origin::Live));
+    let table = &html[html.find("<th>percentile</th>").unwrap()..];
+    let table = &table[..table.find("</table>").unwrap()];
+    assert!(table.contains("<td>99%</td>") && !table.contains("<td>99.9%</td>"), "{table}");
+    // The median of 1000..10990 by 10: 5990, between the 469th and the
+    // 532nd values (5680 and 6310).
+    assert!(
+        table.contains(r#"<td>50%</td><td>5.99ms<span class="ci">[5.68ms, 6.31ms]</span></td>"#),
+        "{table}"
+    );
+    assert!(!table.contains('†'), "{table}");
+    assert!(html.contains("Left out for too few samples: 99.9%, 99.99%, 99.999%, 100%"), "{html}");
+    // Asked for, the maximum is shown, marked, and bounded from below only.
+    let asked = ReportOptions { percentiles: Some(vec![50.0, 100.0]), ..ReportOptions::default() };
+    let html = render(&Page { report: &asked, ..page(&cfg, &result, &[], Origin::Live) });
+    assert!(
+        html.contains(
+            r#"<td>100%</td><td><span class="few" title="too few samples">10.99ms†</span><span class="ci">[10.98ms, ∞)</span></td>"#
+        ),
+        "{html}"
+    );
+    assert!(!html.contains("Left out"), "{html}");
+}

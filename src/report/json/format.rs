@@ -278,7 +278,9 @@ pub struct Phase {
 /// A histogram's statistics, in microseconds; `null` figures when it is
 /// empty. Mean and stdev as wrk2 computes them (bucket medians,
 /// population stdev); percentiles as HdrHistogram's
-/// `value_at_percentile` (the highest value of the bucket).
+/// `value_at_percentile` (the highest value of the bucket), each with
+/// its confidence interval and the samples beyond it
+/// (`crate::stats::confidence`).
 #[derive(Debug, Default, Serialize)]
 pub struct Summary {
     pub count: u64,
@@ -287,18 +289,30 @@ pub struct Summary {
     pub mean_us: Option<f64>,
     pub stdev_us: Option<f64>,
     pub percentiles_us: Percentiles,
+    /// `[low, high]` per percentile, a bound null where the samples cannot
+    /// bound it; null when the histogram is empty.
+    pub percentiles_ci95_us: Percentiles<Option<[Option<u64>; 2]>>,
+    pub percentiles_samples_beyond: Percentiles<u64>,
+    /// The percentiles (keys as in `percentiles_us`) with fewer than
+    /// `MIN_SAMPLES_BEYOND` samples beyond them.
+    pub percentiles_too_few_samples: Vec<String>,
 }
 
 /// `{"50": 1020, "99.9": 2047}`, in the order of the percentile list.
 #[derive(Debug, Default)]
-pub struct Percentiles(pub Vec<(f64, Option<u64>)>);
+pub struct Percentiles<T = Option<u64>>(pub Vec<(f64, T)>);
 
-impl Serialize for Percentiles {
+/// A percentile as the JSON keys name it: f64's Display, the shortest
+/// exact form (50, 99.9, 99.999).
+pub fn percentile_key(percentile: f64) -> String {
+    percentile.to_string()
+}
+
+impl<T: Serialize> Serialize for Percentiles<T> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.0.len()))?;
         for (percentile, value) in &self.0 {
-            // f64's Display is the shortest exact form: 50, 99.9, 99.999.
-            map.serialize_entry(&percentile.to_string(), value)?;
+            map.serialize_entry(&percentile_key(*percentile), value)?;
         }
         map.end()
     }

@@ -31,15 +31,16 @@ use crate::plan::Arrival;
 use crate::provenance::masked_url;
 use crate::reach::Family;
 use crate::slo;
+use crate::stats::confidence;
 use crate::stats::course::Course;
 use crate::stats::spectrum::{self, value_at_percentile};
 use crate::stats::{Interval, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
-    ConcurrencyReport, CourseInfo, CoursePeriodInfo, ErrorCounts, GeneratorInfo, GrpcStream,
-    Latency, LatencyBins, MergedInput, Percentiles, Period, Phase, Phases, PlanInfo, Report,
-    RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts, TimeSeries,
-    WarmupInfo, SCHEMA_VERSION,
+    percentile_key, ConcurrencyReport, CourseInfo, CoursePeriodInfo, ErrorCounts, GeneratorInfo,
+    GrpcStream, Latency, LatencyBins, MergedInput, Percentiles, Period, Phase, Phases, PlanInfo,
+    Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts,
+    TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
 
 /// When `result`'s run began sending: its measured part began after the
@@ -371,15 +372,24 @@ fn phases(phases: &crate::stats::Phases, percentiles: &[f64]) -> io::Result<Phas
 pub fn summary(h: &Histogram<u64>, percentiles: &[f64]) -> Summary {
     let recorded = !h.is_empty();
     let some_if = |value: u64| recorded.then_some(value);
+    fn each<T>(percentiles: &[f64], f: impl Fn(f64) -> T) -> Percentiles<T> {
+        Percentiles(percentiles.iter().map(|&p| (p, f(p))).collect())
+    }
     Summary {
         count: h.len(),
         min_us: some_if(h.min()),
         max_us: some_if(h.max()),
         mean_us: recorded.then(|| spectrum::mean(h)),
         stdev_us: recorded.then(|| spectrum::stddev(h)),
-        percentiles_us: Percentiles(
-            percentiles.iter().map(|&p| (p, some_if(value_at_percentile(h, p)))).collect(),
-        ),
+        percentiles_us: each(percentiles, |p| some_if(value_at_percentile(h, p))),
+        percentiles_ci95_us: each(percentiles, |p| {
+            confidence::interval(h, p).map(|(low, high)| [low, high])
+        }),
+        percentiles_samples_beyond: each(percentiles, |p| confidence::samples_beyond(h.len(), p)),
+        percentiles_too_few_samples: (percentiles.iter())
+            .filter(|&&p| !confidence::enough(h.len(), p))
+            .map(|&p| percentile_key(p))
+            .collect(),
     }
 }
 
@@ -625,6 +635,21 @@ mod tests {
         assert_eq!(v["latency"]["uncorrected"]["percentiles_us"]["50"], 101);
         assert_eq!(v["schedule_lag"]["percentiles_us"]["50"], 10);
         assert_eq!(v["schedule_lag"]["max_us"], 20);
+        // Each percentile's 95% interval (the median of 400 lies between
+        // the 180th and the 221st value, p75 between the 283rd and the
+        // 318th: one of the 5 ms), the samples beyond it, and those with
+        // too few.
+        let ci = &corrected["percentiles_ci95_us"];
+        assert_eq!(ci["50"], json!([180, 221]));
+        assert_eq!(ci["75"], json!([283, 5003]));
+        assert_eq!(ci["100"], json!([5000, null]));
+        let beyond = &corrected["percentiles_samples_beyond"];
+        assert_eq!((beyond["50"].as_u64(), beyond["90"].as_u64()), (Some(200), Some(40)));
+        assert_eq!((beyond["99"].as_u64(), beyond["100"].as_u64()), (Some(4), Some(0)));
+        assert!(
+            text.contains(r#""percentiles_too_few_samples":["99","99.9","99.99","99.999","100"]"#),
+            "{text}"
+        );
         // The histograms decode to what was recorded.
         assert_eq!(decode(&v["hist"]), result.total.corrected);
         assert_eq!(decode(&v["uncorrected_hist"]), result.total.uncorrected);
@@ -655,6 +680,9 @@ mod tests {
             assert_eq!(lag[field], Value::Null, "{field}");
         }
         assert_eq!(lag["percentiles_us"]["99"], Value::Null);
+        assert_eq!(lag["percentiles_ci95_us"]["99"], Value::Null);
+        assert_eq!(lag["percentiles_samples_beyond"]["50"], 0);
+        assert_eq!(lag["percentiles_too_few_samples"].as_array().unwrap().len(), 8);
         assert_eq!(v["rps"], 0.0);
         assert_eq!(decode(&v["hist"]).len(), 0);
     }
