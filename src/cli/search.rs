@@ -50,8 +50,10 @@ const OWN: &[Spec<SearchFlag>] = &[
     Spec::new(None, "max-connections", SearchFlag::MaxConnections)
         .takes("N")
         .help(&["Grow the connections up to N when they are", "too few for a rate (default 1000)"]),
-    Spec::new(Some('h'), "help", SearchFlag::Help).help(&["Print this help"]),
 ];
+
+const HELP: Spec<SearchFlag> =
+    Spec::new(Some('h'), "help", SearchFlag::Help).help(&["Print this help"]);
 
 /// The benchmark's options the search sets itself, or that say nothing
 /// of a search: refused in words.
@@ -75,15 +77,18 @@ fn refused(flag: Flag) -> Option<&'static str> {
 }
 
 /// The whole table: the search's options, then the benchmark's (those
-/// refused included, so that they are refused in words).
+/// refused included, so that they are refused in words) under a heading
+/// of their own, then help.
 pub(super) fn specs() -> &'static [Spec<SearchFlag>] {
     static TABLE: OnceLock<Vec<Spec<SearchFlag>>> = OnceLock::new();
     TABLE.get_or_init(|| {
-        let bench = SPECS.iter().filter(|spec| spec.flag != Flag::Help).map(|spec| {
-            let Spec { short, aliases, long, flag, value, help, group } = *spec;
-            Spec { short, aliases, long, flag: SearchFlag::Bench(flag), value, help, group }
-        });
-        OWN.iter().copied().chain(bench).collect()
+        let bench =
+            SPECS.iter().filter(|spec| spec.flag != Flag::Help).enumerate().map(|(i, spec)| {
+                let Spec { short, aliases, long, flag, value, help, group } = *spec;
+                let group = if i == 0 { Some("Each step's run (as pace's)") } else { group };
+                Spec { short, aliases, long, flag: SearchFlag::Bench(flag), value, help, group }
+            });
+        OWN.iter().copied().chain(bench).chain([HELP]).collect()
     })
 }
 
