@@ -425,7 +425,9 @@ fn with_metrics_the_pods_are_scraped() {
 /// A stand-in `kubectl` on a PATH of its own: it writes each call into
 /// `calls` and answers from files the test writes: `job-status` and
 /// `job-message` (get job; no file: an error), `pods` (get pods),
-/// `logs/POD` (logs); the manifest of `create -f` is copied to
+/// `logs/POD` (logs), `nodes` (get nodes: allocatable CPU and memory, a
+/// node a line; 4 CPUs and 16Gi without the file), `pending` (get pods of
+/// a phase: why they wait); the manifest of `create -f` is copied to
 /// `created.yaml`, unless `job-exists` exists.
 struct FakeCluster {
     dir: tempfile::TempDir,
@@ -445,8 +447,12 @@ case "$1 $2" in
         cp "$3" "$cluster/created.yaml" ;;
     "get job")
         if [[ $* == *message* ]]; then cat "$cluster/job-message"; else cat "$cluster/job-status"; fi ;;
+    "get nodes")
+        if [[ -e $cluster/nodes ]]; then cat "$cluster/nodes"; else echo "4 16Gi"; fi ;;
     "get pods")
-        if [[ $* == *wide* ]]; then echo "NAME  READY  STATUS"; else cat "$cluster/pods"; fi ;;
+        if [[ $* == *wide* ]]; then echo "NAME  READY  STATUS"
+        elif [[ $* == *field-selector* ]]; then cat "$cluster/pending" 2>/dev/null || true
+        else cat "$cluster/pods"; fi ;;
     "logs "*) cat "$cluster/logs/$2" ;;
     "delete "*) ;;
     *) echo "fake kubectl: unexpected call: $*" >&2; exit 1 ;;
@@ -788,6 +794,117 @@ fn a_job_name_in_use_is_left_alone() {
     let calls = cluster.calls();
     assert!(calls.contains("delete configmap taken-files"), "{calls}");
     assert!(!calls.contains("delete job"), "{calls}");
+}
+
+#[test]
+fn on_the_host_network_each_pod_has_a_metrics_port_of_its_own() {
+    let plain = yaml(&render(&["--image", "pace", "--metrics"], &["http://x/"]));
+    assert_eq!(plain["spec"]["template"]["spec"]["hostNetwork"].as_bool(), Some(false));
+    let text = render(
+        &["--image", "pace", "--host-network", "--metrics", "--shards", "3"],
+        &["-R10", "http://127.0.0.1:8080/"],
+    );
+    let job = yaml(&text);
+    assert_eq!(job["spec"]["template"]["spec"]["hostNetwork"].as_bool(), Some(true), "{text}");
+    // No port declared: on the host network it would be a host port, which
+    // only one pod of a node could have.
+    assert!(container(&job)["ports"].is_badvalue(), "{text}");
+    let annotations = &job["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(annotations["prometheus.io/port"].as_str(), Some("946"));
+    for index in 0..3 {
+        let args = shard_args(&job, index);
+        let at = args.iter().position(|a| a == "--metrics").expect("--metrics");
+        assert_eq!(args[at + 1], format!(":946{index}"), "{args:?}");
+    }
+    let bad = run_sh_offline(&[
+        "--render-only",
+        "--image",
+        "p",
+        "--host-network",
+        "--metrics",
+        "--shards",
+        "11",
+        "--",
+        "u",
+    ]);
+    assert_eq!(bad.code(), Some(1), "{bad}");
+    assert!(bad.stderr.contains("at most 10 shards"), "{bad}");
+}
+
+#[test]
+fn the_pods_fit_the_nodes_or_run_sh_says_why_not() {
+    // One node of 2 CPUs and 4Gi for 3 pods: 600m and 512Mi each.
+    let cluster = FakeCluster::new();
+    cluster.write("nodes", "2 4194304Ki\n");
+    let mut run = RunSh::start(
+        cluster.dir.path(),
+        &["--image", "pace", "--shards", "3", "--lead", "1", "--no-merge", "--", "http://app/"],
+        &[("PATH", &cluster.path_env())],
+    );
+    let job = yaml(&cluster.wait_for_job(&mut run, Duration::from_secs(30)));
+    let limits = &container(&job)["resources"]["limits"];
+    assert_eq!(limits["cpu"].as_str(), Some("600m"));
+    assert_eq!(limits["memory"].as_str(), Some("512Mi"));
+    drop(run);
+    // A size given that no node holds is said before anything is made.
+    let cluster = FakeCluster::new();
+    cluster.write("nodes", "2 4194304Ki\n1500m 2Gi\n");
+    let finished = RunSh::start(
+        cluster.dir.path(),
+        &["--image", "pace", "--cpu", "4", "--no-merge", "--", "http://app/"],
+        &[("PATH", &cluster.path_env())],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(finished.code(), Some(1), "{finished}");
+    assert!(
+        finished.stderr.contains("--cpu 4 does not fit: the largest node has 2000m CPU"),
+        "{finished}"
+    );
+    assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
+}
+
+#[test]
+fn a_pod_that_never_starts_is_said_in_kubernetes_words() {
+    let cluster = FakeCluster::new();
+    cluster.write("job-status", "0/0/0/");
+    cluster.write("pods", "0 late-0-a Pending\n1 late-1-b Pending\n");
+    cluster.write(
+        "pending",
+        "late-0-a\ts:0/1 nodes are available: 1 Insufficient cpu.\tw: \n\
+         late-1-b\ts:\tw:ErrImageNeverPull Container image \"pace:local\" is not present with pull \
+         policy of Never\n",
+    );
+    let finished = RunSh::start(
+        cluster.dir.path(),
+        &[
+            "--image",
+            "pace",
+            "--name",
+            "late",
+            "--lead",
+            "1",
+            "--timeout",
+            "8",
+            "--no-merge",
+            "--",
+            "http://app/",
+        ],
+        &[("PATH", &cluster.path_env())],
+    )
+    .wait(Duration::from_secs(60));
+    assert_eq!(finished.code(), Some(2), "{finished}");
+    assert!(
+        finished
+            .stderr
+            .contains("pod late-0-a: not scheduled: 0/1 nodes are available: 1 Insufficient cpu."),
+        "{finished}"
+    );
+    assert!(
+        finished
+            .stderr
+            .contains("pod late-1-b: its container is waiting: ErrImageNeverPull Container image"),
+        "{finished}"
+    );
 }
 
 #[test]

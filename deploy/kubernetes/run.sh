@@ -29,8 +29,15 @@ Options (environment variable in brackets):
   --namespace NS     namespace of the Job [PACE_NAMESPACE] (default: kubectl's)
   --out DIR          where the results go [PACE_OUT] (default pace-results/NAME)
   --name NAME        the Job's name (default pace-YYYYMMDD-HHMMSS)
-  --cpu CPU          CPU request and limit of each pod (default 2; match -t)
-  --memory MEM       memory request and limit of each pod (default 512Mi)
+  --cpu CPU          CPU request and limit of each pod (default 2, or what
+                     fits the largest node's allocatable CPU for the pods
+                     it will hold; match -t)
+  --memory MEM       memory request and limit of each pod (default 512Mi,
+                     or what fits as for --cpu)
+  --host-network     the pods use their node's network (hostNetwork), to
+                     reach servers only the nodes reach, such as 127.0.0.1
+                     of a one-node cluster (local-cluster.sh); with
+                     --metrics pod I listens on port 946I (at most 10 shards)
   --spread MODE      soft: prefer one pod per node; hard: require an even
                      spread over nodes (default soft)
   --file FILE        make FILE available to pace in the pod's working
@@ -74,14 +81,15 @@ namespace=${PACE_NAMESPACE:-}
 out=${PACE_OUT:-}
 pace=${PACE_BIN:-pace}
 name=
-cpu=2
-memory=512Mi
+cpu=
+memory=
 spread=soft
 timeout=3600
 keep=false
 merge=true
 render_only=false
 metrics=false
+host_network=false
 metrics_linger=30
 files=()
 merge_args=()
@@ -132,6 +140,7 @@ while [[ $# -gt 0 ]]; do
         --keep) keep=true ;;
         --no-merge) merge=false ;;
         --metrics) metrics=true ;;
+        --host-network) host_network=true ;;
         --render-only) render_only=true ;;
         -h | --help)
             usage
@@ -156,8 +165,10 @@ lead=${lead%s}
 is_count "$lead" || die "--lead '$lead' is not a whole number of seconds of at least 1"
 timeout=${timeout%s}
 is_count "$timeout" || die "--timeout '$timeout' is not a whole number of seconds of at least 1"
-[[ $cpu =~ ^([0-9]+(\.[0-9]+)?|[0-9]+m)$ ]] || die "--cpu '$cpu' is not a CPU quantity (2, 1.5, 500m)"
-[[ $memory =~ ^[0-9]+([KMGT]i?)?$ ]] || die "--memory '$memory' is not a memory quantity (512Mi, 2Gi)"
+[[ -z $cpu || $cpu =~ ^([0-9]+(\.[0-9]+)?|[0-9]+m)$ ]] ||
+    die "--cpu '$cpu' is not a CPU quantity (2, 1.5, 500m)"
+[[ -z $memory || $memory =~ ^[0-9]+([KMGT]i?)?$ ]] ||
+    die "--memory '$memory' is not a memory quantity (512Mi, 2Gi)"
 case $spread in
     soft) when_unsatisfiable=ScheduleAnyway ;;
     hard) when_unsatisfiable=DoNotSchedule ;;
@@ -189,8 +200,19 @@ done
 metrics_linger=${metrics_linger%s}
 [[ $metrics_linger =~ ^[0-9]+$ ]] ||
     die "--metrics-linger '$metrics_linger' is not a whole number of seconds"
-# The port job.yaml declares and annotates for Prometheus.
-if $metrics; then
+# The port job.yaml declares and annotates for Prometheus. On the host
+# network the pods of a node share its ports: pod I takes 946I, its index
+# appended by Kubernetes ($(JOB_COMPLETION_INDEX), expanded in args only
+# when written as it is: K8S_ARGS are rendered unquoted).
+k8s_args=()
+metrics_port=9464
+if $metrics && $host_network; then
+    ((shards <= 10)) || die "--metrics with --host-network gives pod I the port 946I: at most 10 shards"
+    metrics_port=946
+    # shellcheck disable=SC2016 # expanded by Kubernetes, not by bash
+    k8s_args=(--metrics ':946$(JOB_COMPLETION_INDEX)')
+    pace_args=(--metrics-linger "${metrics_linger}s" "${pace_args[@]}")
+elif $metrics; then
     pace_args=(--metrics :9464 --metrics-linger "${metrics_linger}s" "${pace_args[@]}")
 fi
 if ! $seeded; then
@@ -241,6 +263,16 @@ render() {
     local line prefix arg
     while IFS= read -r line || [[ -n $line ]]; do
         case $line in
+            *"# not on the host network")
+                if $host_network; then continue; fi
+                ;;
+            *"\${K8S_ARGS}"*)
+                prefix=${line%%"\${K8S_ARGS}"*}
+                for arg in ${k8s_args[@]+"${k8s_args[@]}"}; do
+                    printf '%s"%s"\n' "$prefix" "$arg"
+                done
+                continue
+                ;;
             *"\${PACE_ARGS}"*)
                 prefix=${line%%"\${PACE_ARGS}"*}
                 for arg in "${pace_args[@]}"; do
@@ -257,6 +289,8 @@ render() {
         fill MEMORY "$memory"
         fill SPREAD "$when_unsatisfiable"
         fill METRICS "$metrics"
+        fill METRICS_PORT "$metrics_port"
+        fill HOST_NETWORK "$host_network"
         fill DEADLINE_S "$((lead + timeout))"
         case $line in
             *"\${"[A-Z]*) die "$template has a placeholder run.sh does not know: $line" ;;
@@ -271,6 +305,8 @@ fill() {
 }
 
 if $render_only; then
+    cpu=${cpu:-2}
+    memory=${memory:-512Mi}
     render
     exit 0
 fi
@@ -285,6 +321,77 @@ fi
 kc() {
     kubectl ${namespace:+--namespace "$namespace"} "$@"
 }
+
+# ----- what fits the nodes -----------------------------------------------------
+
+# A CPU quantity (2, 1.5, 500m) in millicores.
+millicores() {
+    case $1 in
+        *m) echo "${1%m}" ;;
+        *.*)
+            local whole=${1%%.*} fraction=${1#*.}000
+            echo $((10#${whole:-0} * 1000 + 10#${fraction:0:3}))
+            ;;
+        *) echo $(($1 * 1000)) ;;
+    esac
+}
+
+# A memory quantity (512Mi, 8029384Ki, 2G, 1000000) in bytes.
+bytes() {
+    local number=${1%%[KMGT]*} unit=${1#"${1%%[KMGT]*}"}
+    case $unit in
+        Ki) echo $((number << 10)) ;;
+        Mi) echo $((number << 20)) ;;
+        Gi) echo $((number << 30)) ;;
+        Ti) echo $((number << 40)) ;;
+        K) echo $((number * 1000)) ;;
+        M) echo $((number * 1000000)) ;;
+        G) echo $((number * 1000000000)) ;;
+        T) echo $((number * 1000000000000)) ;;
+        *) echo "$number" ;;
+    esac
+}
+
+# The pods' CPU and memory: as given, or the defaults (2 CPUs, 512Mi)
+# lowered to what the largest node can hold for the pods it will get (the
+# shards spread over the nodes); a size given that no node can hold is
+# said before anything is created.
+fit_to_nodes() {
+    local nodes largest_cpu=0 largest_memory=0 node_cpu node_memory count per_node
+    nodes=$(kc get nodes -o \
+        'jsonpath={range .items[*]}{.status.allocatable.cpu} {.status.allocatable.memory}{"\n"}{end}') ||
+        die "kubectl cannot list the nodes: is it pointed at the cluster?"
+    count=0
+    while read -r node_cpu node_memory; do
+        [[ -n $node_cpu ]] || continue
+        count=$((count + 1))
+        node_cpu=$(millicores "$node_cpu")
+        node_memory=$(bytes "$node_memory")
+        ((node_cpu > largest_cpu)) && largest_cpu=$node_cpu
+        ((node_memory > largest_memory)) && largest_memory=$node_memory
+    done <<<"$nodes"
+    ((count > 0)) || die "the cluster has no node to run the pods on"
+    per_node=$(((shards + count - 1) / count))
+    if [[ -z $cpu ]]; then
+        # Whole tenths of a CPU, at most 2, at least 100m.
+        cpu=$((largest_cpu / per_node / 100 * 100))
+        ((cpu > 2000)) && cpu=2000
+        ((cpu >= 100)) || die "the largest node has ${largest_cpu}m CPU allocatable: too little for $per_node pods"
+        cpu=${cpu}m
+        say "--cpu $cpu a pod ($per_node pods on a node of ${largest_cpu}m allocatable)"
+    elif (($(millicores "$cpu") > largest_cpu)); then
+        die "--cpu $cpu does not fit: the largest node has ${largest_cpu}m CPU allocatable (give a smaller --cpu)"
+    fi
+    if [[ -z $memory ]]; then
+        local mebibytes=$((largest_memory / per_node >> 20))
+        ((mebibytes > 512)) && mebibytes=512
+        ((mebibytes >= 64)) || die "the largest node has $((largest_memory >> 20))Mi allocatable: too little for $per_node pods"
+        memory=${mebibytes}Mi
+    elif (($(bytes "$memory") > largest_memory)); then
+        die "--memory $memory does not fit: the largest node has $((largest_memory >> 20))Mi allocatable (give a smaller --memory)"
+    fi
+}
+fit_to_nodes
 
 # ----- run -------------------------------------------------------------------------
 
@@ -333,6 +440,27 @@ say "job $name: $shards shards, starting at $start_at (in ${lead}s); manifest in
 pods() {
     kc get pods -l "pace.run=$name" -o \
         'jsonpath={range .items[*]}{.metadata.annotations.batch\.kubernetes\.io/job-completion-index} {.metadata.name} {.status.phase}{"\n"}{end}'
+}
+
+# Why each pending pod has not started, in Kubernetes' words: not
+# scheduled (no node fits its CPU or memory, ...) or its image cannot be
+# had (not present with imagePullPolicy Never, a pull that fails).
+why_pending() {
+    local pod scheduled waiting
+    # Each field after the name starts with a letter and ':', so that none
+    # is empty (read would merge empty fields between tabs).
+    while IFS=$'\t' read -r pod scheduled waiting; do
+        [[ -n $pod ]] || continue
+        scheduled=${scheduled#s:}
+        waiting=${waiting#w:}
+        if [[ -n ${waiting// /} ]]; then
+            say "pod $pod: its container is waiting: $waiting"
+        elif [[ -n $scheduled ]]; then
+            say "pod $pod: not scheduled: $scheduled"
+        fi
+    done < <(kc get pods -l "pace.run=$name" --field-selector=status.phase=Pending -o \
+        'jsonpath={range .items[*]}{.metadata.name}{"\t"}s:{.status.conditions[?(@.type=="PodScheduled")].message}{"\t"}w:{.status.containerStatuses[*].state.waiting.reason} {.status.containerStatuses[*].state.waiting.message}{"\n"}{end}' ||
+        true)
 }
 
 # Each index's pod log (stdout and stderr, as kubectl logs gives them) into
@@ -399,6 +527,7 @@ while :; do
         if [[ -n $late ]]; then
             say "past the start time and still pending (a pod that starts after its first request was due refuses to run; a longer --lead helps):"
             kc get pods -l "pace.run=$name" -o wide >&2 || true
+            why_pending
         fi
     fi
     if ((now > deadline)); then
