@@ -417,6 +417,24 @@ node_ready() {
 		-o 'jsonpath={.items[*].status.conditions[?(@.type=="Ready")].status}' 2>/dev/null) == True ]]
 }
 
+# Until the node is Ready (at most 2 minutes), or the kubelet has exited.
+wait_node_ready() {
+	local i log=$STATE/log/kubelet.log
+	for ((i = 0; i < 600; i++)); do
+		node_ready && return 0
+		if [[ -s $STATE/pid/kubelet ]] && ! kill -0 "$(cat "$STATE/pid/kubelet")" 2>/dev/null; then
+			say "the kubelet exited; read $log:"
+			tail -n 15 "$log" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+	say "no Ready node within 120s; read $log. The nodes:"
+	"$BIN/kubectl" --kubeconfig "$STATE/kubeconfig" describe nodes >&2 2>&1 ||
+		say "(kubectl describe nodes failed)"
+	return 1
+}
+
 # --- commands ----------------------------------------------------------------------------------
 
 cmd_up() {
@@ -427,6 +445,7 @@ cmd_up() {
 	mkdir -p "$STATE/log" "$STATE/pid" "$STATE/images" "$STATE/cni/bin"
 	ensure_packages
 	ensure_binaries
+	echo "$BIN" >"$STATE/bin-path"
 	say "certificates, configuration and images in $STATE"
 	make_certificates
 	write_configs
@@ -436,10 +455,7 @@ cmd_up() {
 	start_control_plane || fail_up
 	say "starting containerd and the kubelet"
 	start_node || fail_up
-	if ! wait_for "a Ready node" 120 "$STATE/log/kubelet.log" node_ready; then
-		"$BIN/kubectl" --kubeconfig "$STATE/kubeconfig" describe nodes >&2 2>&1 || true
-		fail_up
-	fi
+	wait_node_ready || fail_up
 	say "up in $((SECONDS - t0))s: eval \"\$($0 env)\"; pods need hostNetwork: true and imagePullPolicy: Never"
 }
 
@@ -447,9 +463,13 @@ fail_up() {
 	die "up failed (the logs are in $STATE/log); run $0 down to stop what started"
 }
 
+# The binaries up used (recorded: PACE_K8S_CACHE or HOME may differ here). The kubeconfig's key
+# is root's: use it as root.
 cmd_env() {
+	local bin=$BIN
+	if [[ -s $STATE/bin-path ]]; then bin=$(cat "$STATE/bin-path"); fi
 	echo "export KUBECONFIG=$STATE/kubeconfig"
-	echo "export PATH=$BIN:$REPO/target/release:\$PATH"
+	echo "export PATH=$bin:$REPO/target/release:\$PATH"
 }
 
 pids_alive() {
