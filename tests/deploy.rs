@@ -987,25 +987,29 @@ fn run_sh_refuses_what_it_cannot_use() {
 // ----- the script and the image ---------------------------------------------------------------
 
 #[test]
-fn run_sh_is_shellcheck_clean() {
+fn the_scripts_are_shellcheck_clean() {
     let Some(shellcheck) = which("shellcheck") else {
         let install = "apt-get install shellcheck";
         if in_ci() {
             panic!("shellcheck is missing: CI must install it ({install})");
         }
         eprintln!(
-            "\n!!!!!!!!!! SKIPPED: shellcheck is not installed; run.sh was not checked. \
-             To check it: {install} !!!!!!!!!!\n"
+            "\n!!!!!!!!!! SKIPPED: shellcheck is not installed; the scripts were not checked. \
+             To check them: {install} !!!!!!!!!!\n"
         );
         return;
     };
-    let output = Command::new(shellcheck).arg(run_sh()).output().expect("run shellcheck");
-    assert!(
-        output.status.success(),
-        "shellcheck run.sh:\n{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let local_cluster = run_sh().with_file_name("local-cluster.sh");
+    for script in [run_sh(), local_cluster] {
+        let output = Command::new(&shellcheck).arg(&script).output().expect("run shellcheck");
+        assert!(
+            output.status.success(),
+            "shellcheck {}:\n{}{}",
+            script.display(),
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
 }
 
 #[test]
