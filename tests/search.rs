@@ -380,3 +380,83 @@ fn nginx_limit_req_is_found_within_five_percent() {
     let found = search["capacity_rps"].as_f64().unwrap();
     assert!((found - LIMITED).abs() <= LIMITED * 0.05, "{search}");
 }
+
+#[test]
+fn a_service_that_goes_away_fails_the_steps_after_it() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let search = spawn_pace(&[
+        "search",
+        "--ladder",
+        "100..500/100",
+        "-d",
+        "500ms",
+        "--warmup",
+        "0",
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "-e",
+        &target,
+    ]);
+    // The first step is under way: then nothing listens any more.
+    until_requests(&server, 40);
+    drop(server);
+    let run = search.wait(LIMIT);
+    run.assert_ok();
+    let search = search_line(&run.stdout);
+    let rows = search["steps"].as_array().unwrap();
+    assert_eq!(rows.len(), 5, "{search}");
+    let last = rows.last().unwrap();
+    assert_eq!(last["verdict"], "failed", "{last}");
+    assert!(last["why"].as_str().unwrap().starts_with("every request failed (connect"), "{last}");
+    assert_eq!(search["limited_by"], "service", "{search}");
+}
+
+#[test]
+fn a_step_that_cannot_be_run_ends_the_search_with_what_was_measured() {
+    let _load = load_lock();
+    let server = default_server();
+    let target = url(server.addr(), "/");
+    let dir = tempfile::tempdir().unwrap();
+    // Each step has a Lua state of its own: its 31st request fails.
+    let script = dir.path().join("fails.lua");
+    fs::write(
+        &script,
+        "n = 0\nrequest = function()\n  n = n + 1\n  if n > 30 then error(\"boom\") end\n  \
+         return wrk.format()\nend\n",
+    )
+    .unwrap();
+    let file = dir.path().join("search.json");
+    let args = [
+        "search",
+        "--slo",
+        "p99<1s",
+        "--from",
+        "100",
+        "-d",
+        "1s",
+        "--warmup",
+        "0",
+        "-t",
+        "1",
+        "-c",
+        "2",
+        "-s",
+        script.to_str().unwrap(),
+        "-e",
+        "-o",
+        file.to_str().unwrap(),
+        &target,
+    ];
+    let run = pace(&args, LIMIT);
+    run.assert_code(3);
+    assert!(run.stderr.contains("boom"), "{run}");
+    // The file is written, whole, and says why the search ended there.
+    let text = fs::read_to_string(&file).unwrap();
+    let last = search_line(&text);
+    assert_eq!(last["limited_by"], "interrupted", "{last}");
+    assert!(last["answer"].as_str().unwrap().contains("the search stopped: "), "{last}");
+}

@@ -22,7 +22,8 @@ pub enum Limit {
     /// Every step held up to the highest rate asked for (`--to`, or the
     /// ladder's top).
     Ceiling,
-    /// A signal stopped the search.
+    /// A signal stopped the search, or a step could not be run (the
+    /// service went away).
     Interrupted,
     /// Nothing was judged (a ladder without `--slo` still has steps).
     None,
@@ -41,6 +42,13 @@ impl Limit {
     }
 }
 
+/// What stopped the search before its climb was over.
+pub enum Stopped {
+    Signal(Interruption),
+    /// A step could not be run, in words (its error).
+    Failed(String),
+}
+
 /// The answer.
 pub struct Answer {
     pub line: String,
@@ -55,14 +63,14 @@ pub struct Answer {
 }
 
 impl Answer {
-    pub fn of(args: &Setup, steps: &[Step], signal: Option<Interruption>) -> Answer {
+    pub fn of(args: &Setup, steps: &[Step], stopped: Option<&Stopped>) -> Answer {
         let course: Vec<(f64, Judged)> = steps.iter().map(|s| (s.rate, s.judged)).collect();
         let Bounds { held, failed } = Bounds::of(&course);
         let within = objectives(args);
         let first_failed = failed
             .and_then(|rate| steps.iter().find(|s| s.rate == rate && s.judged == Judged::Failed));
         let not_offered = steps.iter().find(|s| s.judged == Judged::NotOffered);
-        let limit = match (signal, not_offered, held, failed) {
+        let limit = match (stopped, not_offered, held, failed) {
             (Some(_), ..) => Limit::Interrupted,
             (None, Some(_), ..) => Limit::Generator,
             (None, None, None, Some(_)) => Limit::FirstStep,
@@ -118,10 +126,15 @@ impl Answer {
                 format!("{} ({top})", held_line("at least ").unwrap_or_default())
             }
             Limit::Interrupted => {
-                let signal = signal.expect("matched").name();
+                let why = match stopped.expect("matched") {
+                    Stopped::Signal(signal) => {
+                        format!("the search was stopped by {}", signal.name())
+                    }
+                    Stopped::Failed(why) => format!("the search stopped: {why}"),
+                };
                 match held_line("at least ") {
-                    Some(line) => format!("{line} (the search was stopped by {signal})"),
-                    None => format!("no rate found: the search was stopped by {signal}"),
+                    Some(line) => format!("{line} ({why})"),
+                    None => format!("no rate found: {why}"),
                 }
             }
             Limit::None => "no step was judged".to_string(),
@@ -135,8 +148,10 @@ impl Answer {
             Some(min) => format!("{line}; below --min-rate {}/s", format_rate(min)),
             None => line,
         };
-        let code = match (signal, limit) {
-            (Some(signal), _) => signal.exit_code(),
+        let code = match (stopped, limit) {
+            (Some(Stopped::Signal(signal)), _) => signal.exit_code(),
+            // The step's error gives the exit code (see search::run).
+            (Some(Stopped::Failed(_)), _) => 0,
             (None, Limit::FirstStep) => SLO_FAILED,
             _ if below_min => SLO_FAILED,
             _ => 0,

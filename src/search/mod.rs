@@ -32,7 +32,7 @@ use crate::provenance::masked_url;
 use crate::run::{self, Bench};
 use crate::signals::Signals;
 use crate::slo::Objective;
-use answer::Answer;
+use answer::{Answer, Stopped};
 use climb::{Bounds, Climb, Judged};
 use step::Step;
 
@@ -133,21 +133,31 @@ pub fn run(args: &SearchArgs) -> Result<i32, Error> {
     let mut steps: Vec<Step> = Vec::new();
     let mut course: Vec<(f64, Judged)> = Vec::new();
     let mut connections = base.connections;
+    // A step that could not be run ends the search; what was measured
+    // before it is still reported, and written.
+    let mut failure = None;
     while let Some(rate) = args.climb.next(&course) {
         let mut step_cfg = step::config_of(base, rate, connections);
         step_cfg.start_at = args.start_of(steps.len());
         say_step(args, steps.len() + 1, rate, connections, Bounds::of(&course));
-        let mut step = step::run(
+        let run = step::run(
             &step_cfg,
             steps.len() + 1,
             &reached,
             &args.bench.slo,
             &signals,
             args.bench.progress,
-        )?;
-        let before = (steps.iter().rev())
-            .take_while(|earlier| earlier.rate == rate && earlier.judged == Judged::Retried)
-            .last();
+        );
+        let mut step = match run {
+            Ok(step) => step,
+            Err(error) => {
+                failure = Some(error);
+                break;
+            }
+        };
+        // The attempt at this rate just before, with fewer connections.
+        let before =
+            steps.last().filter(|last| last.rate == rate && last.judged == Judged::Retried);
         let interrupted = step.result.interrupted.is_some();
         if !interrupted && matches!(args.climb, Climb::Search { .. }) {
             let held = (steps.iter())
@@ -172,7 +182,12 @@ pub fn run(args: &SearchArgs) -> Result<i32, Error> {
             break;
         }
     }
-    let answer = Answer::of(&setup, &steps, signals.received());
+    let stopped = match (&failure, signals.received()) {
+        (Some(error), _) => Some(Stopped::Failed(error.to_string())),
+        (None, Some(signal)) => Some(Stopped::Signal(signal)),
+        (None, None) => None,
+    };
+    let answer = Answer::of(&setup, &steps, stopped.as_ref());
     written(if json {
         json::write_search(&mut out, &setup, &steps, &answer)
     } else {
@@ -188,6 +203,9 @@ pub fn run(args: &SearchArgs) -> Result<i32, Error> {
         let path = page.path().to_path_buf();
         html::write(page.writer(), &setup, &steps, &answer).map_err(|e| write_error(&path, e))?;
         page.commit().map_err(|e| write_error(&path, e))?;
+    }
+    if let Some(error) = failure {
+        return Err(error);
     }
     if json && answer.code != 0 {
         eprintln!("pace search: {}", answer.line);

@@ -4,18 +4,20 @@
 //! A step counts against the service only if pace kept its schedule
 //! (DESIGN.md, "Capacity is searched honestly"). The verdict, in order:
 //!
-//! 1. pace fell behind its schedule with a connection free (the
+//! 1. Every request failed (the service went away, or refuses all):
+//!    it failed, whatever the objectives say.
+//! 2. pace fell behind its schedule with a connection free (the
 //!    diagnostic `generator_cpu`): the step was not offered, and the
 //!    search ends there; more machines can offer more.
-//! 2. The connections were too few for the rate (`too_few_connections`):
+//! 3. The connections were too few for the rate (`too_few_connections`):
 //!    the search runs the step again with twice as many, while that
 //!    raises the throughput the server gives (up to a cap); once more
 //!    connections bring nothing, the server is what holds the rate back
 //!    and the step fails.
-//! 3. An objective of `--slo` failed, or the step was not stationary
+//! 4. An objective of `--slo` failed, or the step was not stationary
 //!    (latency or requests in flight kept growing through its periods,
 //!    [`crate::stats::stationarity`]): it failed.
-//! 4. Otherwise it held.
+//! 5. Otherwise it held.
 
 use std::time::Duration;
 
@@ -173,6 +175,16 @@ impl Step {
 fn judge(step: &mut Step) {
     let diagnostics = diagnose::diagnose(&step.run, &step.result);
     let has = |code: Code| diagnostics.iter().any(|d| d.code == code);
+    if has(Code::AllFailed) {
+        step.codes.push(Code::AllFailed);
+        step.judged = Judged::Failed;
+        let causes = &step.result.total.error_causes;
+        step.why = match causes.iter().max_by_key(|(_, count)| **count) {
+            Some((cause, _)) => format!("every request failed ({cause})"),
+            None => "every request failed".to_string(),
+        };
+        return;
+    }
     if has(Code::GeneratorCpu) {
         step.codes.push(Code::GeneratorCpu);
         step.judged = Judged::NotOffered;
