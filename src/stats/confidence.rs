@@ -28,7 +28,7 @@
 
 use hdrhistogram::Histogram;
 
-use super::spectrum::recorded_buckets;
+use super::spectrum::{percentile_rank, recorded_buckets};
 
 /// The fewest samples beyond a percentile for it to count as measured.
 /// Below it pace marks the percentile in its reports and `pace compare`
@@ -51,16 +51,6 @@ const Z: f64 = 1.959_963_984_540_054;
 /// exactly: about 20,000 terms each. Beyond it the normal approximation
 /// is within a rank of the exact one, and costs nothing.
 pub const EXACT_VARIANCE: f64 = 1e6;
-
-/// The rank of the value the reports give at `percentile` among `count`
-/// values: `max(1, (int64)(p/100 · count + 0.5))`, p capped at 100, as
-/// HdrHistogram_c's `hdr_value_at_percentile`.
-pub fn percentile_rank(count: u64, percentile: f64) -> u64 {
-    let p = percentile.min(100.0);
-    // `as` truncates toward zero as C's cast does (and saturates, and
-    // gives 0 for NaN, where C would be undefined).
-    (((p / 100.0) * count as f64 + 0.5) as i64).max(1) as u64
-}
 
 /// The samples ranked beyond `percentile` among `count`, toward the
 /// nearer end: above it from p50 up, below it under p50. 0 with none

@@ -56,12 +56,22 @@ fn with_running_total<'a>(
     })
 }
 
+/// The rank of the value the reports give at `percentile` among `count`
+/// values: `max(1, (int64)(p/100 · count + 0.5))`, p capped at 100, as
+/// HdrHistogram_c's `hdr_value_at_percentile`.
+pub fn percentile_rank(count: u64, percentile: f64) -> u64 {
+    let p = percentile.min(100.0);
+    // `as` truncates toward zero as C's cast does (and saturates, and
+    // gives 0 for NaN, where C would be undefined).
+    (((p / 100.0) * count as f64 + 0.5) as i64).max(1) as u64
+}
+
 /// `hdr_value_at_percentile`: the highest equivalent value of the first
 /// bucket whose cumulative count reaches `max(1, (int64)(p/100 * total +
 /// 0.5))`, p capped at 100. As in current HdrHistogram_c, p = 0 gives the
 /// bucket's lowest equivalent value (the minimum). 0 for an empty histogram.
 pub fn value_at_percentile(h: &Histogram<u64>, percentile: f64) -> u64 {
-    let count_at_percentile = super::confidence::percentile_rank(h.len(), percentile);
+    let count_at_percentile = percentile_rank(h.len(), percentile);
     match recorded_buckets(h).find(|b| b.cumulative >= count_at_percentile) {
         None => 0,
         Some(b) if percentile == 0.0 => b.lowest,
