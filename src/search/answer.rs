@@ -22,8 +22,8 @@ pub enum Limit {
     /// Every step held up to the highest rate asked for (`--to`, or the
     /// ladder's top).
     Ceiling,
-    /// A signal stopped the search, or a step could not be run (the
-    /// service went away).
+    /// A signal stopped the search, or a step could not be run (its
+    /// script failed).
     Interrupted,
     /// Nothing was judged (a ladder without `--slo` still has steps).
     None,
@@ -58,7 +58,8 @@ pub struct Answer {
     pub failed_at: Option<f64>,
     pub limit: Limit,
     /// 0 when a rate was found; 4 when even the first step failed or the
-    /// rate is below `--min-rate`; a signal's exit code.
+    /// rate is below `--min-rate`; a signal's exit code (a step that
+    /// could not be run: its error's, given by `search::run`).
     pub code: i32,
 }
 
