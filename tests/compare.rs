@@ -239,8 +239,12 @@ fn percentiles_with_too_few_samples_are_not_called_faster_or_slower() {
     for kind in ["corrected", "uncorrected"] {
         for p in [50.0, 75.0, 90.0, 99.0] {
             let verdict = &latency_line(&json, kind, p)["verdict"];
-            if p == 99.0 && !quiet {
-                assert_ne!(verdict, "too few samples", "{kind} p{p}: {json}");
+            if p == 99.0 {
+                // 20 samples beyond p99 in 2,000, resampled by periods:
+                // the interval may be wide enough to hold no difference
+                // on a busy machine, but it never points the wrong way.
+                let judged = verdict == "slower" || verdict == "within noise";
+                assert!(judged, "{kind} p{p}: {json}");
             } else {
                 assert_eq!(verdict, "slower", "{kind} p{p}: {json}");
             }
