@@ -8,7 +8,7 @@ use super::step::Step;
 use super::Setup;
 use crate::error::SLO_FAILED;
 use crate::signals::Interruption;
-use crate::units::format_rate;
+use crate::units::{format_rate, per_second};
 
 /// What ended the climb.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,8 +108,8 @@ impl Answer {
             }
             Limit::Generator => {
                 let step = not_offered.expect("matched");
-                let sent = step.result.total.lag.len() as f64
-                    / step.result.runtime.as_secs_f64().max(f64::MIN_POSITIVE);
+                let sent =
+                    per_second(step.result.total.lag.len(), step.result.runtime.as_secs_f64());
                 let lower = held_line("at least ").map(|l| format!("{l}; ")).unwrap_or_default();
                 format!(
                     "{lower}this machine cannot offer more than {} (at {}/s {}): \

@@ -34,7 +34,7 @@ use crate::signals::Signals;
 use crate::slo::{self, Objective, Verdict};
 use crate::stats::stationarity::{self, Stationarity};
 use crate::stats::{Interval, RunResult, Stats};
-use crate::units::format_time_us;
+use crate::units::{format_time_us, per_second};
 
 use super::climb::Judged;
 
@@ -69,12 +69,7 @@ pub struct Step {
 impl Step {
     /// Responses per second over the measured part.
     pub fn achieved(&self) -> f64 {
-        let seconds = self.result.runtime.as_secs_f64();
-        if seconds > 0.0 {
-            self.result.total.requests as f64 / seconds
-        } else {
-            0.0
-        }
+        per_second(self.result.total.requests, self.result.runtime.as_secs_f64())
     }
 
     pub fn connections(&self) -> usize {
