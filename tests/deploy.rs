@@ -861,6 +861,25 @@ fn the_pods_fit_the_nodes_or_run_sh_says_why_not() {
         "{finished}"
     );
     assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
+    // Sizes each node holds, but not all the pods at once: some would wait
+    // for others to end, past their start.
+    let cluster = FakeCluster::new();
+    cluster.write("nodes", "2 4194304Ki\n");
+    let finished = RunSh::start(
+        cluster.dir.path(),
+        &["--image", "pace", "--shards", "3", "--cpu", "1", "--no-merge", "--", "http://app/"],
+        &[("PATH", &cluster.path_env())],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(finished.code(), Some(1), "{finished}");
+    assert!(
+        finished.stderr.contains(
+            "3 pods of --cpu 1 --memory 512Mi do not fit at once: the nodes' allocatable CPU and \
+             memory hold 2"
+        ),
+        "{finished}"
+    );
+    assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
 }
 
 #[test]

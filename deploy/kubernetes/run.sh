@@ -390,6 +390,20 @@ fit_to_nodes() {
     elif (($(bytes "$memory") > largest_memory)); then
         die "--memory $memory does not fit: the largest node has $((largest_memory >> 20))Mi allocatable (give a smaller --memory)"
     fi
+    # Every shard must run at once: pods that wait for others to end would
+    # start after their first request was due, and refuse to run. What the
+    # nodes' allocatable CPU and memory hold at most (other pods take more).
+    local pod_cpu pod_memory fitting=0 fits
+    pod_cpu=$(millicores "$cpu")
+    pod_memory=$(bytes "$memory")
+    while read -r node_cpu node_memory; do
+        [[ -n $node_cpu ]] || continue
+        fits=$(($(millicores "$node_cpu") / pod_cpu))
+        (($(bytes "$node_memory") / pod_memory < fits)) && fits=$(($(bytes "$node_memory") / pod_memory))
+        fitting=$((fitting + fits))
+    done <<<"$nodes"
+    ((fitting >= shards)) ||
+        die "$shards pods of --cpu $cpu --memory $memory do not fit at once: the nodes' allocatable CPU and memory hold $fitting (give a smaller --cpu or --memory, or fewer --shards)"
 }
 fit_to_nodes
 
@@ -521,7 +535,7 @@ while :; do
         last=$progress
     fi
     now=$(date +%s)
-    if ! $warned_late && ((now > start_epoch + 5)); then
+    if ! $warned_late && ((now >= start_epoch)); then
         warned_late=true
         late=$(pods | awk '$3 == "Pending" { print $2 }' || true)
         if [[ -n $late ]]; then
