@@ -98,13 +98,14 @@ ensure_binaries() {
 
 # --- host packages -----------------------------------------------------------------------------
 
-# Debian's etcd-server (3.4 serves Kubernetes 1.32), containerd (1.6) and runc.
+# Debian's etcd-server (3.4 serves Kubernetes 1.32), containerd (1.6) and runc, and the tools up uses.
 ensure_packages() {
 	local missing=()
 	command -v etcd >/dev/null || missing+=(etcd-server)
 	command -v containerd >/dev/null || missing+=(containerd)
 	command -v runc >/dev/null || missing+=(runc)
 	command -v openssl >/dev/null || missing+=(openssl)
+	command -v curl >/dev/null || missing+=(curl)
 	command -v gcc >/dev/null || missing+=(gcc libc6-dev)
 	[[ ${#missing[@]} -eq 0 ]] && return 0
 	[[ $(id -u) -eq 0 ]] || die "needs ${missing[*]}: run as root, or first: sudo apt-get install ${missing[*]}"
