@@ -718,10 +718,11 @@ fn http2_server_on_generated_clients() {
 #[test]
 fn fuzz_regressions_and_seeds_pass() {
     type Check = fn(&[u8]);
-    let targets: [(&str, Check); 13] = [
+    let targets: [(&str, Check); 14] = [
         ("response", response_stream),
         ("http1_response", http1_responses),
         ("http2_response", http2_responses),
+        ("http3_frames", http3_frames),
         ("chunked", chunked_body),
         ("request_batch", request_batch),
         ("build_request", built_request),
@@ -747,4 +748,49 @@ fn fuzz_regressions_and_seeds_pass() {
         }
     }
     assert!(replayed > 0, "no inputs in {}", fuzz.display());
+}
+
+#[test]
+fn http3_frames_on_generated_streams() {
+    use crate::http3::{frame, varint};
+    property("http3 frames", 20000, 0x5eed_0030, |random| {
+        let mut stream = Vec::new();
+        for _ in 0..random.below(8) {
+            // Frames of the known types (and an unknown one), with payloads
+            // that are field sections, settings, ids or bytes at random;
+            // now and then bytes at random between them.
+            let kind = [frame::DATA, frame::HEADERS, frame::SETTINGS, frame::GOAWAY, 0x21, 0x2]
+                [random.below(6)];
+            let payload = match kind {
+                frame::HEADERS if !random.chance(4) => {
+                    let mut block = Vec::new();
+                    let names: [&[u8]; 4] = [b":status", b"content-type", b"x-pace", b""];
+                    let fields: Vec<(&[u8], Vec<u8>)> = (0..random.below(5))
+                        .map(|_| (names[random.below(4)], random.some_bytes(140)))
+                        .collect();
+                    crate::http3::qpack::encode(
+                        fields.iter().map(|(n, v)| (*n, &v[..])),
+                        &mut block,
+                    );
+                    block
+                }
+                frame::GOAWAY if !random.chance(4) => {
+                    let mut id = Vec::new();
+                    varint::encode(random.next() >> 2, &mut id);
+                    id
+                }
+                _ => random.some_bytes(300),
+            };
+            frame::frame(kind, &payload, &mut stream);
+            if random.chance(10) {
+                stream.extend(random.some_bytes(8));
+            }
+        }
+        let mut data = vec![random.next() as u8, random.below(9) as u8];
+        for _ in 0..data[1] {
+            data.extend_from_slice(&(random.next() as u16).to_le_bytes());
+        }
+        data.extend_from_slice(&stream);
+        http3_frames(&data);
+    });
 }
