@@ -6,6 +6,8 @@ use super::input::{cut, Input};
 use crate::http3::error::H3Error;
 use crate::http3::frame::{self, FrameReader, Piece};
 use crate::http3::qpack;
+use crate::http3::response::{Response, ResponseReader};
+use crate::http3::streams::{Control, PeerStreams};
 
 /// What a reader handed out for a stream: DATA joined into one piece per
 /// run, other frames as (type, payload); and the error it ended with.
@@ -41,6 +43,28 @@ fn read(pieces: &[&[u8]], limit: usize) -> Read {
     (out, None)
 }
 
+/// The stream read as a response to one request, in these pieces.
+fn response(pieces: &[&[u8]]) -> Result<Response, H3Error> {
+    let mut reader = ResponseReader::new(true);
+    for piece in pieces {
+        reader.feed(piece)?;
+    }
+    reader.finish()
+}
+
+/// The stream read as the peer's control stream, in these pieces.
+fn control(pieces: &[&[u8]]) -> (Vec<Control>, Option<H3Error>) {
+    let mut streams = PeerStreams::default();
+    let mut stream = streams.open();
+    let mut said = Vec::new();
+    for piece in [&[0x00][..]].iter().chain(pieces) {
+        if let Err(e) = streams.feed(&mut stream, piece, &mut |c| said.push(c)) {
+            return (said, Some(e));
+        }
+    }
+    (said, None)
+}
+
 /// A field section's fields: (name, value) in their order.
 type Fields = Vec<(Vec<u8>, Vec<u8>)>;
 
@@ -56,7 +80,10 @@ fn fields(block: &[u8]) -> Result<Fields, H3Error> {
 /// the same whole and cut (the same pieces, the same error); DATA pieces
 /// are never empty and no other frame beyond the limit is buffered; a
 /// field section that decodes encodes back (pace's encoder) to one that
-/// decodes to the same fields; SETTINGS and GOAWAY parse or fail in words.
+/// decodes to the same fields; SETTINGS and GOAWAY parse or fail in words;
+/// read as a response and as a control stream, the stream gives the same
+/// whole and cut (the same response or error, the same settings and
+/// GOAWAYs).
 pub fn http3_frames(data: &[u8]) {
     let mut input = Input::new(data);
     let limit = 16usize << (input.byte() % 8);
@@ -66,6 +93,8 @@ pub fn http3_frames(data: &[u8]) {
     let pieces = cut(stream, &cuts);
     let cut_read = read(&pieces, limit);
     assert_eq!(cut_read, whole, "the stream reads differently cut at {cuts:?}");
+    assert_eq!(response(&pieces), response(&[stream]), "a response cut at {cuts:?}");
+    assert_eq!(control(&pieces), control(&[stream]), "a control stream cut at {cuts:?}");
     for (kind, payload) in &whole.0 {
         match *kind {
             frame::HEADERS => {

@@ -766,7 +766,10 @@ fn http3_frames_on_generated_streams() {
                     let mut block = Vec::new();
                     let names: [&[u8]; 4] = [b":status", b"content-type", b"x-pace", b""];
                     let fields: Vec<(&[u8], Vec<u8>)> = (0..random.below(5))
-                        .map(|_| (names[random.below(4)], random.some_bytes(140)))
+                        .map(|_| match names[random.below(4)] {
+                            b":status" if random.chance(2) => (&b":status"[..], b"200".to_vec()),
+                            name => (name, random.some_bytes(140)),
+                        })
                         .collect();
                     crate::http3::qpack::encode(
                         fields.iter().map(|(n, v)| (*n, &v[..])),
