@@ -1,13 +1,15 @@
-//! HTTP/3's own wire (RFC 9114): QUIC's variable-length integers, the
-//! frames of the request and control streams, SETTINGS and GOAWAY, the
+//! HTTP/3 for the client (RFC 9114) over quinn-proto's QUIC: a connection
+//! without I/O that sends requests on streams and ends each response while
+//! handling the datagram that completed it ([`connection`]), and what
+//! HTTP/3 adds above QUIC's streams, which quinn-proto does not carry:
+//! QUIC's variable-length integers, the frames, SETTINGS and GOAWAY, the
 //! error codes, a response as the client reads it from its stream, the
 //! peer's unidirectional streams (control, QPACK's), and QPACK (RFC 9204)
-//! without a dynamic table: what pace
-//! needs of HTTP/3 above the QUIC streams, written here because the
-//! QUIC stack chosen for `--http3` (quinn-proto, for its CPU per request:
-//! docs/architecture.md) carries streams only. The engine's HTTP/3
-//! protocol and `pace serve --http3` are to be built on it (issue 30).
+//! without a dynamic table. docs/architecture.md says why quinn-proto and
+//! not quiche. The engine's HTTP/3 protocol (its datagram link, stamps and
+//! schedule) and `pace serve --http3` are to be built on it (issue 30).
 
+pub mod connection;
 pub mod error;
 pub mod frame;
 mod huffman;

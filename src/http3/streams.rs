@@ -51,8 +51,18 @@ enum Role {
         last_goaway: Option<u64>,
     },
     QpackEncoder,
-    /// QPACK's decoder stream, and streams of types pace ignores.
+    /// Its acknowledgements concern a dynamic table pace never fills.
+    QpackDecoder,
+    /// Streams of types pace ignores.
     Ignored,
+}
+
+impl PeerStream {
+    /// A control or QPACK stream: the peer must not end it (RFC 9114,
+    /// section 6.2.1: `H3_CLOSED_CRITICAL_STREAM`).
+    pub fn is_critical(&self) -> bool {
+        matches!(self.role, Some(Role::Control { .. } | Role::QpackEncoder | Role::QpackDecoder))
+    }
 }
 
 impl PeerStreams {
@@ -133,7 +143,7 @@ impl PeerStreams {
                     "QPACK's encoder stream uses a dynamic table, whose capacity pace set to 0",
                 )),
             },
-            Some(Role::Ignored) | None => Ok(()),
+            Some(Role::QpackDecoder | Role::Ignored) | None => Ok(()),
         }
     }
 
@@ -160,7 +170,7 @@ impl PeerStreams {
             }
             frame::QPACK_DECODER_STREAM => {
                 once(&mut self.decoder_opened, "QPACK decoder")?;
-                Role::Ignored
+                Role::QpackDecoder
             }
             frame::PUSH_STREAM => {
                 return Err(H3Error::new(ID_ERROR, "a push stream, though pace allows no push"))
