@@ -18,3 +18,6 @@ pub mod response;
 pub mod streams;
 mod tables;
 pub mod varint;
+
+#[cfg(test)]
+mod ngtcp2_tests;

@@ -1,0 +1,183 @@
+//! The client's connection ([`super::connection`]) against an HTTP/3
+//! server on another QUIC stack: Debian's ngtcp2 example server
+//! (`gtlsserver`, ngtcp2 with nghttp3 and GnuTLS, package
+//! `ngtcp2-server`) on 127.0.0.1, over a real UDP socket. Its QPACK
+//! (nghttp3's, Huffman-coded) must decode, its responses' bodies must
+//! have their length. Without the server the test says it skipped; in CI
+//! (`CI` set) it fails instead.
+
+use std::fs;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use quinn_proto::ClientConfig;
+
+use super::connection::{Connection, Event};
+use super::{frame, qpack};
+
+const SERVER: &str = "/usr/sbin/gtlsserver";
+
+struct Server {
+    child: Child,
+    addr: SocketAddr,
+    _dir: tempfile::TempDir,
+    certificate: rustls::pki_types::CertificateDer<'static>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The server serving a directory with `file` (1000 bytes), or None when
+/// it is not installed (outside CI).
+fn start() -> Option<Server> {
+    if !std::path::Path::new(SERVER).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{SERVER} not found: CI must install ngtcp2-server"
+        );
+        eprintln!("SKIPPED: {SERVER} is not installed (apt-get install ngtcp2-server)");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["localhost".to_string()])
+        .unwrap()
+        .self_signed(&key)
+        .unwrap();
+    fs::write(dir.path().join("key.pem"), key.serialize_pem()).unwrap();
+    fs::write(dir.path().join("cert.pem"), cert.pem()).unwrap();
+    fs::create_dir(dir.path().join("www")).unwrap();
+    fs::write(dir.path().join("www/file"), vec![b'p'; 1000]).unwrap();
+    // A free UDP port: the server takes a port number, not 0.
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let child = Command::new(SERVER)
+        .arg("-q")
+        .arg(format!("--htdocs={}", dir.path().join("www").display()))
+        .arg("--timeout=5s")
+        .args(["127.0.0.1", &port.to_string()])
+        .arg(dir.path().join("key.pem"))
+        .arg(dir.path().join("cert.pem"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start gtlsserver");
+    // Ready once its UDP socket is bound (/proc/net/udp lists it).
+    let needle = format!(":{port:04X} ");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !fs::read_to_string("/proc/net/udp").unwrap().contains(&needle) {
+        assert!(Instant::now() < deadline, "gtlsserver did not bind its port");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let addr = SocketAddr::from(([127, 0, 0, 1], port));
+    Some(Server { child, addr, _dir: dir, certificate: cert.der().clone() })
+}
+
+fn client_config(certificate: rustls::pki_types::CertificateDer<'static>) -> ClientConfig {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(certificate).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    ClientConfig::new(Arc::new(
+        quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap(),
+    ))
+}
+
+fn get(path: &str) -> Vec<u8> {
+    let mut block = Vec::new();
+    qpack::encode(
+        [
+            (&b":method"[..], &b"GET"[..]),
+            (b":scheme", b"https"),
+            (b":authority", b"localhost"),
+            (b":path", path.as_bytes()),
+            (b"user-agent", b"pace"),
+        ],
+        &mut block,
+    );
+    let mut out = Vec::new();
+    frame::frame(frame::HEADERS, &block, &mut out);
+    out
+}
+
+#[test]
+fn requests_to_ngtcp2s_server_get_its_responses() {
+    let Some(server) = start() else { return };
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.connect(server.addr).unwrap();
+    socket.set_nonblocking(true).unwrap();
+    let config = client_config(server.certificate.clone());
+    let mut connection =
+        Connection::connect(config, server.addr, "localhost", true, Instant::now()).unwrap();
+    // 30 requests, 10 at a time, every fifth for a file that is not there.
+    let mut next = 0u64;
+    let mut done = Vec::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut out = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while done.len() < 30 {
+        assert!(Instant::now() < deadline, "{} of 30 responses: {done:?}", done.len());
+        while let Some(n) = connection.transmit(Instant::now(), &mut out) {
+            socket.send(&out[..n]).unwrap();
+        }
+        let wait = connection
+            .timeout()
+            .map_or(Duration::from_millis(100), |at| at.saturating_duration_since(Instant::now()));
+        let mut poll = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        unsafe { libc::poll(&mut poll, 1, wait.as_millis().min(100) as i32) };
+        loop {
+            match socket.recv(&mut buf) {
+                Ok(n) => connection.receive(Instant::now(), &buf[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => panic!("recv: {e}"),
+            }
+        }
+        if connection.timeout().is_some_and(|at| at <= Instant::now()) {
+            connection.on_timeout(Instant::now());
+        }
+        while let Some(event) = connection.poll() {
+            match event {
+                Event::Connected | Event::StreamsAvailable => {}
+                Event::Response { token, result } => done.push((token, result)),
+                other => panic!("{other:?}"),
+            }
+        }
+        while next < 30 && connection.in_flight() < 10 {
+            let path = if next % 5 == 4 { "/missing" } else { "/file" };
+            if connection.send(&get(path), next).is_err() {
+                break;
+            }
+            next += 1;
+        }
+    }
+    done.sort_by_key(|(token, _)| *token);
+    for (token, result) in done {
+        let response = result.unwrap_or_else(|e| panic!("request {token}: {e}"));
+        if token % 5 == 4 {
+            assert_eq!(response.status, 404, "request {token}");
+        } else {
+            assert_eq!((response.status, response.body_bytes), (200, 1000), "request {token}");
+            let captured = response.captured.unwrap();
+            assert_eq!(captured.body, vec![b'p'; 1000]);
+            assert!(
+                captured.headers.contains(&("content-length".to_string(), "1000".to_string())),
+                "{:?}",
+                captured.headers
+            );
+        }
+    }
+    connection.close(Instant::now());
+}
