@@ -880,6 +880,15 @@ fn the_pods_fit_the_nodes_or_run_sh_says_why_not() {
         "{finished}"
     );
     assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
+    // No CPU at all is no size.
+    let finished = RunSh::start(
+        cluster.dir.path(),
+        &["--image", "pace", "--cpu", "0m", "--no-merge", "--", "http://app/"],
+        &[("PATH", &cluster.path_env())],
+    )
+    .wait(Duration::from_secs(30));
+    assert_eq!(finished.code(), Some(1), "{finished}");
+    assert!(finished.stderr.contains("--cpu 0m: a pod needs some CPU"), "{finished}");
 }
 
 #[test]

@@ -396,6 +396,8 @@ fit_to_nodes() {
     local pod_cpu pod_memory fitting=0 fits
     pod_cpu=$(millicores "$cpu")
     pod_memory=$(bytes "$memory")
+    ((pod_cpu > 0)) || die "--cpu $cpu: a pod needs some CPU"
+    ((pod_memory > 0)) || die "--memory $memory: a pod needs some memory"
     while read -r node_cpu node_memory; do
         [[ -n $node_cpu ]] || continue
         fits=$(($(millicores "$node_cpu") / pod_cpu))
