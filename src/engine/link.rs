@@ -7,7 +7,8 @@
 //! Unix socket, plain or TLS ([`Transport`]), possibly through a proxy's
 //! tunnel. A protocol over datagrams that owns its TLS (QUIC) has a link
 //! whose set-up is the socket's alone and whose reads and writes are one
-//! datagram each; the connection layer drives either through [`Link`].
+//! datagram each ([`super::datagram::DatagramLink`]); the connection layer
+//! drives either through [`Link`].
 
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
