@@ -186,7 +186,8 @@ impl Connection {
     /// Closes the connection (H3_NO_ERROR): requests in flight end with it.
     pub fn close(&mut self, now: Instant) {
         if !self.closed {
-            self.quic.close(now, VarInt::from_u64(error::NO_ERROR).unwrap_or_default(), "".into());
+            self.quic.close(now, code(error::NO_ERROR), "".into());
+            self.end_all(describe(&ConnectionError::LocallyClosed));
             self.process(now);
         }
     }
@@ -259,8 +260,15 @@ impl Connection {
     }
 
     fn on_lost(&mut self, reason: &ConnectionError) {
-        self.closed = true;
-        let words = describe(reason);
+        self.end_all(describe(reason));
+    }
+
+    /// The connection is over: every request still open ends with `words`
+    /// (once: quinn-proto may report a loss after pace closed).
+    fn end_all(&mut self, words: String) {
+        if std::mem::replace(&mut self.closed, true) {
+            return;
+        }
         let ids: Vec<StreamId> = self.requests.keys().copied().collect();
         for id in ids {
             self.end_request(id, Err(H3Error::new(error::REQUEST_INCOMPLETE, words.clone())));
@@ -358,6 +366,9 @@ impl Connection {
         let rejected: Vec<StreamId> =
             self.requests.keys().copied().filter(|id| u64::from(*id) >= stream_id).collect();
         for id in rejected {
+            // Nothing more of them is sent or read.
+            let _ = self.quic.send_stream(id).reset(code(error::REQUEST_CANCELLED));
+            let _ = self.quic.recv_stream(id).stop(code(error::REQUEST_CANCELLED));
             self.end_request(
                 id,
                 Err(H3Error::new(error::REQUEST_REJECTED, "above the server's GOAWAY")),
@@ -368,13 +379,8 @@ impl Connection {
 
     /// The connection closed by pace for the server's error `e`.
     fn process_close(&mut self, now: Instant, e: &H3Error) {
+        self.end_all(format!("pace closed the connection: the server's error: {e}"));
         self.process(now);
-        if !self.closed {
-            self.on_lost(&ConnectionError::LocallyClosed);
-        }
-        if let Some(Event::Closed { reason }) = self.events.back_mut() {
-            *reason = format!("pace closed the connection: the server's error: {e}");
-        }
     }
 }
 
@@ -804,6 +810,21 @@ mod tests {
         let Some(Event::Closed { reason }) = events.last() else { panic!("{events:?}") };
         assert_eq!(reason, "the server closed the connection: H3_INTERNAL_ERROR (going)");
         assert_eq!(client.send(&request(), 2), Err(Refused::NotOpen));
+    }
+
+    #[test]
+    fn closing_ends_the_requests_in_flight_once() {
+        let (mut client, mut server, mut now) = connected(Answer::Ok(10), 100);
+        client.send(&request(), 0).unwrap();
+        client.close(now);
+        let events = exchange(&mut client, &mut server, &mut now);
+        assert_eq!(results(&events), [(0, Err(error::REQUEST_INCOMPLETE))]);
+        let closed: Vec<_> = events.iter().filter(|e| matches!(e, Event::Closed { .. })).collect();
+        assert_eq!(closed, [&Event::Closed { reason: "pace closed the connection".into() }]);
+        let Some(ConnectionError::ApplicationClosed(close)) = &server.lost else {
+            panic!("{:?}", server.lost)
+        };
+        assert_eq!(u64::from(close.error_code), error::NO_ERROR);
     }
 
     #[test]
