@@ -489,8 +489,16 @@ fn search_with_its_latency_against_throughput() {
     ];
     let run = pace(&args, LIMIT.max(Duration::from_secs(120)));
     run.assert_ok();
-    // Two points at least: every line joins the steps.
-    let dom = check_page_headed(&page, "pace search", &["capacity"], 2);
+    // Every line joins the steps that were judged (not run "again" with
+    // more connections): two points at least, or the one step judged (on a
+    // loaded machine the search may end at its first step, when pace
+    // itself could not keep the schedule).
+    let rows: Vec<&str> = (run.stdout.lines())
+        .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(char::is_numeric))
+        .collect();
+    let judged = rows.iter().filter(|row| !row.contains("%  again")).count();
+    assert!(judged >= 1, "{}", run.stdout);
+    let dom = check_page_headed(&page, "pace search", &["capacity"], judged.min(2));
     let lines = lines_of(&dom, "capacity");
     // Names as the DOM holds them: `<` escaped.
     assert_eq!(&lines[..5], ["p50", "p90", "p99", "p99.9", "p99&lt;20ms"], "{lines:?}");
@@ -498,12 +506,5 @@ fn search_with_its_latency_against_throughput() {
     // The answer and every step are on the page, as in the text.
     let answer = run.stdout.lines().last().unwrap();
     assert!(dom.contains(&answer.replace('<', "&lt;")), "{answer}");
-    let rows = dom.matches("<tr class=").count();
-    assert_eq!(
-        rows,
-        run.stdout
-            .lines()
-            .filter(|l| l.starts_with("  ") && l.trim_start().starts_with(char::is_numeric))
-            .count()
-    );
+    assert_eq!(dom.matches("<tr class=").count(), rows.len());
 }
