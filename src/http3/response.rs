@@ -8,6 +8,7 @@
 use super::error::{H3Error, FRAME_UNEXPECTED, ID_ERROR, MESSAGE_ERROR, REQUEST_INCOMPLETE};
 use super::frame::{self, FrameReader, Piece};
 use super::qpack;
+use crate::http::response::Captured;
 
 /// The largest field section pace reads (the same as nghttp2's default for
 /// HTTP/2's header lists, 64 KiB).
@@ -36,13 +37,6 @@ pub struct ResponseReader {
     /// With capture: the headers (lower-case names, as HTTP/3 has them) and
     /// the body, for the script's `response()`.
     captured: Option<Captured>,
-}
-
-/// A response's headers and body, kept for a script.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Captured {
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
 }
 
 /// A response read to its end.
