@@ -173,13 +173,15 @@ impl Connection {
             return Err(Refused::NotOpen);
         }
         let id = self.quic.streams().open(Dir::Bi).ok_or(Refused::NoStream)?;
-        let mut request = Request {
-            token,
-            reader: ResponseReader::new(self.capture),
-            unwritten: frames.to_vec(),
-        };
-        self.write_request(id, &mut request);
-        self.requests.insert(id, request);
+        // Usually the stream takes it all at once: only a rest is copied.
+        let mut stream = self.quic.send_stream(id);
+        let written = stream.write(frames).unwrap_or(0);
+        if written == frames.len() {
+            let _ = stream.finish();
+        }
+        let unwritten = frames[written..].to_vec();
+        self.requests
+            .insert(id, Request { token, reader: ResponseReader::new(self.capture), unwritten });
         Ok(())
     }
 
@@ -192,9 +194,13 @@ impl Connection {
         }
     }
 
-    /// Writes what the stream takes of the request, and ends the stream
-    /// once all of it is written.
-    fn write_request(&mut self, id: StreamId, request: &mut Request) {
+    /// Writes what the stream takes of the rest of a request, and ends the
+    /// stream once all of it is written.
+    fn write_rest(&mut self, id: StreamId) {
+        let Some(request) = self.requests.get_mut(&id) else { return };
+        if request.unwritten.is_empty() {
+            return;
+        }
         let mut stream = self.quic.send_stream(id);
         if let Ok(n) = stream.write(&request.unwritten) {
             request.unwritten.drain(..n);
@@ -228,12 +234,7 @@ impl Connection {
                         self.read_response(id);
                     }
                 }
-                quinn_proto::Event::Stream(StreamEvent::Writable { id }) => {
-                    if let Some(mut request) = self.requests.remove(&id) {
-                        self.write_request(id, &mut request);
-                        self.requests.insert(id, request);
-                    }
-                }
+                quinn_proto::Event::Stream(StreamEvent::Writable { id }) => self.write_rest(id),
                 // The server will not read the request: with H3_NO_ERROR
                 // it answered without the rest of the body (RFC 9114,
                 // section 4.1.1), and its answer ends the stream; with
@@ -282,6 +283,7 @@ impl Connection {
         let Some(request) = self.requests.get_mut(&id) else { return };
         let mut stream = self.quic.recv_stream(id);
         let Ok(mut chunks) = stream.read(true) else { return };
+        // None: the stream goes on; Some(Ok(())): it ended (FIN).
         let mut end = None;
         loop {
             match chunks.next(usize::MAX) {
@@ -292,8 +294,7 @@ impl Connection {
                     }
                 }
                 Ok(None) => {
-                    let reader = std::mem::replace(&mut request.reader, ResponseReader::new(false));
-                    end = Some(reader.finish());
+                    end = Some(Ok(()));
                     break;
                 }
                 Err(ReadError::Blocked) => break,
@@ -304,13 +305,14 @@ impl Connection {
             }
         }
         let _ = chunks.finalize();
-        if let Some(result) = end {
-            if let Err(e) = &result {
-                // The server's error on this stream: nothing more is read.
-                let _ = self.quic.recv_stream(id).stop(code(e.code));
-            }
-            self.end_request(id, result);
+        let Some(end) = end else { return };
+        let Some(request) = self.requests.remove(&id) else { return };
+        let result = end.and_then(|()| request.reader.finish());
+        if let Err(e) = &result {
+            // The server's error on this stream: nothing more is read.
+            let _ = self.quic.recv_stream(id).stop(code(e.code));
         }
+        self.events.push_back(Event::Response { token: request.token, result });
     }
 
     fn end_request(&mut self, id: StreamId, result: Result<Response, H3Error>) {
@@ -756,6 +758,18 @@ mod tests {
             [("content-length".into(), "5000".into())]
         );
         assert_eq!((client.in_flight(), server.served), (0, 3));
+    }
+
+    #[test]
+    fn a_body_beyond_the_streams_window_goes_out_as_it_opens() {
+        let (mut client, mut server, mut now) = connected(Answer::Ok(2), 100);
+        let mut frames = request();
+        frame::frame(frame::DATA, &vec![b'b'; 3 << 20], &mut frames);
+        client.send(&frames, 0).unwrap();
+        let events = exchange(&mut client, &mut server, &mut now);
+        assert_eq!(results(&events), [(0, Ok(200))]);
+        let received = server.requests.values().map(Vec::len).sum::<usize>();
+        assert_eq!(received, frames.len(), "the whole request reached the server");
     }
 
     #[test]

@@ -50,8 +50,10 @@ pub enum Piece<'a> {
 /// Reads the frames of one stream.
 #[derive(Debug)]
 pub struct FrameReader {
-    /// The type and length of a frame read so far (at most 16 bytes).
-    header: Vec<u8>,
+    /// The type and length of a frame read so far (two varints: at most
+    /// 16 bytes), and how many of them.
+    header: [u8; 16],
+    header_len: usize,
     /// The frame being read, once its header is complete.
     current: Option<Current>,
     /// The payload of a buffered frame.
@@ -71,12 +73,12 @@ impl FrameReader {
     /// bytes (a field section, SETTINGS): a peer could otherwise make it
     /// hold any amount of memory.
     pub fn new(limit: usize) -> FrameReader {
-        FrameReader { header: Vec::with_capacity(16), current: None, payload: Vec::new(), limit }
+        FrameReader { header: [0; 16], header_len: 0, current: None, payload: Vec::new(), limit }
     }
 
     /// Whether it stands between frames (a stream may end only there).
     pub fn at_boundary(&self) -> bool {
-        self.header.is_empty() && self.current.is_none()
+        self.header_len == 0 && self.current.is_none()
     }
 
     /// Reads `input`, handing each piece to `piece` as it is complete;
@@ -124,13 +126,15 @@ impl FrameReader {
     /// Takes header bytes from `input` until the type and length are
     /// complete: how many it used.
     fn read_header(&mut self, input: &[u8]) -> Result<usize, H3Error> {
-        let before = self.header.len();
+        let before = self.header_len;
         let take = input.len().min(16 - before);
-        self.header.extend_from_slice(&input[..take]);
-        let Some((kind, kind_len)) = varint::decode(&self.header) else {
+        self.header[before..before + take].copy_from_slice(&input[..take]);
+        self.header_len += take;
+        let header = &self.header[..self.header_len];
+        let Some((kind, kind_len)) = varint::decode(header) else {
             return Ok(take);
         };
-        let Some((length, length_len)) = varint::decode(&self.header[kind_len..]) else {
+        let Some((length, length_len)) = varint::decode(&header[kind_len..]) else {
             return Ok(take);
         };
         let header_len = kind_len + length_len;
@@ -143,7 +147,7 @@ impl FrameReader {
                 ),
             ));
         }
-        self.header.clear();
+        self.header_len = 0;
         self.current = Some(Current { kind, remaining: length });
         Ok(header_len - before)
     }
