@@ -713,17 +713,40 @@ mod tests {
         out
     }
 
-    fn connected(answer: Answer, max_streams: u32) -> (Connection, Server, Instant) {
-        let (server_config, client_config) = configs(b"h3", max_streams);
+    /// A client (capturing) starting its handshake with `server`, whose
+    /// ALPN is `alpn`; the client's events until the exchange went quiet.
+    fn handshake(
+        alpn: &[u8],
+        max_streams: u32,
+        answer: Answer,
+        control: Option<&[u8]>,
+    ) -> (Connection, Server, Instant, Vec<Event>) {
+        let (server_config, client_config) = configs(alpn, max_streams);
         let mut server = Server::new(server_config, answer);
+        if let Some(control) = control {
+            server.control = control.to_vec();
+        }
         let mut now = Instant::now();
         let mut client =
             Connection::connect(client_config, SERVER.parse().unwrap(), "localhost", true, now)
                 .unwrap();
         assert_eq!(client.send(&request(), 0), Err(Refused::NotOpen), "before the handshake");
         let events = exchange(&mut client, &mut server, &mut now);
+        (client, server, now, events)
+    }
+
+    fn connected(answer: Answer, max_streams: u32) -> (Connection, Server, Instant) {
+        let (client, server, now, events) = handshake(b"h3", max_streams, answer, None);
         assert_eq!(events, [Event::Connected]);
         (client, server, now)
+    }
+
+    /// The code the server's connection was closed with by the client.
+    fn closed_with(server: &Server) -> u64 {
+        let Some(ConnectionError::ApplicationClosed(close)) = &server.lost else {
+            panic!("{:?}", server.lost)
+        };
+        u64::from(close.error_code)
     }
 
     fn results(events: &[Event]) -> Vec<(u64, Result<u16, u64>)> {
@@ -835,41 +858,23 @@ mod tests {
         assert_eq!(results(&events), [(0, Err(error::REQUEST_INCOMPLETE))]);
         let closed: Vec<_> = events.iter().filter(|e| matches!(e, Event::Closed { .. })).collect();
         assert_eq!(closed, [&Event::Closed { reason: "pace closed the connection".into() }]);
-        let Some(ConnectionError::ApplicationClosed(close)) = &server.lost else {
-            panic!("{:?}", server.lost)
-        };
-        assert_eq!(u64::from(close.error_code), error::NO_ERROR);
+        assert_eq!(closed_with(&server), error::NO_ERROR);
     }
 
     #[test]
     fn a_control_stream_without_settings_first_closes_the_connection() {
-        let (server_config, client_config) = configs(b"h3", 100);
-        let mut server = Server::new(server_config, Answer::Ok(1));
-        server.control.clear();
-        frame::frame(frame::GOAWAY, &[0x00], &mut server.control);
-        let mut now = Instant::now();
-        let mut client =
-            Connection::connect(client_config, SERVER.parse().unwrap(), "localhost", false, now)
-                .unwrap();
-        let events = exchange(&mut client, &mut server, &mut now);
+        let mut goaway_first = Vec::new();
+        frame::frame(frame::GOAWAY, &[0x00], &mut goaway_first);
+        let (_, server, _, events) = handshake(b"h3", 100, Answer::Ok(1), Some(&goaway_first));
         let Some(Event::Closed { reason }) = events.last() else { panic!("{events:?}") };
         assert!(reason.contains("H3_MISSING_SETTINGS"), "{reason}");
         // The server was told the code.
-        let Some(ConnectionError::ApplicationClosed(close)) = &server.lost else {
-            panic!("{:?}", server.lost)
-        };
-        assert_eq!(u64::from(close.error_code), error::MISSING_SETTINGS);
+        assert_eq!(closed_with(&server), error::MISSING_SETTINGS);
     }
 
     #[test]
     fn a_server_without_h3_fails_the_handshake_in_words() {
-        let (server_config, client_config) = configs(b"h2", 100);
-        let mut server = Server::new(server_config, Answer::Ok(1));
-        let mut now = Instant::now();
-        let mut client =
-            Connection::connect(client_config, SERVER.parse().unwrap(), "localhost", false, now)
-                .unwrap();
-        let events = exchange(&mut client, &mut server, &mut now);
+        let (_, _, _, events) = handshake(b"h2", 100, Answer::Ok(1), None);
         let Some(Event::Closed { reason }) = events.last() else { panic!("{events:?}") };
         assert!(
             reason.starts_with("the server does not speak HTTP/3: it offered no h3"),
