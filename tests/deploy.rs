@@ -846,49 +846,35 @@ fn the_pods_fit_the_nodes_or_run_sh_says_why_not() {
     assert_eq!(limits["cpu"].as_str(), Some("600m"));
     assert_eq!(limits["memory"].as_str(), Some("512Mi"));
     drop(run);
-    // A size given that no node holds is said before anything is made.
-    let cluster = FakeCluster::new();
-    cluster.write("nodes", "2 4194304Ki\n1500m 2Gi\n");
-    let finished = RunSh::start(
-        cluster.dir.path(),
-        &["--image", "pace", "--cpu", "4", "--no-merge", "--", "http://app/"],
-        &[("PATH", &cluster.path_env())],
-    )
-    .wait(Duration::from_secs(30));
-    assert_eq!(finished.code(), Some(1), "{finished}");
-    assert!(
-        finished.stderr.contains("--cpu 4 does not fit: the largest node has 2000m CPU"),
-        "{finished}"
-    );
-    assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
-    // Sizes each node holds, but not all the pods at once: some would wait
-    // for others to end, past their start.
-    let cluster = FakeCluster::new();
-    cluster.write("nodes", "2 4194304Ki\n");
-    let finished = RunSh::start(
-        cluster.dir.path(),
-        &["--image", "pace", "--shards", "3", "--cpu", "1", "--no-merge", "--", "http://app/"],
-        &[("PATH", &cluster.path_env())],
-    )
-    .wait(Duration::from_secs(30));
-    assert_eq!(finished.code(), Some(1), "{finished}");
-    assert!(
-        finished.stderr.contains(
-            "3 pods of --cpu 1 --memory 512Mi do not fit at once: the nodes' allocatable CPU and \
-             memory hold 2"
+    // Sizes that cannot be run are said before anything is made: one no
+    // node holds; ones each node holds, but not all the pods at once (some
+    // would wait for others to end, past their start); no CPU at all.
+    let refusals: [(&str, &[&str], &str); 3] = [
+        (
+            "2 4194304Ki\n1500m 2Gi\n",
+            &["--cpu", "4"],
+            "--cpu 4 does not fit: the largest node has 2000m CPU",
         ),
-        "{finished}"
-    );
-    assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
-    // No CPU at all is no size.
-    let finished = RunSh::start(
-        cluster.dir.path(),
-        &["--image", "pace", "--cpu", "0m", "--no-merge", "--", "http://app/"],
-        &[("PATH", &cluster.path_env())],
-    )
-    .wait(Duration::from_secs(30));
-    assert_eq!(finished.code(), Some(1), "{finished}");
-    assert!(finished.stderr.contains("--cpu 0m: a pod needs some CPU"), "{finished}");
+        (
+            "2 4194304Ki\n",
+            &["--shards", "3", "--cpu", "1"],
+            "3 pods of --cpu 1 --memory 512Mi do not fit at once: the nodes' allocatable CPU \
+             and memory hold 2",
+        ),
+        ("2 4194304Ki\n", &["--cpu", "0m"], "--cpu 0m: a pod needs some CPU"),
+    ];
+    for (nodes, sizes, said) in refusals {
+        let cluster = FakeCluster::new();
+        cluster.write("nodes", nodes);
+        let mut args = vec!["--image", "pace", "--no-merge"];
+        args.extend_from_slice(sizes);
+        args.extend_from_slice(&["--", "http://app/"]);
+        let finished = RunSh::start(cluster.dir.path(), &args, &[("PATH", &cluster.path_env())])
+            .wait(Duration::from_secs(30));
+        assert_eq!(finished.code(), Some(1), "{finished}");
+        assert!(finished.stderr.contains(said), "{finished}");
+        assert!(!cluster.calls().contains("create"), "{}", cluster.calls());
+    }
 }
 
 #[test]
