@@ -15,9 +15,12 @@ pub mod frame;
 mod huffman;
 pub mod qpack;
 pub mod response;
+pub mod server;
 pub mod streams;
 mod tables;
 pub mod varint;
 
 #[cfg(test)]
 mod ngtcp2_tests;
+#[cfg(test)]
+pub(crate) mod test_client;

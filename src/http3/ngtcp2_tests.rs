@@ -8,15 +8,11 @@
 
 use std::fs;
 use std::net::{SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use quinn_proto::ClientConfig;
-
-use super::connection::{Connection, Event};
-use super::{frame, qpack};
+use super::connection::Event;
+use super::test_client::{get, TestClient};
 
 const SERVER: &str = "/usr/sbin/gtlsserver";
 
@@ -80,84 +76,26 @@ fn start() -> Option<Server> {
     Some(Server { child, addr, _dir: dir, certificate: cert.der().clone() })
 }
 
-fn client_config(certificate: rustls::pki_types::CertificateDer<'static>) -> ClientConfig {
-    let mut roots = rustls::RootCertStore::empty();
-    roots.add(certificate).unwrap();
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])
-        .unwrap()
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    tls.alpn_protocols = vec![b"h3".to_vec()];
-    ClientConfig::new(Arc::new(
-        quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls).unwrap(),
-    ))
-}
-
-fn get(path: &str) -> Vec<u8> {
-    let mut block = Vec::new();
-    qpack::encode(
-        [
-            (&b":method"[..], &b"GET"[..]),
-            (b":scheme", b"https"),
-            (b":authority", b"localhost"),
-            (b":path", path.as_bytes()),
-            (b"user-agent", b"pace"),
-        ],
-        &mut block,
-    );
-    let mut out = Vec::new();
-    frame::frame(frame::HEADERS, &block, &mut out);
-    out
-}
-
 #[test]
 fn requests_to_ngtcp2s_server_get_its_responses() {
     let Some(server) = start() else { return };
-    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
-    socket.connect(server.addr).unwrap();
-    socket.set_nonblocking(true).unwrap();
-    let config = client_config(server.certificate.clone());
-    let mut connection =
-        Connection::connect(config, server.addr, "localhost", true, Instant::now()).unwrap();
+    let mut client = TestClient::connect(server.addr, &server.certificate);
     // 30 requests, 10 at a time, every fifth for a file that is not there.
     let mut next = 0u64;
     let mut done = Vec::new();
-    let mut buf = vec![0u8; 65_536];
-    let mut out = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(20);
     while done.len() < 30 {
         assert!(Instant::now() < deadline, "{} of 30 responses: {done:?}", done.len());
-        while let Some(n) = connection.transmit(Instant::now(), &mut out) {
-            socket.send(&out[..n]).unwrap();
-        }
-        let wait = connection
-            .timeout()
-            .map_or(Duration::from_millis(100), |at| at.saturating_duration_since(Instant::now()));
-        let mut poll = libc::pollfd { fd: socket.as_raw_fd(), events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        unsafe { libc::poll(&mut poll, 1, wait.as_millis().min(100) as i32) };
-        loop {
-            match socket.recv(&mut buf) {
-                Ok(n) => connection.receive(Instant::now(), &buf[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => panic!("recv: {e}"),
-            }
-        }
-        if connection.timeout().is_some_and(|at| at <= Instant::now()) {
-            connection.on_timeout(Instant::now());
-        }
-        while let Some(event) = connection.poll() {
+        for event in client.step() {
             match event {
                 Event::Connected | Event::StreamsAvailable => {}
                 Event::Response { token, result } => done.push((token, result)),
                 other => panic!("{other:?}"),
             }
         }
-        while next < 30 && connection.in_flight() < 10 {
+        while next < 30 && client.connection.in_flight() < 10 {
             let path = if next % 5 == 4 { "/missing" } else { "/file" };
-            if connection.send(&get(path), next).is_err() {
+            if client.connection.send(&get(path), next).is_err() {
                 break;
             }
             next += 1;
@@ -179,5 +117,5 @@ fn requests_to_ngtcp2s_server_get_its_responses() {
             );
         }
     }
-    connection.close(Instant::now());
+    client.connection.close(Instant::now());
 }
