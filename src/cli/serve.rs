@@ -26,6 +26,7 @@ pub(super) enum ServeFlag {
     StallAt,
     StallFor,
     Tls,
+    Http3,
     Grpc,
     UnixSocket,
     HeadTimeout,
@@ -62,6 +63,8 @@ pub(super) const SERVE_SPECS: &[Spec<ServeFlag>] = &[
     ]),
     Spec::new(None, "tls", ServeFlag::Tls)
         .help(&["Serve HTTPS with a self-signed certificate", "(benchmark it with pace -k)"]),
+    Spec::new(None, "http3", ServeFlag::Http3)
+        .help(&["Also serve HTTP/3 (QUIC, UDP) on the same port", "as HTTPS; implies --tls"]),
     Spec::new(None, "grpc", ServeFlag::Grpc).help(&[
         "gRPC calls go to the service pace.Echo",
         "(Say, Listen, Chat), with reflection",
@@ -118,6 +121,10 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
                 opts.capacity = Some(capacity as u64);
             }
             ServeFlag::Tls => opts.tls = true,
+            ServeFlag::Http3 => {
+                opts.http3 = true;
+                opts.tls = true;
+            }
             ServeFlag::Grpc => opts.grpc = true,
             ServeFlag::UnixSocket => {
                 let path = PathBuf::from(options.value(name)?);
@@ -139,6 +146,11 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
         return Err(Error::Usage(format!(
             "{option} cannot be used with --unix-socket: the server listens on the socket only"
         )));
+    }
+    if opts.http3 && opts.unix_socket.is_some() {
+        return Err(Error::Usage(
+            "--http3 cannot be used with --unix-socket: HTTP/3 runs over UDP".into(),
+        ));
     }
     opts.bind = SocketAddr::new(ip, port);
     opts.stall = stall(stall_at, stall_for)?;
@@ -245,6 +257,7 @@ mod tests {
         assert_eq!(opts.latency, Duration::ZERO);
         assert!(opts.stall.is_none());
         assert!(!opts.tls);
+        assert!(!opts.http3);
         assert_eq!(opts.head_timeout, Some(Duration::from_secs(30)));
         // The help states it.
         assert!(super::super::usage::of("serve").contains("after T (default 30s, 0 = never;"));
@@ -277,6 +290,16 @@ mod tests {
         assert!(opts.tls);
         assert_eq!(opts.head_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(serve(&["--head-timeout=0"]).head_timeout, None);
+    }
+
+    #[test]
+    fn http3_implies_tls_and_needs_udp() {
+        let opts = serve(&["--http3"]);
+        assert!(opts.http3 && opts.tls);
+        assert_eq!(
+            error(&["serve", "--http3", "--unix-socket", "/tmp/p.sock"]),
+            "--http3 cannot be used with --unix-socket: HTTP/3 runs over UDP"
+        );
     }
 
     #[test]

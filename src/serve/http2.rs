@@ -339,23 +339,12 @@ impl Http2Conn {
         };
         let (length, body) = body(response, shared, stats);
         let status = response.status.to_string();
-        let length = length.map(|n| n.to_string());
-        let mut fields: Vec<(&[u8], &[u8])> =
-            vec![(b":status", status.as_bytes()), (b"server", b"pace")];
         if let Some(code) = response.grpc {
+            let fields = vec![(&b":status"[..], status.as_bytes()), (b"server", b"pace")];
             return self.submit_grpc(stream_id, slot, fields, code, body);
         }
-        match response.body {
-            Body::None | Body::Interim => {}
-            Body::Stats => fields.push((b"content-type", b"application/json")),
-            _ => fields.push((b"content-type", b"text/plain")),
-        }
-        if let Some(length) = &length {
-            fields.push((b"content-length", length.as_bytes()));
-        }
-        if response.token {
-            fields.push((b"x-token", endpoint::TOKEN.as_bytes()));
-        }
+        let length = length.map(|n| n.to_string());
+        let fields = response_fields(response, &status, length.as_deref());
         let body = body.filter(|_| !response.head_only);
         self.session.submit_response(stream_id, slot, fields, body, None).map_err(io::Error::other)
     }
@@ -449,7 +438,12 @@ fn asks_reflection(message: &session::Message) -> bool {
 
 /// The value of the header field `name` (the first, if repeated).
 fn field<'m>(message: &'m session::Message, name: &[u8]) -> Option<&'m [u8]> {
-    message.fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..])
+    find_field(&message.fields, name)
+}
+
+/// The value of the field `name` among `fields` (the first, if repeated).
+fn find_field<'f>(fields: &'f [(Vec<u8>, Vec<u8>)], name: &[u8]) -> Option<&'f [u8]> {
+    fields.iter().find(|(n, _)| n == name).map(|(_, v)| &v[..])
 }
 
 /// The endpoint the request's `:path` names.
@@ -469,8 +463,9 @@ fn kept_body(message: &session::Message) -> usize {
 }
 
 /// The response to a complete request, as over HTTP/1.1; but an `/echo`
-/// body over the bound is refused on its stream alone.
-fn answer(request: Request, body_len: u64, now: u64, shared: &Shared) -> Response {
+/// body over the bound is refused on its stream alone (over HTTP/2 and
+/// HTTP/3).
+pub(super) fn answer(request: Request, body_len: u64, now: u64, shared: &Shared) -> Response {
     if request.endpoint == Endpoint::Echo && body_len > MAX_ECHO_BODY as u64 {
         return Response::refusal(413, ECHO_TOO_LARGE, now, shared);
     }
@@ -479,23 +474,37 @@ fn answer(request: Request, body_len: u64, now: u64, shared: &Shared) -> Respons
 
 /// What the response to an HTTP/2 request depends on, as for HTTP/1.1.
 fn request(message: &session::Message) -> Request {
-    let field = |name: &[u8]| field(message, name);
-    let method = String::from_utf8_lossy(field(b":method").unwrap_or(b"GET")).into_owned();
-    let path = String::from_utf8_lossy(field(b":path").unwrap_or(b"/")).into_owned();
-    let endpoint = endpoint(message);
-    let has_token = field(b"x-token").is_some_and(|v| v.trim_ascii() == endpoint::TOKEN.as_bytes());
+    let method = field(message, b":method").unwrap_or(b"GET");
+    let path = field(message, b":path").unwrap_or(b"/");
+    request_of(method, path, &message.fields, &message.body)
+}
+
+/// What the response to a request of HTTP/2 or HTTP/3 depends on, as for
+/// HTTP/1.1: its method, path, fields (pseudo-headers among them are
+/// skipped) and the body kept of it.
+pub(super) fn request_of(
+    method: &[u8],
+    path: &[u8],
+    fields: &[(Vec<u8>, Vec<u8>)],
+    body: &[u8],
+) -> Request {
+    let method = String::from_utf8_lossy(method);
+    let path = String::from_utf8_lossy(path);
+    let endpoint = Endpoint::route(&path);
+    let has_token = find_field(fields, b"x-token")
+        .is_some_and(|v| v.trim_ascii() == endpoint::TOKEN.as_bytes());
     let echo = (endpoint == Endpoint::Echo).then(|| {
         let mut text = format!("{method} {path}\n").into_bytes();
         // Names as HTTP/1.1 writes them, so that an echo reads the same
         // whichever protocol carried the request.
-        for (name, value) in message.fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
+        for (name, value) in fields.iter().filter(|(n, _)| !n.starts_with(b":")) {
             text.extend_from_slice(canonical_name(name).as_bytes());
             text.extend_from_slice(b": ");
             text.extend_from_slice(value);
             text.push(b'\n');
         }
         text.push(b'\n');
-        text.extend_from_slice(&message.body);
+        text.extend_from_slice(body);
         text
     });
     Request {
@@ -508,9 +517,32 @@ fn request(message: &session::Message) -> Request {
     }
 }
 
-/// The body of `response` for the session, and its length when the
-/// response has one.
-fn body(
+/// The header fields of a response (not a gRPC call's) over HTTP/2 or
+/// HTTP/3, with its status and length in decimal.
+pub(super) fn response_fields<'a>(
+    response: &Response,
+    status: &'a str,
+    length: Option<&'a str>,
+) -> Vec<(&'a [u8], &'a [u8])> {
+    let mut fields: Vec<(&[u8], &[u8])> =
+        vec![(b":status", status.as_bytes()), (b"server", b"pace")];
+    match response.body {
+        Body::None | Body::Interim => {}
+        Body::Stats => fields.push((b"content-type", b"application/json")),
+        _ => fields.push((b"content-type", b"text/plain")),
+    }
+    if let Some(length) = length {
+        fields.push((b"content-length", length.as_bytes()));
+    }
+    if response.token {
+        fields.push((b"x-token", endpoint::TOKEN.as_bytes()));
+    }
+    fields
+}
+
+/// The body of `response` for the session (HTTP/3's is made of it too),
+/// and its length when the response has one.
+pub(super) fn body(
     response: &Response,
     shared: &Shared,
     stats: Vec<u8>,

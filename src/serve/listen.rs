@@ -2,7 +2,7 @@
 //! Unix socket that every thread waits on (`pace serve --unix-socket`).
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, UdpSocket};
 use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
@@ -11,6 +11,9 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 /// Connections waiting to be accepted, at most (the kernel may cap it).
 const BACKLOG: i32 = 4096;
+
+/// The receive and send buffers asked for a UDP socket.
+const UDP_BUFFER: usize = 4 << 20;
 
 /// One listener per thread. Several threads share the port through
 /// `SO_REUSEPORT`; a single thread does not set it, so that no other
@@ -39,6 +42,29 @@ fn listen_tcp(addr: SocketAddr, reuse_port: bool) -> io::Result<Socket> {
     socket.bind(&addr.into())?;
     socket.listen(BACKLOG)?;
     Ok(socket)
+}
+
+/// One UDP socket per thread for HTTP/3 on `addr`, the TCP listeners'
+/// address (its port already chosen). As for TCP, the sockets share the
+/// port through `SO_REUSEPORT` only when there are several.
+pub(super) fn udp_sockets(addr: SocketAddr, threads: usize) -> io::Result<Vec<UdpSocket>> {
+    let bind = || -> io::Result<UdpSocket> {
+        let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+        if threads > 1 {
+            socket.set_reuse_port(true)?;
+        }
+        // Room for bursts of a fast client's datagrams (the kernel caps it
+        // at net.core.rmem_max / wmem_max; less is not an error).
+        let _ = socket.set_recv_buffer_size(UDP_BUFFER);
+        let _ = socket.set_send_buffer_size(UDP_BUFFER);
+        socket.set_nonblocking(true)?;
+        socket.bind(&addr.into())?;
+        Ok(socket.into())
+    };
+    (0..threads)
+        .map(|_| bind())
+        .collect::<io::Result<_>>()
+        .map_err(|e| io::Error::new(e.kind(), format!("HTTP/3: cannot bind UDP {addr}: {e}")))
 }
 
 /// A Unix socket at `path`, shared by the `threads` (each gets its own

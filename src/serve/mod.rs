@@ -51,6 +51,17 @@
 //! connection's queue and the thread sleeps until the earliest due time
 //! with the poller's nanosecond timeout.
 //!
+//! # HTTP/3
+//!
+//! With `--http3` (which implies `--tls`) each thread has an HTTP/3
+//! thread beside it, with a UDP socket on the TCP port's number (several
+//! share it through `SO_REUSEPORT`, as the listeners do) and a QUIC server
+//! without I/O ([`crate::http3::server`]) in its own epoll loop, whose
+//! timeout is the earlier of QUIC's next timer and the next response due.
+//! The endpoints and the timing above are the same, and its connections
+//! and requests count in the same counters; see [`http3`] for what differs
+//! and what a client can make it hold.
+//!
 //! # Threads
 //!
 //! Each thread runs its own edge-triggered epoll loop over its own
@@ -69,12 +80,15 @@ mod endpoint;
 pub(crate) mod fuzzing;
 pub mod grpc;
 mod http2;
+mod http3;
 mod listen;
 mod request;
 mod response;
 mod tls;
 mod worker;
 
+#[cfg(test)]
+mod http3_tests;
 #[cfg(test)]
 mod tests;
 
@@ -125,6 +139,9 @@ pub struct ServeOptions {
     /// `--grpc`: gRPC calls go to the built-in service ([`grpc`]), with
     /// reflection; without it every method echoes.
     pub grpc: bool,
+    /// `--http3`: also serve HTTP/3 (QUIC) on the UDP port of the same
+    /// number as the TCP one, with the TLS certificate (implies `tls`).
+    pub http3: bool,
 }
 
 /// Freeze all responses during `[at, at + length)` after the server started.
@@ -157,6 +174,7 @@ impl Default for ServeOptions {
             tls: false,
             head_timeout: Some(DEFAULT_HEAD_TIMEOUT),
             grpc: false,
+            http3: false,
         }
     }
 }
@@ -237,7 +255,11 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
     if opts.threads == 0 {
         return Err(io::Error::new(io::ErrorKind::InvalidInput, "serve: threads must be >= 1"));
     }
-    let identity = if opts.tls { Some(tls::local_identity()?) } else { None };
+    if opts.http3 && opts.unix_socket.is_some() {
+        let why = "serve: HTTP/3 runs over UDP, not over a Unix socket";
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, why));
+    }
+    let identity = if opts.tls || opts.http3 { Some(tls::local_identity()?) } else { None };
     let (listeners, listening) = match &opts.unix_socket {
         Some(path) => {
             (listen::unix_listeners(path, opts.threads)?, Endpoint::Unix(Path::new(path).into()))
@@ -247,6 +269,10 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
             let addr = listeners[0].local_addr()?.as_socket().ok_or(io::ErrorKind::InvalidData)?;
             (listeners, Endpoint::Tcp(addr))
         }
+    };
+    let udp = match (&listening, opts.http3) {
+        (Endpoint::Tcp(addr), true) => listen::udp_sockets(*addr, opts.threads)?,
+        _ => Vec::new(),
     };
     let tcp = matches!(listening, Endpoint::Tcp(_));
     let grpc = opts.grpc.then(grpc::Service::new).transpose().map_err(io::Error::other)?;
@@ -266,6 +292,15 @@ pub fn start(opts: ServeOptions) -> io::Result<ServerHandle> {
         // started.
         let thread = thread::Builder::new()
             .name(format!("pace-serve-{index}"))
+            .spawn(move || worker.run_reporting_errors())?;
+        handle.threads.push(thread);
+    }
+    for (index, socket) in udp.into_iter().enumerate() {
+        // After the TCP threads' counters.
+        let counters = opts.threads + index;
+        let worker = http3::Http3Worker::new(counters, socket, &handle.waker, shared.clone())?;
+        let thread = thread::Builder::new()
+            .name(format!("pace-serve-h3-{index}"))
             .spawn(move || worker.run_reporting_errors())?;
         handle.threads.push(thread);
     }
@@ -290,9 +325,14 @@ pub fn run(opts: ServeOptions) -> io::Result<()> {
         registrations.push(signal_hook::flag::register(signal, interrupted.clone())?);
     }
     let summary = describe(&opts);
-    let scheme = if opts.tls { "https" } else { "http" };
+    let scheme = if opts.tls || opts.http3 { "https" } else { "http" };
+    let http3 = opts.http3;
     let server = start(opts)?;
     match server.endpoint() {
+        Endpoint::Tcp(addr) if http3 => eprintln!(
+            "pace serve: listening on {scheme}://{addr}/ ({summary}), HTTP/3 on UDP {}",
+            addr.port()
+        ),
         Endpoint::Tcp(addr) => eprintln!("pace serve: listening on {scheme}://{addr}/ ({summary})"),
         unix => eprintln!("pace serve: listening on {unix}, {scheme} ({summary})"),
     }
@@ -377,7 +417,10 @@ impl Shared {
             head_timeout_ns: opts.head_timeout.map(duration_ns),
             tls,
             grpc,
-            counters: (0..opts.threads).map(|_| ThreadCounters::default()).collect(),
+            // HTTP/3's threads have their own.
+            counters: (0..opts.threads * (1 + usize::from(opts.http3)))
+                .map(|_| ThreadCounters::default())
+                .collect(),
             stopping: AtomicBool::new(false),
         }
     }
