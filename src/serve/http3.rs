@@ -9,8 +9,10 @@
 //! other protocols': each request gets its response's due time when it is
 //! complete, and the response leaves when due, on its stream, as over
 //! HTTP/2 (whose conversions from request to response this reuses).
-//! Differences: `/close` and `/eof` are answered like `/`, the connection
-//! going on; gRPC calls are not served (they get the plain answers).
+//! As over HTTP/2, `/chunked` sends its lines as plain DATA (no trailer)
+//! and no `100 Continue` is sent. Unlike it, `/close` and `/eof` are
+//! answered like `/`, the connection going on, and gRPC calls are not
+//! served (they get the plain answers).
 //! Requests and connections count in the same shared counters, in a slot
 //! of their own per thread.
 

@@ -2,6 +2,7 @@
 //! HTTP/3 connection ([`crate::http3::test_client`]).
 
 use std::net::UdpSocket;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::response::LINE;
@@ -183,4 +184,41 @@ fn a_udp_port_taken_is_a_clear_error() {
         panic!("served HTTP/3 on a UDP port taken");
     };
     assert!(e.to_string().starts_with(&format!("HTTP/3: cannot bind UDP {addr}: ")), "{e}");
+}
+
+/// Debian's ngtcp2 example client (ngtcp2 with nghttp3 and GnuTLS,
+/// package `ngtcp2-client`): another stack's QUIC, QPACK and control
+/// streams against the server.
+const NGTCP2_CLIENT: &str = "/usr/bin/gtlsclient";
+
+#[test]
+fn ngtcp2s_client_gets_the_answers() {
+    if !std::path::Path::new(NGTCP2_CLIENT).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{NGTCP2_CLIENT} not found: CI must install ngtcp2-client"
+        );
+        eprintln!("SKIPPED: {NGTCP2_CLIENT} is not installed (apt-get install ngtcp2-client)");
+        return;
+    }
+    let server = server(ServeOptions::default());
+    let dir = tempfile::tempdir().unwrap();
+    let port = server.addr().port().to_string();
+    let url = |path: &str| format!("https://localhost:{port}{path}");
+    // It saves each body under the last part of its path.
+    let status = Command::new(NGTCP2_CLIENT)
+        .args(["-q", "--exit-on-all-streams-close", "--timeout=5s"])
+        .arg(format!("--download={}", dir.path().display()))
+        .args(["127.0.0.1", &port, &url("/bytes/100000"), &url("/status/201")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("run gtlsclient");
+    assert!(status.success(), "{status}");
+    let bytes = std::fs::read(dir.path().join("100000")).unwrap();
+    assert_eq!(bytes.len(), 100_000);
+    assert!(bytes.chunks(LINE.len()).all(|line| LINE.starts_with(line)));
+    assert_eq!(std::fs::read(dir.path().join("201")).unwrap(), b"Hello, World!");
+    assert_eq!(server.stats().requests, 2);
 }
