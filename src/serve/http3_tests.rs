@@ -96,6 +96,16 @@ fn a_delay_holds_its_answer_back() {
 }
 
 #[test]
+fn the_added_latency_holds_every_answer_back() {
+    let server = server(ServeOptions { latency: Duration::from_millis(30), ..Default::default() });
+    let mut client = client(&server);
+    let sent = Instant::now();
+    let answers = exchange(&mut client, &[get("/"), get("/status/503")]);
+    assert!(sent.elapsed() >= Duration::from_millis(30), "{:?}", sent.elapsed());
+    assert_eq!((ok(&answers[0].1).0, ok(&answers[1].1).0), (200, 503));
+}
+
+#[test]
 fn many_concurrent_requests_are_all_answered() {
     let server = server(ServeOptions::default());
     let mut client = client(&server);
