@@ -516,8 +516,15 @@ fn body_chunk<'a>(body: &'a Body, offset: u64, scratch: &'a mut Vec<u8>) -> &'a 
         Body::Repeat { pattern, offset: first, len } => {
             let size = (len - offset).min(WRITE_CHUNK as u64) as usize;
             let start = ((*first as u64 + offset) % pattern.len().max(1) as u64) as usize;
+            // One period from `start`, then doubled: each copy starts at a
+            // multiple of the period, so the pattern runs on unbroken.
             scratch.clear();
-            scratch.extend(pattern.iter().cycle().skip(start).take(size));
+            scratch.extend_from_slice(&pattern[start..]);
+            scratch.extend_from_slice(&pattern[..start]);
+            while scratch.len() < size {
+                scratch.extend_from_within(..scratch.len().min(size - scratch.len()));
+            }
+            scratch.truncate(size);
             scratch
         }
     }
