@@ -29,9 +29,7 @@ mod grpc;
 mod grpc_status;
 mod http;
 mod http2;
-// HTTP/3's frames and QPACK, ahead of the engine's HTTP/3 protocol (issue
-// 30), their first user: until it lands, only their tests and the fuzz
-// target use them.
+// HTTP/3's frames, QPACK and connections (client and server).
 #[allow(dead_code)]
 mod http3;
 mod limits;

@@ -9,6 +9,8 @@ use crate::target::Scheme;
 
 /// HTTP/2's ALPN identifier.
 pub const ALPN_H2: &[u8] = b"h2";
+/// HTTP/3's ALPN identifier.
+pub const ALPN_H3: &[u8] = b"h3";
 /// HTTP/1.1's ALPN identifier.
 pub const ALPN_HTTP1: &[u8] = b"http/1.1";
 
@@ -22,6 +24,9 @@ pub enum Protocol {
     /// `--http2`: h2 by ALPN over TLS, h2c with prior knowledge over TCP;
     /// `--streams` requests at a time on a connection.
     Http2,
+    /// `--http3`: h3 over QUIC (UDP), https only; `--streams` requests at
+    /// a time on a connection.
+    Http3,
 }
 
 impl Protocol {
@@ -32,6 +37,7 @@ impl Protocol {
             (Protocol::Http1, _) => "http/1.1",
             (Protocol::Http2, Scheme::Https) => "h2",
             (Protocol::Http2, Scheme::Http) => "h2c",
+            (Protocol::Http3, _) => "h3",
         }
     }
 
@@ -40,6 +46,7 @@ impl Protocol {
         match name {
             "http/1.1" => Some(Protocol::Http1),
             "h2" | "h2c" => Some(Protocol::Http2),
+            "h3" => Some(Protocol::Http3),
             _ => None,
         }
     }
@@ -54,16 +61,18 @@ impl Protocol {
         match self {
             Protocol::Http1 => &[ALPN_HTTP1],
             Protocol::Http2 => &[ALPN_H2, ALPN_HTTP1],
+            Protocol::Http3 => &[ALPN_H3],
         }
     }
 }
 
-/// `HTTP/1.1`, `HTTP/2`: the protocol for people.
+/// `HTTP/1.1`, `HTTP/2`, `HTTP/3`: the protocol for people.
 impl fmt::Display for Protocol {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Protocol::Http1 => "HTTP/1.1",
             Protocol::Http2 => "HTTP/2",
+            Protocol::Http3 => "HTTP/3",
         })
     }
 }

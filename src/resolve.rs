@@ -36,6 +36,7 @@ use crate::target::Target;
 pub fn resolve_target(
     target: &Target,
     reach: &Reach,
+    probe: Probe,
     connect_timeout: Duration,
     stop: &Stop,
 ) -> Result<Vec<Endpoint>, Error> {
@@ -50,15 +51,27 @@ pub fn resolve_target(
             }
         };
     }
-    resolve_origin(&target.host, target.port, reach, timeout, stop)
+    resolve_origin(&target.host, target.port, reach, probe, timeout, stop)
+}
+
+/// How an address is found reachable before the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Probe {
+    /// It accepts a TCP connection (closed at once, as in wrk).
+    Tcp,
+    /// Over UDP (QUIC) nothing answers a probe: the first address is
+    /// taken, and the protocol's own handshake before the run checks it.
+    Udp,
 }
 
 /// The addresses that accept a TCP connection for an origin (`host`
-/// without brackets), after `--connect-to` and `-4`/`-6`.
+/// without brackets), after `--connect-to` and `-4`/`-6` (over UDP, the
+/// first of them).
 pub fn resolve_origin(
     host: &str,
     port: u16,
     reach: &Reach,
+    probe: Probe,
     timeout: Duration,
     stop: &Stop,
 ) -> Result<Vec<Endpoint>, Error> {
@@ -72,6 +85,9 @@ pub fn resolve_origin(
             let option = family.option();
             return Err(Error::Setup(format!("{host} has no {family} address ({option})")));
         }
+    }
+    if probe == Probe::Udp {
+        return Ok(candidates.into_iter().take(1).map(Endpoint::Tcp).collect());
     }
     let mut last_failure = None;
     let mut reachable = Vec::new();
@@ -167,7 +183,7 @@ mod tests {
     }
 
     fn resolve(url: &str) -> Result<Vec<Endpoint>, Error> {
-        resolve_target(&target(url), &Reach::default(), TIMEOUT, &Stop::never())
+        resolve_target(&target(url), &Reach::default(), Probe::Tcp, TIMEOUT, &Stop::never())
     }
 
     fn setup_error(result: Result<Vec<Endpoint>, Error>) -> String {
@@ -228,6 +244,7 @@ mod tests {
         let message = setup_error(resolve_target(
             &target("http://[::1]:81/"),
             &Reach { family: Some(Family::V4), ..Reach::default() },
+            Probe::Tcp,
             TIMEOUT,
             &Stop::never(),
         ));
@@ -266,11 +283,11 @@ mod tests {
         let url = target(&format!("http://127.0.0.1:{}/", addr.port()));
         let v4 = Reach { family: Some(Family::V4), ..Reach::default() };
         assert_eq!(
-            resolve_target(&url, &v4, TIMEOUT, &Stop::never()).unwrap(),
+            resolve_target(&url, &v4, Probe::Tcp, TIMEOUT, &Stop::never()).unwrap(),
             [Endpoint::Tcp(addr)]
         );
         let v6 = Reach { family: Some(Family::V6), ..Reach::default() };
-        let message = setup_error(resolve_target(&url, &v6, TIMEOUT, &Stop::never()));
+        let message = setup_error(resolve_target(&url, &v6, Probe::Tcp, TIMEOUT, &Stop::never()));
         assert_eq!(message, "127.0.0.1 has no IPv6 address (-6)");
     }
 
@@ -280,9 +297,14 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let rule = ConnectTo::parse(&format!("pace.invalid:80:127.0.0.1:{}", addr.port())).unwrap();
         let reach = Reach { connect_to: vec![rule], ..Reach::default() };
-        let addrs =
-            resolve_target(&target("http://pace.invalid/"), &reach, TIMEOUT, &Stop::never())
-                .unwrap();
+        let addrs = resolve_target(
+            &target("http://pace.invalid/"),
+            &reach,
+            Probe::Tcp,
+            TIMEOUT,
+            &Stop::never(),
+        )
+        .unwrap();
         assert_eq!(addrs, [Endpoint::Tcp(addr)]);
     }
 
@@ -293,10 +315,11 @@ mod tests {
         let reach = Reach { unix_socket: Some(path.as_path().into()), ..Reach::default() };
         // The URL's host is never looked up.
         let url = target("http://nonexistent.invalid/");
-        let message = setup_error(resolve_target(&url, &reach, TIMEOUT, &Stop::never()));
+        let message =
+            setup_error(resolve_target(&url, &reach, Probe::Tcp, TIMEOUT, &Stop::never()));
         assert_eq!(message, format!("--unix-socket: no such socket: {}", path.display()));
         let _listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
-        let endpoints = resolve_target(&url, &reach, TIMEOUT, &Stop::never()).unwrap();
+        let endpoints = resolve_target(&url, &reach, Probe::Tcp, TIMEOUT, &Stop::never()).unwrap();
         assert_eq!(endpoints, [Endpoint::Unix(path.as_path().into())]);
     }
 }

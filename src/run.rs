@@ -24,9 +24,10 @@ use crate::limits;
 use crate::metrics::{self, Metrics, MetricsOptions};
 use crate::output::{OutputOptions, Outputs, Reporting};
 use crate::progress::{self, Progress};
+use crate::protocol::Protocol;
 use crate::report::{self, validity, ReportOptions};
 use crate::requests;
-use crate::resolve::resolve_target;
+use crate::resolve::{resolve_target, Probe};
 use crate::script::{Interrupter, Script, ThreadScript};
 use crate::signals::{Interruption, Signals, Stop};
 use crate::slo::{self, Objective};
@@ -176,12 +177,16 @@ pub struct Reached {
 pub fn reach(cfg: &BenchConfig, stop: &Stop) -> Result<Reached, Error> {
     let origins = Origins::of(cfg);
     let probe_within = cfg.timeout.min(MAX_PROBE_TIMEOUT);
+    let probe = match cfg.protocol {
+        Protocol::Http3 => Probe::Udp,
+        _ => Probe::Tcp,
+    };
     let resolved = match cfg.proxy.as_ref().and_then(|route| route.proxy()) {
         Some(proxy) => proxy
             .resolve(&cfg.reach, probe_within, stop)
             .map(|endpoints| vec![endpoints; origins.list.len()])?,
         None => (origins.list.iter())
-            .map(|(target, _)| resolve_target(target, &cfg.reach, probe_within, stop))
+            .map(|(target, _)| resolve_target(target, &cfg.reach, probe, probe_within, stop))
             .collect::<Result<Vec<_>, _>>()?,
     };
     let endpoints = resolved[0].clone();

@@ -109,6 +109,17 @@ impl TlsClient {
         Ok(TlsClient { config: Arc::new(config), server_name, cacert })
     }
 
+    /// The client's TLS configuration, for a QUIC stack that runs TLS
+    /// itself (HTTP/3).
+    pub fn config(&self) -> Arc<ClientConfig> {
+        self.config.clone()
+    }
+
+    /// The name the client sends (SNI) and checks the certificate against.
+    pub fn server_name(&self) -> String {
+        self.server_name.to_str().into_owned()
+    }
+
     /// Completes one blocking handshake with `endpoint`, so that a certificate
     /// the client does not trust, a client certificate the server refuses
     /// (or, with HTTP/2, a server that does not choose `h2`) is reported

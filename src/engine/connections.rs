@@ -29,7 +29,9 @@ use std::time::Duration;
 use super::conn::{backoff_ns, Conn, Phase};
 use super::link::{Link, Refused};
 use super::origin::Origin;
-use super::protocol::{CapturedResponse, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::protocol::{
+    CapturedResponse, Delivery, Opened, Outgoing, Protocol, Retry, Ticket, Verdict,
+};
 use super::recorder::Recorder;
 use crate::config::origins::origin_name;
 use crate::endpoint::Endpoint;
@@ -388,6 +390,16 @@ impl<P: Protocol> Connections<P> {
         self.wall_clock = WallClock::calibrate();
     }
 
+    /// The run is over: each open connection's protocol has its last words
+    /// (see [`Protocol::last_words`]); the links close when dropped.
+    pub fn say_goodbye(&mut self) {
+        for conn in self.conns.iter_mut().filter(|conn| conn.phase == Phase::Open) {
+            if let (Some(link), Some(words)) = (conn.link.as_mut(), conn.protocol.last_words()) {
+                let _ = link.write(words);
+            }
+        }
+    }
+
     // ----- connection life cycle --------------------------------------------
 
     /// Where connection `i` goes: its origin's endpoint; `first` for the
@@ -457,8 +469,9 @@ impl<P: Protocol> Connections<P> {
             recorder.link_set_up(link.set_up_times());
         }
         let (tls, alpn) = self.conns[i].tls();
-        let verdict =
-            self.with_protocol(i, recorder, |p, out| p.connected(now, tls, alpn.as_deref(), out));
+        let origins = self.origins.clone();
+        let link = Opened { tls, alpn: alpn.as_deref(), origin: &origins[self.conns[i].origin] };
+        let verdict = self.with_protocol(i, recorder, |p, out| p.connected(now, &link, out));
         if self.act(i, verdict, recorder) {
             self.write_more(i, recorder);
         }
@@ -517,7 +530,10 @@ impl<P: Protocol> Connections<P> {
     /// it is reopened `after` ns from now.
     fn close(&mut self, i: usize, after: u64) {
         let conn = &mut self.conns[i];
-        if let Some(link) = conn.link.take() {
+        if let Some(mut link) = conn.link.take() {
+            if let Some(words) = conn.protocol.last_words() {
+                let _ = link.write(words);
+            }
             self.poller.delete(link.fd());
         }
         conn.protocol.forget();

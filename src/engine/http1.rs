@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use super::link::StreamLink;
-use super::protocol::{Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::protocol::{Context, Delivery, Opened, Outgoing, Protocol, Retry, Ticket, Verdict};
 use super::recorder::{Exchange, Recorder};
 use crate::http::request::encode;
 use crate::http::response::{Response, ResponseParser};
@@ -109,13 +109,7 @@ impl Protocol for Http1 {
     }
 
     /// A new link: nothing in flight; ready at once (`now`).
-    fn connected(
-        &mut self,
-        now: u64,
-        _tls: bool,
-        _alpn: Option<&[u8]>,
-        out: &mut Delivery<Http1Wire>,
-    ) -> Verdict {
+    fn connected(&mut self, now: u64, _: &Opened<'_>, out: &mut Delivery<Http1Wire>) -> Verdict {
         self.forget();
         self.became_ready(now, out);
         Verdict::Keep
@@ -212,7 +206,7 @@ impl Protocol for Http1 {
     }
 
     #[inline]
-    fn unwritten(&self) -> &[u8] {
+    fn unwritten(&mut self) -> &[u8] {
         match self.state {
             State::Writing => &self.batch.wire.bytes[self.written..],
             _ => &[],
@@ -321,6 +315,7 @@ impl Http1 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::origin::Origin;
     use crate::engine::testing::Delivered;
 
     const MS: u64 = 1_000_000;
@@ -341,7 +336,9 @@ mod tests {
     fn connected(capture: bool) -> (Http1, Delivered<Http1Wire>) {
         let mut http1 = Http1::new(&Http1Setup { capture });
         let mut delivered = Delivered::new();
-        let verdict = delivered.on(&mut http1, |p, out| p.connected(MS, false, None, out));
+        let origin = Origin::for_tests();
+        let verdict =
+            delivered.on(&mut http1, |p, out| p.connected(MS, &Opened::plain(&origin), out));
         assert_eq!(verdict, Verdict::Keep);
         assert_eq!(delivered.tickets.len(), 1);
         assert!(http1.accepts(delivered.tickets[0]));
@@ -478,7 +475,8 @@ mod tests {
         let old = delivered.tickets.pop().unwrap();
         http1.forget();
         assert!(!http1.accepts(old));
-        delivered.on(&mut http1, |p, out| p.connected(2 * MS, false, None, out));
+        let origin = Origin::for_tests();
+        delivered.on(&mut http1, |p, out| p.connected(2 * MS, &Opened::plain(&origin), out));
         let new = delivered.tickets.pop().unwrap();
         assert!(http1.accepts(new) && !http1.accepts(old));
         assert_eq!(new.since, 2 * MS);

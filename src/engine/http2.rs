@@ -23,7 +23,7 @@ use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use super::link::StreamLink;
-use super::protocol::{Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict};
+use super::protocol::{Context, Delivery, Opened, Outgoing, Protocol, Retry, Ticket, Verdict};
 use super::recorder::{Exchange, Recorder};
 use crate::http::request::parse_requests;
 use crate::http::response::Captured;
@@ -216,16 +216,10 @@ impl Protocol for Http2 {
     /// A new link: a new session, its preface and SETTINGS to write. The
     /// connection carries requests once the server's SETTINGS come. Over
     /// TLS, only when the server chose `h2` by ALPN.
-    fn connected(
-        &mut self,
-        now: u64,
-        tls: bool,
-        alpn: Option<&[u8]>,
-        out: &mut Delivery<Http2Wire>,
-    ) -> Verdict {
+    fn connected(&mut self, now: u64, link: &Opened<'_>, out: &mut Delivery<Http2Wire>) -> Verdict {
         self.forget();
-        if tls && alpn != Some(ALPN_H2) {
-            let chose = alpn.map_or("no protocol".into(), String::from_utf8_lossy);
+        if link.tls && link.alpn != Some(ALPN_H2) {
+            let chose = link.alpn.map_or("no protocol".into(), String::from_utf8_lossy);
             let cause = format!("the server chose {chose} by ALPN, not h2");
             return Verdict::fail(ErrorKind::Connect, cause);
         }
@@ -320,7 +314,7 @@ impl Protocol for Http2 {
     }
 
     #[inline]
-    fn unwritten(&self) -> &[u8] {
+    fn unwritten(&mut self) -> &[u8] {
         &self.out[self.written..]
     }
 

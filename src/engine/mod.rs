@@ -10,12 +10,10 @@
 
 mod conn;
 mod connections;
-// The link of HTTP/3's protocol (issue 30), its first user: until it lands,
-// only its tests use it.
-#[allow(dead_code)]
 mod datagram;
 mod http1;
 mod http2;
+mod http3;
 mod intervals;
 mod link;
 mod origin;
@@ -76,6 +74,7 @@ use crate::workload::{Interrupt, Requests, Scripted, Workload};
 use connections::{ConnectionSetup, Connections};
 use http1::{Http1, Http1Setup};
 use http2::{Http2, Http2Setup, Sends, Streaming};
+use http3::{Http3, Http3Setup};
 use intervals::IntervalCollector;
 use origin::Origin;
 use periods::Periods;
@@ -234,6 +233,7 @@ impl<'a> Engine<'a> {
         match self.cfg.protocol {
             Choice::Http1 => self.run_with::<Http1, S>(workload, recording, signals, observer),
             Choice::Http2 => self.run_with::<Http2, S>(workload, recording, signals, observer),
+            Choice::Http3 => self.run_with::<Http3, S>(workload, recording, signals, observer),
         }
     }
 
@@ -548,6 +548,12 @@ impl Speaks for Http2 {
     }
 }
 
+impl Speaks for Http3 {
+    fn setup(cfg: &BenchConfig, capture: bool, depth: usize) -> Http3Setup {
+        Http3Setup { capture, streams: cfg.streams, depth }
+    }
+}
+
 /// The results of the threads, but those given up on: they are left to
 /// end with the process.
 fn join_all_but<S>(
@@ -612,8 +618,9 @@ fn duration_ns(d: Duration) -> u64 {
 pub(crate) mod fuzzing {
     pub(crate) use super::http1::{Http1, Http1Setup, Http1Wire};
     pub(crate) use super::http2::{Http2, Http2Setup, Http2Wire};
+    pub(crate) use super::origin::Origin;
     pub(crate) use super::protocol::{
-        CapturedResponse, Context, Delivery, Outgoing, Protocol, Retry, Ticket, Verdict,
+        CapturedResponse, Context, Delivery, Opened, Outgoing, Protocol, Retry, Ticket, Verdict,
     };
     pub(crate) use super::recorder::Recorder;
 }

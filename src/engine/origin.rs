@@ -12,6 +12,7 @@ use crate::config::BenchConfig;
 use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::http2::check::{self, ServerSettings};
+use crate::http3;
 use crate::protocol::Protocol;
 use crate::proxy::tunnel::Tunnel;
 use crate::signals::Stop;
@@ -89,6 +90,11 @@ impl Origin {
         };
         let http2 = cfg.protocol == Protocol::Http2;
         let (tls, settings) = match target.scheme {
+            Scheme::Https if cfg.protocol == Protocol::Http3 => {
+                let tls = TlsClient::new(&target.host, &cfg.tls, cfg.protocol.alpn())?;
+                quic_handshake(&tls, &endpoint, &deadline).map_err(named_error)?;
+                (Some(tls), None)
+            }
             Scheme::Https => {
                 let tls = TlsClient::new(&target.host, &cfg.tls, cfg.protocol.alpn())?;
                 // Over h2, the server's settings after the handshake.
@@ -132,6 +138,17 @@ impl Origin {
     }
 }
 
+/// One QUIC handshake with the server at `endpoint` (the command line
+/// refuses --http3 with a Unix socket or a proxy).
+fn quic_handshake(tls: &TlsClient, endpoint: &Endpoint, deadline: &Deadline) -> Result<(), Error> {
+    let Endpoint::Tcp(server) = endpoint else {
+        return Err(Error::Setup("--http3: QUIC runs over UDP, not a Unix socket".into()));
+    };
+    let config = http3::connection::client_config(tls.config()).map_err(Error::Setup)?;
+    http3::check::handshake(config, *server, &tls.server_name(), deadline)
+        .map_err(|why| Error::Setup(format!("--http3: {server} (UDP): {why}")))
+}
+
 /// The server's HTTP/2 settings over a TLS connection to `server` that
 /// chose h2 by ALPN, or why not, in words.
 fn http2_settings_over_tls(
@@ -146,6 +163,21 @@ fn http2_settings_over_tls(
         };
         Error::Setup(format!("--http2: the server at {server} does not speak HTTP/2: {why}"))
     })
+}
+
+/// For tests and fuzz targets: a plain origin on loopback (port 80),
+/// for protocols that do not look at it.
+#[cfg(any(test, feature = "fuzzing"))]
+impl Origin {
+    pub fn for_tests() -> Origin {
+        Origin {
+            target: Target::parse("http://127.0.0.1/").expect("a valid URL"),
+            endpoint: Endpoint::Tcp(std::net::SocketAddr::from(([127, 0, 0, 1], 80))),
+            tls: None,
+            tunnel: None,
+            allowed_streams: None,
+        }
+    }
 }
 
 /// The checks before the run, against real servers on loopback.

@@ -27,6 +27,7 @@ use crate::protocol::Protocol as Choice;
 use crate::request::Request;
 use crate::stats::{ErrorKind, Outcome};
 
+use super::origin::Origin;
 use super::recorder::{Exchange, Recorder};
 
 /// One protocol's side of a connection.
@@ -66,15 +67,9 @@ pub trait Protocol: Sized + Send + 'static {
     /// How many requests (and responses) a batch holds.
     fn depth(wire: &Self::Wire) -> usize;
 
-    /// The link is up (`tls`: over TLS, which chose `alpn`): the protocol
-    /// starts on it (nothing in flight).
-    fn connected(
-        &mut self,
-        now: u64,
-        tls: bool,
-        alpn: Option<&[u8]>,
-        out: &mut Delivery<Self::Wire>,
-    ) -> Verdict;
+    /// The link is up: the protocol starts on it (nothing in flight).
+    fn connected(&mut self, now: u64, link: &Opened<'_>, out: &mut Delivery<Self::Wire>)
+        -> Verdict;
 
     /// The protocol's own opening is not done yet (HTTP/2: the server's
     /// SETTINGS have not come).
@@ -115,8 +110,17 @@ pub trait Protocol: Sized + Send + 'static {
     /// Bytes read from the link, which arrived at `arrived`.
     fn receive(&mut self, data: &[u8], arrived: u64, out: &mut Delivery<Self::Wire>) -> Verdict;
 
-    /// The bytes (or the next datagram) to write.
-    fn unwritten(&self) -> &[u8];
+    /// The bytes (or the next datagram) to write, made ready when asked
+    /// (QUIC packs into one datagram what the turn queued).
+    fn unwritten(&mut self) -> &[u8];
+
+    /// What the protocol says as its connection is closed, before the
+    /// link goes (QUIC's CONNECTION_CLOSE, without which the server keeps
+    /// the connection until its idle timeout; a byte stream's close is the
+    /// kernel's FIN, so nothing by default).
+    fn last_words(&mut self) -> Option<&[u8]> {
+        None
+    }
 
     /// `n` of them were written.
     fn wrote(&mut self, n: usize);
@@ -151,6 +155,25 @@ pub trait Protocol: Sized + Send + 'static {
     /// A large part of a response has arrived and the rest has not: the
     /// thread reads promptly (flow control may hold the rest back).
     fn receiving_large(&self) -> bool;
+}
+
+/// A link that is up, as the protocol starting on it sees it.
+#[derive(Clone, Copy)]
+pub struct Opened<'a> {
+    /// Over TLS, which chose `alpn`.
+    pub tls: bool,
+    pub alpn: Option<&'a [u8]>,
+    /// Where the link goes: a protocol that runs its own TLS (QUIC) takes
+    /// its TLS client and server name from it.
+    pub origin: &'a Origin,
+}
+
+/// For tests and fuzz targets: a plain link to `origin`.
+#[cfg(any(test, feature = "fuzzing"))]
+impl<'a> Opened<'a> {
+    pub fn plain(origin: &'a Origin) -> Opened<'a> {
+        Opened { tls: false, alpn: None, origin }
+    }
 }
 
 /// What a request that names no authority goes to: its scheme and

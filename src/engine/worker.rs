@@ -165,6 +165,7 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
         // What fell due in the window and is still waiting was never sent.
         self.give_up_unsent(sending_ended);
         self.collect_in_flight();
+        self.connections.say_goodbye();
         // Requests a server left unprocessed (a GOAWAY) that found no
         // connection again before the end (or during the wait for the last
         // responses): an error when a server refused them, unsent when
@@ -176,9 +177,12 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
                 self.recorder.give_up_one(retry.intended, now, target);
                 continue;
             }
-            let cause = "HTTP/2: not processed by the server (GOAWAY), and no connection took \
-                         it again before the end";
-            self.recorder.error(ErrorKind::Read, cause);
+            let cause = format!(
+                "{}: not processed by the server (GOAWAY), and no connection took it again \
+                 before the end",
+                P::CHOICE
+            );
+            self.recorder.error(ErrorKind::Read, &cause);
             self.recorder.lost(target);
         }
         let finished_ns = if self.hurried() {

@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use super::input::{cut, Input};
 use crate::engine::fuzzing::{
-    CapturedResponse, Context, Delivery, Http1, Http1Setup, Http1Wire, Outgoing, Protocol,
-    Recorder, Retry, Ticket, Verdict,
+    CapturedResponse, Context, Delivery, Http1, Http1Setup, Http1Wire, Opened, Origin, Outgoing,
+    Protocol, Recorder, Retry, Ticket, Verdict,
 };
 
 const MS: u64 = 1_000_000;
@@ -135,7 +135,9 @@ impl Client {
     fn connect(&mut self) {
         self.alive = true;
         let now = self.now;
-        let verdict = self.deliver(|http1, out| http1.connected(now, false, None, out));
+        let origin = Origin::for_tests();
+        let link = Opened::plain(&origin);
+        let verdict = self.deliver(|http1, out| http1.connected(now, &link, out));
         assert_eq!(verdict, Verdict::Keep);
         self.check();
     }

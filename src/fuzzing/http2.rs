@@ -11,8 +11,8 @@ use std::sync::Arc;
 use super::frames::{frame, FrameReader, Op, Streams, SETTINGS, STATUSES};
 use super::input::{cut, Input};
 use crate::engine::fuzzing::{
-    CapturedResponse, Context, Delivery, Http2, Http2Setup, Http2Wire, Outgoing, Protocol,
-    Recorder, Retry, Ticket, Verdict,
+    CapturedResponse, Context, Delivery, Http2, Http2Setup, Http2Wire, Opened, Origin, Outgoing,
+    Protocol, Recorder, Retry, Ticket, Verdict,
 };
 
 /// The connection's number, in its tickets.
@@ -198,7 +198,9 @@ impl Client {
             self.unread.splice(0..0, settings);
         }
         let now = self.now;
-        let verdict = self.deliver(|http2, out| http2.connected(now, false, None, out));
+        let origin = Origin::for_tests();
+        let link = Opened::plain(&origin);
+        let verdict = self.deliver(|http2, out| http2.connected(now, &link, out));
         self.act(verdict);
         self.check();
     }

@@ -185,6 +185,22 @@ impl Connection {
         Ok(())
     }
 
+    /// Gives up the request `token` (it timed out): its stream is reset and
+    /// no longer read (H3_REQUEST_CANCELLED); no event comes for it.
+    pub fn cancel(&mut self, token: u64) {
+        let found = self.requests.iter().find(|(_, request)| request.token == token);
+        let Some(id) = found.map(|(id, _)| *id) else { return };
+        self.requests.remove(&id);
+        let _ = self.quic.send_stream(id).reset(code(error::REQUEST_CANCELLED));
+        let _ = self.quic.recv_stream(id).stop(code(error::REQUEST_CANCELLED));
+    }
+
+    /// What QUIC measured on the connection: its path's smoothed RTT,
+    /// packets lost, datagrams sent and received.
+    pub fn stats(&self) -> quinn_proto::ConnectionStats {
+        self.quic.stats()
+    }
+
     /// Closes the connection (H3_NO_ERROR): requests in flight end with it.
     pub fn close(&mut self, now: Instant) {
         if !self.closed {
@@ -384,6 +400,14 @@ impl Connection {
         self.end_all(format!("pace closed the connection: the server's error: {e}"));
         self.process(now);
     }
+}
+
+/// QUIC's configuration of a client that runs `tls` (TLS 1.3 with ALPN
+/// h3, its server certificate checks and client certificate).
+pub fn client_config(tls: Arc<rustls::ClientConfig>) -> Result<ClientConfig, String> {
+    let quic = quinn_proto::crypto::rustls::QuicClientConfig::try_from(tls)
+        .map_err(|e| format!("TLS for QUIC: {e}"))?;
+    Ok(ClientConfig::new(Arc::new(quic)))
 }
 
 /// TLS's alert for "no protocol of the client's ALPN list" (RFC 7301).

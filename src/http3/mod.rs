@@ -6,9 +6,11 @@
 //! error codes, a response as the client reads it from its stream, the
 //! peer's unidirectional streams (control, QPACK's), and QPACK (RFC 9204)
 //! without a dynamic table. docs/architecture.md says why quinn-proto and
-//! not quiche. The engine's HTTP/3 protocol (its datagram link, stamps and
-//! schedule) and `pace serve --http3` are to be built on it (issue 30).
+//! not quiche. The engine's HTTP/3 protocol (`engine::http3`, on its
+//! datagram link) drives [`connection`]; [`check`] is the handshake made
+//! before a run.
 
+pub mod check;
 pub mod connection;
 pub mod error;
 pub mod frame;

@@ -26,7 +26,7 @@ use crate::endpoint::Endpoint;
 use crate::error::Error;
 use crate::protocol::Protocol;
 use crate::reach::{host_port, Reach};
-use crate::resolve::resolve_origin;
+use crate::resolve::{resolve_origin, Probe};
 use crate::signals::Stop;
 use crate::target::{Scheme, Target};
 use absolute::AbsoluteForm;
@@ -90,11 +90,13 @@ impl Proxy {
         stop: &Stop,
     ) -> Result<Vec<Endpoint>, Error> {
         let timeout = timeout.max(Duration::from_millis(1));
-        resolve_origin(&self.host, self.port, reach, timeout, stop).map_err(|error| match error {
-            Error::Setup(why) => {
-                Error::Setup(format!("the proxy {} is unreachable: {why}", self.shown()))
+        resolve_origin(&self.host, self.port, reach, Probe::Tcp, timeout, stop).map_err(|error| {
+            match error {
+                Error::Setup(why) => {
+                    Error::Setup(format!("the proxy {} is unreachable: {why}", self.shown()))
+                }
+                other => other,
             }
-            other => other,
         })
     }
 }

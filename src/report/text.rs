@@ -22,7 +22,6 @@ use crate::config::Mode;
 use crate::description::CallKind;
 use crate::description::Description;
 use crate::grpc_status;
-use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::confidence::{self, MIN_SAMPLES_BEYOND};
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
@@ -60,16 +59,17 @@ pub fn write_header(out: &mut dyn Write, run: &Description) -> io::Result<()> {
     }
     writeln!(out, "  {} threads and {} connections", run.threads, run.connections_of_instance())?;
     run.reached.write_spread(out)?;
-    if run.protocol == Protocol::Http2 {
+    if run.protocol.multiplexed() {
         let how = match run.protocol_name() {
             "h2" => "h2, over TLS by ALPN",
+            "h3" => "h3, over QUIC",
             _ => "h2c, prior knowledge",
         };
         // What the run uses: a server that allows fewer than --streams
         // caps it (a line under the summary says so).
         let used = run.slots_per_connection(run.allowed_streams);
         let streams = if used == 1 { "stream" } else { "streams" };
-        writeln!(out, "  HTTP/2 ({how}), {used} {streams} per connection")?;
+        writeln!(out, "  {} ({how}), {used} {streams} per connection", run.protocol)?;
     }
     if let Some(method) = &run.grpc {
         let kind = run.grpc_kind.unwrap_or(CallKind::Unary);

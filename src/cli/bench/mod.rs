@@ -122,6 +122,7 @@ pub(in crate::cli) struct BenchArgs {
     /// `--strict`: an untrusted run exits 5.
     strict: bool,
     http2: bool,
+    http3: bool,
     /// `--streams`, when typed.
     streams: Option<usize>,
     /// `--grpc`, its schema (`--proto`, `--import-path`, `--protoset`)
@@ -181,6 +182,7 @@ impl Default for BenchArgs {
             slo: Vec::new(),
             strict: false,
             http2: false,
+            http3: false,
             streams: None,
             grpc: None,
             schema: Sources::default(),
@@ -308,6 +310,7 @@ pub(in crate::cli) fn take<F: Copy + PartialEq>(
         Flag::Slo => typed.slo.extend(objectives(name, &options.text(name)?)?),
         Flag::Strict => typed.strict = true,
         Flag::Http2 => typed.http2 = true,
+        Flag::Http3 => typed.http3 = true,
         Flag::Streams => typed.streams = Some(count(name, &options.text(name)?)?),
         Flag::Grpc => typed.grpc = Some(options.text(name)?),
         Flag::Proto => typed.schema.protos.push(PathBuf::from(options.value(name)?)),

@@ -48,6 +48,7 @@ pub(in crate::cli) enum Flag {
     Slo,
     Strict,
     Http2,
+    Http3,
     Streams,
     Grpc,
     Proto,
@@ -129,8 +130,11 @@ pub(in crate::cli) const SPECS: &[Spec<Flag>] = &[
         .help(&["Latency precision digits [1..5] (default 3)"]),
     Spec::new(None, "http2", Flag::Http2)
         .help(&["Speak HTTP/2 (h2 by ALPN for https://,", "h2c by prior knowledge for http://)"]),
+    Spec::new(None, "http3", Flag::Http3)
+        .help(&["Speak HTTP/3 (h3 over QUIC, UDP; https://", "only)"]),
     Spec::new(None, "streams", Flag::Streams).takes("N").help(&[
-        "HTTP/2 requests in flight per connection",
+        "HTTP/2 or HTTP/3 requests in flight per",
+        "connection",
         "(default 1; the server may allow fewer)",
     ]),
     Spec::new(None, "grpc", Flag::Grpc).takes("M").help(&[

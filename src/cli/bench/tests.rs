@@ -238,7 +238,7 @@ fn wrx_options() {
     assert!(bench(&["--hi", URL]).report.histogram);
     assert_eq!(
         error(&["--h", URL]),
-        "option '--h' is ambiguous; possibilities: '--header' '--http2' '--help' '--hlog' \
+        "option '--h' is ambiguous; possibilities: '--header' '--http2' '--http3' '--help' '--hlog' \
          '--html' '--histogram'"
     );
     assert_eq!(

@@ -76,6 +76,9 @@ pub(in crate::cli) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         None => (target.scheme == Scheme::Https, "the run's URL is http://"),
     };
     let tls = tls_options(&typed, speaks_tls, plain)?;
+    if typed.http3 {
+        check_http3(&typed, &target, targets.as_ref())?;
+    }
     // `user:password@` in the URL is Basic authorization (as curl sends
     // it), unless an -H header says otherwise. A target's own (the URL
     // taken from the first target) is that target's alone.
@@ -129,9 +132,10 @@ pub(in crate::cli) fn validate(mut typed: BenchArgs) -> Result<Bench, Error> {
         script: typed.script,
         script_args: words.collect(),
         // gRPC rides on HTTP/2.
-        protocol: match typed.http2 || call.is_some() {
-            true => Protocol::Http2,
-            false => Protocol::Http1,
+        protocol: match (typed.http3, typed.http2 || call.is_some()) {
+            (true, _) => Protocol::Http3,
+            (false, true) => Protocol::Http2,
+            (false, false) => Protocol::Http1,
         },
         streams: typed.streams.unwrap_or(1),
         grpc: call.as_ref().map(|call| call.path()[1..].to_string()),
@@ -182,9 +186,10 @@ fn check_ranges(typed: &BenchArgs) -> Result<(), Error> {
     }
     match typed.streams {
         Some(0) => return fail("--streams must be at least 1".into()),
-        Some(_) if !typed.http2 && typed.grpc.is_none() => {
+        Some(_) if !typed.http2 && !typed.http3 && typed.grpc.is_none() => {
             return fail(
-                "--streams needs --http2 (an HTTP/1.1 connection carries one request at a time)"
+                "--streams needs --http2 or --http3 (an HTTP/1.1 connection carries one request \
+                 at a time)"
                     .into(),
             )
         }
@@ -269,6 +274,34 @@ fn tls_options(typed: &BenchArgs, speaks_tls: bool, plain: &str) -> Result<TlsOp
         client_certificate,
         server_name: typed.tls_server_name.clone(),
     })
+}
+
+/// What `--http3` cannot go with: QUIC runs over UDP and always over TLS.
+fn check_http3(typed: &BenchArgs, target: &Target, targets: Option<&Targets>) -> Result<(), Error> {
+    let fail = |message: &str| Err(Error::Usage(message.into()));
+    if typed.http2 {
+        return fail("--http2 and --http3 cannot be used together: choose one protocol");
+    }
+    if typed.grpc.is_some() {
+        return fail("--grpc speaks HTTP/2: leave out --http3");
+    }
+    if typed.proxy.is_some() {
+        return fail(
+            "--proxy cannot be used with --http3: HTTP/3 runs over QUIC (UDP), which a proxy's \
+             CONNECT tunnel (TCP) does not carry",
+        );
+    }
+    if typed.reach.unix_socket.is_some() {
+        return fail("--unix-socket cannot be used with --http3: HTTP/3 runs over QUIC (UDP)");
+    }
+    let plain = match targets {
+        Some(targets) => targets.list.iter().any(|request| request.target.scheme == Scheme::Http),
+        None => target.scheme == Scheme::Http,
+    };
+    if plain {
+        return fail("--http3 needs https:// URLs: QUIC always runs over TLS");
+    }
+    Ok(())
 }
 
 /// `--unix-socket` leaves nothing for the options that pick an address;
