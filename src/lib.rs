@@ -29,8 +29,6 @@ mod grpc;
 mod grpc_status;
 mod http;
 mod http2;
-// HTTP/3's frames, QPACK and connections (client and server).
-#[allow(dead_code)]
 mod http3;
 mod limits;
 mod merge;

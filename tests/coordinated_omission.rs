@@ -134,6 +134,24 @@ fn built_in_server_stall_over_http2() {
     assert_stall_is_visible(&run, Freeze { min: length, max: length });
 }
 
+/// The same over HTTP/3 (one stream per connection, as over HTTP/2).
+#[test]
+fn built_in_server_stall_over_http3() {
+    let _load = load_lock();
+    let server = serve(ServeOptions {
+        stall: Some(Stall { at: Duration::from_millis(2500), length: Duration::from_secs(1) }),
+        tls: true,
+        http3: true,
+        ..serve_options()
+    });
+    let target = format!("https://127.0.0.1:{}/", server.addr().port());
+    let mut args = args(&target);
+    args.splice(0..0, ["--http3", "-k"]);
+    let run = pace(&args, LIMIT);
+    let length = Duration::from_secs(1);
+    assert_stall_is_visible(&run, Freeze { min: length, max: length });
+}
+
 #[test]
 fn nginx_frozen_with_sigstop() {
     let _load = load_lock();

@@ -1,6 +1,8 @@
 //! HTTP/3 end to end (`--http3`): against Debian's ngtcp2 server (another
 //! QUIC stack and HTTP/3 layer, counted request by request in its log)
-//! and what goes wrong said in words, before the run where it can be.
+//! and against `pace serve --http3` (counted in its statistics: timeouts,
+//! scripts, histograms read back by the Python hdrh package), and what
+//! goes wrong said in words, before the run where it can be.
 
 mod common;
 
@@ -10,11 +12,27 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{installed, load_lock, pace, Run};
+use common::{hdrh_available, installed, load_lock, pace, python, serve, serve_options, Run};
+use pace::serve::{ServeOptions, ServerHandle};
 use serde_json::Value;
 
 const LIMIT: Duration = Duration::from_secs(30);
 const NGTCP2: &str = "/usr/sbin/gtlsserver";
+
+macro_rules! script {
+    ($name:literal) => {
+        concat!(env!("CARGO_MANIFEST_DIR"), "/tests/scripts/", $name, ".lua")
+    };
+}
+
+/// The built-in server over HTTPS and HTTP/3 (on the same port number).
+fn h3_server(options: ServeOptions) -> ServerHandle {
+    serve(ServeOptions { tls: true, http3: true, ..options })
+}
+
+fn h3_url(server: &ServerHandle, path: &str) -> String {
+    format!("https://127.0.0.1:{}{path}", server.addr().port())
+}
 
 fn json_of(run: &Run) -> Value {
     let last = run.stdout.lines().rev().find(|l| l.starts_with('{'));
@@ -170,4 +188,96 @@ fn what_http3_cannot_do_is_said_before_the_run() {
         run.assert_code(1);
         assert!(run.stderr.contains(words), "{run}");
     }
+}
+
+#[test]
+fn the_built_in_servers_count_is_pace_s_and_quic_says_what_it_measured() {
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let url = h3_url(&server, "/");
+    let run =
+        pace(&["--http3", "-k", "-t1", "-c3", "--streams", "5", "-d1s", "--latency", &url], LIMIT);
+    run.assert_ok();
+    let report = run.report();
+    assert!(report.requests() > 0, "{run}");
+    assert!(report.socket_errors().is_none(), "{run}");
+    assert_eq!(report.requests(), server.stats().requests, "{run}");
+    assert!(run.stdout.contains("  HTTP/3 (h3, over QUIC), 5 streams per connection\n"), "{run}");
+    // QUIC's figures: the run's 3 connections, closed at its end.
+    let quic =
+        run.stdout.lines().find(|l| l.starts_with("  QUIC: ")).unwrap_or_else(|| panic!("{run}"));
+    assert!(quic.starts_with("  QUIC: 3 connections, "), "{run}");
+    assert!(quic.contains(" lost (") && quic.contains("smoothed RTT"), "{run}");
+    // Each connection's handshake is its TLS handshake phase (-L shows them).
+    assert!(run.stdout.contains("TLS handshake"), "{run}");
+}
+
+#[test]
+fn an_http3_run_s_json_histograms_decode_with_hdrh_and_its_counts_add_up() {
+    if !hdrh_available() {
+        return;
+    }
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let url = h3_url(&server, "/");
+    let run = pace(
+        &["--http3", "-k", "-t1", "-c2", "--streams", "2", "-d1s", "-R400", "-e", &url],
+        LIMIT,
+    );
+    run.assert_ok();
+    let v = json_of(&run);
+    assert_eq!(v["protocol"].as_str(), Some("h3"), "{run}");
+    assert_eq!(v["requests"].as_u64(), Some(400), "{run}");
+    assert_eq!(server.stats().requests, 400, "{run}");
+    let quic = &v["quic"];
+    assert_eq!(quic["connections"].as_u64(), Some(2), "{run}");
+    assert!(quic["packets_sent"].as_u64() > Some(400 / 10), "{run}");
+    assert!(quic["smoothed_rtt_mean_us"].as_f64() > Some(0.0), "{run}");
+    assert_eq!(v["phases"]["tls_handshake"]["count"].as_u64(), Some(2), "{run}");
+    let decode = "import sys\nfrom hdrh.histogram import HdrHistogram\n\
+                  h = HdrHistogram.decode(sys.argv[1])\n\
+                  print(h.get_total_count(), h.get_value_at_percentile(99.0))";
+    let out = python(decode, &[v["hist"].as_str().unwrap()]);
+    let mut words = out.split_whitespace();
+    assert_eq!(words.next(), Some("400"), "{out}");
+    let p99: u64 = words.next().unwrap().parse().unwrap();
+    let reported = v["latency"]["corrected"]["percentiles_us"]["99"].as_u64().unwrap();
+    // The same histogram: the same p99, to HdrHistogram's rounding.
+    assert!(p99.abs_diff(reported) <= reported / 100 + 1, "hdrh {p99} us, pace {reported} us");
+}
+
+#[test]
+fn requests_that_get_no_answer_time_out_and_their_streams_are_given_up() {
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let url = h3_url(&server, "/hang");
+    let run = pace(
+        &["--http3", "-k", "-t1", "-c1", "--streams", "3", "-d1s", "-T300ms", "-e", &url],
+        LIMIT,
+    );
+    run.assert_ok();
+    let v = json_of(&run);
+    let timeouts = v["errors"]["timeout"].as_u64().unwrap();
+    // 3 streams at a time, each given up after 300 ms: 3 per 300 ms of the
+    // second, and those in flight at the end.
+    assert!((3..=15).contains(&timeouts), "{timeouts} timeouts\n{run}");
+    assert_eq!(v["requests"].as_u64(), Some(0), "{run}");
+    // Cancelled streams do not hold the connection's slots: new ones went.
+    assert!(server.stats().requests >= timeouts, "{run}");
+}
+
+#[test]
+fn a_script_reads_http3_responses_headers() {
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let url = h3_url(&server, "/");
+    let run = pace(&["--http3", "-k", "-t1", "-c1", "-d1s", "-s", script!("auth"), &url], LIMIT);
+    run.assert_ok();
+    // The token came in the X-Token header of an HTTP/3 response, named as
+    // over HTTP/1.1; every later request went to /resource with it.
+    let done =
+        run.stdout.lines().find(|l| l.starts_with("auth: ")).unwrap_or_else(|| panic!("{run}"));
+    assert!(done.starts_with("auth: token=tok123 "), "{run}");
+    assert!(done.ends_with(" rejected=0"), "{run}");
+    assert!(!done.contains("resources=0 "), "{run}");
 }

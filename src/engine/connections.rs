@@ -392,11 +392,14 @@ impl<P: Protocol> Connections<P> {
 
     /// The run is over: each open connection's protocol has its last words
     /// (see [`Protocol::last_words`]); the links close when dropped.
-    pub fn say_goodbye(&mut self) {
+    pub fn say_goodbye(&mut self, recorder: &mut Recorder) {
         for conn in self.conns.iter_mut().filter(|conn| conn.phase == Phase::Open) {
-            if let (Some(link), Some(words)) = (conn.link.as_mut(), conn.protocol.last_words()) {
-                let _ = link.write(words);
-            }
+            let (Some(link), Some(words)) =
+                (conn.link.as_mut(), conn.protocol.last_words(recorder))
+            else {
+                continue;
+            };
+            let _ = link.write(words);
         }
     }
 
@@ -418,7 +421,7 @@ impl<P: Protocol> Connections<P> {
         let origin = &self.origins[self.conns[i].origin];
         let link = match P::Link::connect(&endpoint, origin) {
             Ok(link) => link,
-            Err(Refused::Busy) => return self.close(i, BACKLOG_FULL_RETRY_NS),
+            Err(Refused::Busy) => return self.close(i, BACKLOG_FULL_RETRY_NS, recorder),
             Err(Refused::Failed(cause)) => {
                 return self.fail(i, ErrorKind::Connect, &cause, recorder)
             }
@@ -510,13 +513,13 @@ impl<P: Protocol> Connections<P> {
         match verdict {
             Verdict::Keep => true,
             Verdict::Close => {
-                self.close(i, 0);
+                self.close(i, 0, recorder);
                 false
             }
             Verdict::CloseAndBackOff => {
                 let failures = self.conns[i].failures + 1;
                 self.conns[i].failures = failures;
-                self.close(i, backoff_ns(failures));
+                self.close(i, backoff_ns(failures), recorder);
                 false
             }
             Verdict::Fail(kind, cause) => {
@@ -528,10 +531,10 @@ impl<P: Protocol> Connections<P> {
 
     /// Closes connection `i`'s link and forgets what was in flight on it;
     /// it is reopened `after` ns from now.
-    fn close(&mut self, i: usize, after: u64) {
+    fn close(&mut self, i: usize, after: u64, recorder: &mut Recorder) {
         let conn = &mut self.conns[i];
         if let Some(mut link) = conn.link.take() {
-            if let Some(words) = conn.protocol.last_words() {
+            if let Some(words) = conn.protocol.last_words(recorder) {
                 let _ = link.write(words);
             }
             self.poller.delete(link.fd());
@@ -563,7 +566,7 @@ impl<P: Protocol> Connections<P> {
         }
         let failures = self.conns[i].failures + 1;
         self.conns[i].failures = failures;
-        self.close(i, backoff_ns(failures));
+        self.close(i, backoff_ns(failures), recorder);
     }
 
     // ----- requests ----------------------------------------------------------
@@ -654,7 +657,7 @@ impl<P: Protocol> Connections<P> {
         let verdict = self.with_protocol(i, recorder, |p, out| p.closed_by_peer(now, out));
         // A connection the peer closed is reopened, however it ended.
         if self.act(i, verdict, recorder) {
-            self.close(i, 0);
+            self.close(i, 0, recorder);
         }
     }
 

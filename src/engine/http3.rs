@@ -23,8 +23,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::datagram::DatagramLink;
+use super::link::SetUpTimes;
 use super::protocol::{Context, Delivery, Opened, Outgoing, Protocol, Retry, Ticket, Verdict};
-use super::recorder::Exchange;
+use super::recorder::{Exchange, Recorder};
 use crate::endpoint::Endpoint;
 use crate::http::request::parse_requests;
 use crate::http::response::Captured;
@@ -37,7 +38,7 @@ use crate::http3::qpack;
 use crate::http3::response::Response;
 use crate::protocol::Protocol as Choice;
 use crate::request::Request;
-use crate::stats::{ErrorKind, Outcome};
+use crate::stats::{ErrorKind, Outcome, QuicCounts};
 use crate::sys;
 
 /// A request servers reject this many times is given up as an error (as
@@ -128,6 +129,8 @@ pub struct Http3 {
     completed: u64,
     /// When QUIC next needs its timer, in pace's ns.
     timer: Option<u64>,
+    /// When the handshake started.
+    handshake_started: u64,
     clock: Clock,
 }
 
@@ -160,6 +163,7 @@ impl Protocol for Http3 {
             ended: None,
             completed: 0,
             timer: None,
+            handshake_started: 0,
             clock: Clock::now(),
         }
     }
@@ -205,6 +209,7 @@ impl Protocol for Http3 {
             let at = self.clock.instant(now);
             Connection::connect(config, peer, &tls.server_name(), self.capture, at)
         });
+        self.handshake_started = now;
         match started {
             Ok(connection) => self.connection = Some(connection),
             Err(e) => return Verdict::fail(ErrorKind::Connect, e),
@@ -236,7 +241,7 @@ impl Protocol for Http3 {
     }
 
     /// Each request not ended is an error of its target.
-    fn lose_in_flight(&mut self, recorder: &mut super::recorder::Recorder) -> u64 {
+    fn lose_in_flight(&mut self, recorder: &mut Recorder) -> u64 {
         let mut lost = 0;
         for slot in self.batches.iter().filter(|slot| slot.open > 0) {
             for _ in slot.entries.iter().filter(|e| e.state != State::Done) {
@@ -299,10 +304,25 @@ impl Protocol for Http3 {
         &self.datagram
     }
 
-    /// QUIC's CONNECTION_CLOSE (H3_NO_ERROR), so that the server lets the
+    /// What QUIC measured on the connection goes to the recorder; its
+    /// CONNECTION_CLOSE (H3_NO_ERROR) to the server, which lets the
     /// connection go at once.
-    fn last_words(&mut self) -> Option<&[u8]> {
-        let connection = self.connection.as_mut().filter(|_| self.ended.is_none())?;
+    fn last_words(&mut self, recorder: &mut Recorder) -> Option<&[u8]> {
+        let connection = self.connection.as_mut()?;
+        if self.greeted {
+            let path = connection.stats().path;
+            recorder.quic_connection(QuicCounts {
+                connections: 1,
+                packets_sent: path.sent_packets,
+                packets_lost: path.lost_packets,
+                smoothed_rtt_sum_us: path.rtt.as_micros() as u64,
+            });
+            // Counted once, however the connection goes on.
+            self.greeted = false;
+        }
+        if self.ended.is_some() {
+            return None;
+        }
         let now = Instant::now();
         connection.close(now);
         connection.transmit(now, &mut self.datagram)?;
@@ -539,8 +559,11 @@ impl Http3 {
         Verdict::Keep
     }
 
-    /// The handshake is done: the connection's slots are tickets.
+    /// The handshake is done: its time is the connection's TLS handshake
+    /// (QUIC's carries TLS's), and the connection's slots are tickets.
     fn handshake_done(&mut self, now: u64, out: &mut Delivery<Http3Wire>) {
+        let handshake = now.saturating_sub(self.handshake_started);
+        out.recorder.link_set_up(SetUpTimes { connect: None, tls_handshake: Some(handshake) });
         self.greeted = true;
         self.slots = (self.streams / self.depth).max(1);
         for _ in 0..self.slots {

@@ -114,11 +114,12 @@ pub trait Protocol: Sized + Send + 'static {
     /// (QUIC packs into one datagram what the turn queued).
     fn unwritten(&mut self) -> &[u8];
 
-    /// What the protocol says as its connection is closed, before the
-    /// link goes (QUIC's CONNECTION_CLOSE, without which the server keeps
-    /// the connection until its idle timeout; a byte stream's close is the
-    /// kernel's FIN, so nothing by default).
-    fn last_words(&mut self) -> Option<&[u8]> {
+    /// The connection is closing: the protocol records its last figures
+    /// (QUIC's) and says what goes out before the link goes (QUIC's
+    /// CONNECTION_CLOSE, without which the server keeps the connection
+    /// until its idle timeout; a byte stream's close is the kernel's FIN,
+    /// so nothing by default).
+    fn last_words(&mut self, _recorder: &mut Recorder) -> Option<&[u8]> {
         None
     }
 

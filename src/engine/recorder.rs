@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::plan::ThreadPlan;
-use crate::stats::{course, ErrorKind, Outcome, Stats};
+use crate::stats::{course, ErrorKind, Outcome, QuicCounts, Stats};
 
 use super::link::SetUpTimes;
 
@@ -450,6 +450,11 @@ impl Recorder {
     }
 
     /// A connection's link was set up, its phases taking `times`.
+    /// An HTTP/3 connection closed with what QUIC measured on it.
+    pub fn quic_connection(&mut self, figures: QuicCounts) {
+        self.stats.quic.add(&figures);
+    }
+
     pub fn link_set_up(&mut self, times: SetUpTimes) {
         if let Some(connect) = times.connect {
             record_us(&mut self.stats.phases.connect, connect);

@@ -165,7 +165,7 @@ impl<P: Protocol, S: Scripted> Worker<P, S> {
         // What fell due in the window and is still waiting was never sent.
         self.give_up_unsent(sending_ended);
         self.collect_in_flight();
-        self.connections.say_goodbye();
+        self.connections.say_goodbye(&mut self.recorder);
         // Requests a server left unprocessed (a GOAWAY) that found no
         // connection again before the end (or during the wait for the last
         // responses): an error when a server refused them, unsent when

@@ -22,7 +22,7 @@ impl std::fmt::Display for H3Error {
 }
 
 pub const NO_ERROR: u64 = 0x100;
-pub const GENERAL_PROTOCOL_ERROR: u64 = 0x101;
+#[cfg(test)]
 pub const INTERNAL_ERROR: u64 = 0x102;
 pub const STREAM_CREATION_ERROR: u64 = 0x103;
 pub const CLOSED_CRITICAL_STREAM: u64 = 0x104;
@@ -36,7 +36,6 @@ pub const REQUEST_REJECTED: u64 = 0x10b;
 pub const REQUEST_CANCELLED: u64 = 0x10c;
 pub const REQUEST_INCOMPLETE: u64 = 0x10d;
 pub const MESSAGE_ERROR: u64 = 0x10e;
-pub const CONNECT_ERROR: u64 = 0x10f;
 pub const VERSION_FALLBACK: u64 = 0x110;
 pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 pub const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;

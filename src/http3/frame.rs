@@ -25,10 +25,9 @@ pub const PUSH_STREAM: u64 = 0x01;
 pub const QPACK_ENCODER_STREAM: u64 = 0x02;
 pub const QPACK_DECODER_STREAM: u64 = 0x03;
 
-/// Settings (section 7.2.4.1, and RFC 9204 section 5).
-pub const SETTINGS_QPACK_MAX_TABLE_CAPACITY: u64 = 0x1;
+/// The setting pace reads (section 7.2.4.1); QPACK's two (RFC 9204,
+/// section 5) stay at their default 0, so neither side sends them.
 pub const SETTINGS_MAX_FIELD_SECTION_SIZE: u64 = 0x6;
-pub const SETTINGS_QPACK_BLOCKED_STREAMS: u64 = 0x7;
 
 /// Whether frames of this type have a meaning to pace (the others are
 /// extensions or reserved types, skipped).

@@ -8,7 +8,7 @@
 //! without a dynamic table. docs/architecture.md says why quinn-proto and
 //! not quiche. The engine's HTTP/3 protocol (`engine::http3`, on its
 //! datagram link) drives [`connection`]; [`check`] is the handshake made
-//! before a run.
+//! before a run; `pace serve --http3` answers with [`server`].
 
 pub mod check;
 pub mod connection;

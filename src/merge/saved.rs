@@ -35,8 +35,8 @@ use crate::report::json::format::{
 use crate::signals::Interruption;
 use crate::stats::course::{self, Course, CoursePeriod};
 use crate::stats::{
-    Errors, Generator, Http2Counts, Interval, Outcome, Outcomes, RunResult, StageStats, Stats,
-    TargetStats, ThreadTotals, Warmup,
+    Errors, Generator, Http2Counts, Interval, Outcome, Outcomes, QuicCounts, RunResult, StageStats,
+    Stats, TargetStats, ThreadTotals, Warmup,
 };
 use crate::target::{Scheme, Target};
 
@@ -336,6 +336,16 @@ fn result(report: Report, run: RunOnly) -> Result<RunResult, String> {
         stream_limit: run.streams_allowed,
         goaways_with_error: run.goaways_with_error.clone(),
     };
+    if let Some(quic) = &run.quic {
+        let connections = count("quic.connections", quic.connections)?;
+        stats.quic = QuicCounts {
+            connections,
+            packets_sent: count("quic.packets_sent", quic.packets_sent)?,
+            packets_lost: count("quic.packets_lost", quic.packets_lost)?,
+            smoothed_rtt_sum_us: (quic.smoothed_rtt_mean_us.max(0.0) * connections as f64).round()
+                as u64,
+        };
+    }
     if let Some(warmup) = &run.warmup {
         stats.warmup = Warmup {
             requests: count("warmup.requests", warmup.requests)?,

@@ -38,7 +38,7 @@ pub fn write_period(
     writeln!(out, "{}", window(interval))?;
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, &run.mode, options, stats)?;
-    write_summary(out, stats, interval.length)?;
+    write_summary(out, stats, interval.length, run.protocol)?;
     if let Mode::Paced(_) = run.mode {
         write_schedule_lag(out, &stats.lag)?;
     }

@@ -22,10 +22,11 @@ use crate::config::Mode;
 use crate::description::CallKind;
 use crate::description::Description;
 use crate::grpc_status;
+use crate::protocol::Protocol;
 use crate::signals::Interruption;
 use crate::stats::confidence::{self, MIN_SAMPLES_BEYOND};
 use crate::stats::spectrum::{self, value_at_percentile, write_spectrum};
-use crate::stats::{Http2Counts, Outcomes, Phases, RunResult, Stats, Streamed};
+use crate::stats::{Http2Counts, Outcomes, Phases, QuicCounts, RunResult, Stats, Streamed};
 use crate::units::{
     c_fixed, format_binary, format_metric, format_time_s, format_time_us, pad_units, per_second,
     UNDEFINED,
@@ -104,7 +105,8 @@ pub fn write_report(
     let stats = &result.total;
     write_thread_stats(out, stats)?;
     write_latency_distributions(out, &run.mode, options, stats)?;
-    write_summary(out, stats, result.runtime)?;
+    write_summary(out, stats, result.runtime, run.protocol)?;
+    write_quic(out, &stats.quic)?;
     if let Some(signal) = result.interrupted {
         write_interruption(out, signal, run.duration, result.runtime)?;
     }
@@ -423,7 +425,12 @@ fn latency_cell(h: &Histogram<u64>, percentile: f64) -> String {
 
 /// From `N requests in T, B read` to `Transfer/sec`, for `stats`
 /// measured over `runtime`.
-pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> io::Result<()> {
+pub fn write_summary(
+    out: &mut dyn Write,
+    stats: &Stats,
+    runtime: Duration,
+    protocol: Protocol,
+) -> io::Result<()> {
     // wrk counts whole microseconds.
     let runtime_us = runtime.as_micros() as f64;
     let runtime_s = runtime_us / 1_000_000.0;
@@ -434,7 +441,7 @@ pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> i
         format_time_us(runtime_us),
         format_binary(stats.bytes as f64)
     )?;
-    write_errors(out, stats)?;
+    write_errors(out, stats, protocol)?;
     write_streamed(out, &stats.streamed, runtime_s)?;
     writeln!(out, "Requests/sec: {}", c_fixed(per_second(stats.requests, runtime_s), 9, 2))?;
     writeln!(out, "Transfer/sec: {:>10}B", format_binary(per_second(stats.bytes, runtime_s)))
@@ -445,7 +452,7 @@ pub fn write_summary(out: &mut dyn Write, stats: &Stats, runtime: Duration) -> i
 /// were never sent end wrk's line (`, unsent N`, only when there are any)
 /// and get a line with how long they had waited (never in a latency);
 /// requests a stop cut off get a line of their own.
-fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
+fn write_errors(out: &mut dyn Write, stats: &Stats, protocol: Protocol) -> io::Result<()> {
     let e = &stats.errors;
     if e.socket_total() > 0 || e.unsent > 0 {
         write!(
@@ -494,7 +501,7 @@ fn write_errors(out: &mut dyn Write, stats: &Stats) -> io::Result<()> {
     if stats.nil_requests > 0 {
         writeln!(out, "  request() returned nil: {} (nothing sent)", stats.nil_requests)?;
     }
-    write_http2_notes(out, &stats.http2)?;
+    write_stream_notes(out, protocol, &stats.http2)?;
     write_statuses(out, &stats.outcomes)
 }
 
@@ -544,31 +551,63 @@ fn p50_p99_max(h: &Histogram<u64>) -> String {
     )
 }
 
-/// What HTTP/2 connections did besides carrying requests: a server that
-/// allowed fewer streams than `--streams`, requests sent again after a
-/// GOAWAY.
-fn write_http2_notes(out: &mut dyn Write, http2: &Http2Counts) -> io::Result<()> {
-    if let Some(limit) = http2.stream_limit {
+/// What HTTP/2 or HTTP/3 connections did besides carrying requests: a
+/// server that allowed fewer streams than `--streams`, requests sent again
+/// after the server refused them (HTTP/2: above its GOAWAY's last stream;
+/// HTTP/3: H3_REQUEST_REJECTED, or above its GOAWAY).
+fn write_stream_notes(
+    out: &mut dyn Write,
+    protocol: Protocol,
+    counts: &Http2Counts,
+) -> io::Result<()> {
+    if let Some(limit) = counts.stream_limit {
         writeln!(
             out,
-            "  HTTP/2: the server allows {limit} concurrent streams per connection, fewer than \
-             --streams: {limit} were used"
+            "  {protocol}: the server allows {limit} concurrent streams per connection, fewer \
+             than --streams: {limit} were used"
         )?;
     }
-    if !http2.goaways_with_error.is_empty() {
+    if !counts.goaways_with_error.is_empty() {
         let codes: Vec<String> =
-            http2.goaways_with_error.iter().map(|(code, n)| format!("{n} {code}")).collect();
-        writeln!(out, "  HTTP/2: the server ended connections with GOAWAY: {}", codes.join(", "))?;
-    }
-    if http2.retried_after_goaway > 0 {
+            counts.goaways_with_error.iter().map(|(code, n)| format!("{n} {code}")).collect();
         writeln!(
             out,
-            "  HTTP/2: {} requests the server did not process (above its GOAWAY's last stream) \
-             went again on another connection, their latency counted from their intended time",
-            http2.retried_after_goaway
+            "  {protocol}: the server ended connections with GOAWAY: {}",
+            codes.join(", ")
+        )?;
+    }
+    if counts.retried_after_goaway > 0 {
+        let refused = match protocol {
+            Protocol::Http3 => "rejected (H3_REQUEST_REJECTED, or above its GOAWAY)",
+            _ => "did not process (above its GOAWAY's last stream)",
+        };
+        writeln!(
+            out,
+            "  {protocol}: {} requests the server {refused} went again on another connection, \
+             their latency counted from their intended time",
+            counts.retried_after_goaway
         )?;
     }
     Ok(())
+}
+
+/// What QUIC measured on an HTTP/3 run's connections, in a line of its
+/// own (none over TCP).
+fn write_quic(out: &mut dyn Write, quic: &QuicCounts) -> io::Result<()> {
+    let Some(rtt) = quic.smoothed_rtt_mean_us() else { return Ok(()) };
+    let lost = match quic.packets_sent {
+        0 => 0.0,
+        sent => 100.0 * quic.packets_lost as f64 / sent as f64,
+    };
+    let connections = if quic.connections == 1 { "connection" } else { "connections" };
+    writeln!(
+        out,
+        "  QUIC: {} {connections}, {} packets sent, {} lost ({lost:.2}%), smoothed RTT {} (mean)",
+        quic.connections,
+        quic.packets_sent,
+        quic.packets_lost,
+        format_time_us(rtt)
+    )
 }
 
 /// `  Status codes: 200: 9980, 503: 20`, in status order, when the
@@ -865,7 +904,9 @@ mod tests {
         let mut stats = Stats::new(3);
         stats.requests = 22_464_657;
         stats.bytes = 3_710_000_000;
-        let text = render(|out| write_summary(out, &stats, Duration::from_micros(30_000_100)));
+        let text = render(|out| {
+            write_summary(out, &stats, Duration::from_micros(30_000_100), Protocol::Http1)
+        });
         assert_eq!(
             text,
             "  22464657 requests in 30.00s, 3.46GB read\nRequests/sec: 748819.40\nTransfer/sec:    117.94MB\n"
@@ -877,7 +918,7 @@ mod tests {
         let mut stats = Stats::new(3);
         stats.requests = 5;
         stats.bytes = 500;
-        let text = render(|out| write_summary(out, &stats, Duration::ZERO));
+        let text = render(|out| write_summary(out, &stats, Duration::ZERO, Protocol::Http1));
         assert_eq!(text, "  5 requests in 0.00us, 500.00B read\nRequests/sec:      0.00\nTransfer/sec:       0.00B\n");
     }
 
@@ -891,7 +932,7 @@ mod tests {
         stats.error(ErrorKind::Read, "Connection reset by peer (os error 104)");
         stats.response(Outcome::Http(500));
         assert_eq!(
-            render(|out| write_errors(out, &stats)),
+            render(|out| write_errors(out, &stats, Protocol::Http1)),
             "  Socket errors: connect 12, read 1, write 0, timeout 1\n\
              \x20   connect: Connection refused (os error 111): 12\n\
              \x20   read: Connection reset by peer (os error 104): 1\n\
@@ -907,10 +948,10 @@ mod tests {
         stats.response(Outcome::Http(404));
         stats.response(Outcome::Http(503));
         assert_eq!(
-            render(|out| write_errors(out, &stats)),
+            render(|out| write_errors(out, &stats, Protocol::Http1)),
             "  Non-2xx or 3xx responses: 2\n  Status codes: 404: 1, 503: 1\n"
         );
-        assert_eq!(render(|out| write_errors(out, &Stats::new(3))), "");
+        assert_eq!(render(|out| write_errors(out, &Stats::new(3), Protocol::Http1)), "");
     }
 
     #[test]
@@ -920,7 +961,7 @@ mod tests {
             for &(status, n) in list {
                 (0..n).for_each(|_| stats.response(Outcome::Http(status)));
             }
-            render(|out| write_errors(out, &stats))
+            render(|out| write_errors(out, &stats, Protocol::Http1))
         };
         // wrk's report, unchanged, for the common case.
         assert_eq!(statuses(&[(200, 9980)]), "");

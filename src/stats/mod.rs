@@ -255,6 +255,8 @@ pub struct Stats {
     pub generator: Generator,
     /// What HTTP/2 connections had to do besides requests.
     pub http2: Http2Counts,
+    /// What QUIC measured on HTTP/3's connections.
+    pub quic: QuicCounts,
     /// How long the phases of connections and responses took.
     pub phases: Phases,
     /// Server-streaming gRPC calls: their messages.
@@ -365,6 +367,36 @@ pub struct Http2Counts {
     /// GOAWAY frames with an error code, by code: the end of a connection,
     /// not of a request (what became of each request is counted for it).
     pub goaways_with_error: BTreeMap<String, u64>,
+}
+
+/// What QUIC measured on HTTP/3's connections, counted when each closed
+/// (after its handshake): counts that add up across threads, periods and
+/// machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct QuicCounts {
+    /// Connections whose figures these are.
+    pub connections: u64,
+    /// Packets pace sent, and those of them QUIC declared lost (and sent
+    /// their frames again).
+    pub packets_sent: u64,
+    pub packets_lost: u64,
+    /// The connections' smoothed RTTs as they closed, summed (us): over
+    /// `connections`, their mean.
+    pub smoothed_rtt_sum_us: u64,
+}
+
+impl QuicCounts {
+    pub fn add(&mut self, other: &QuicCounts) {
+        self.connections += other.connections;
+        self.packets_sent += other.packets_sent;
+        self.packets_lost += other.packets_lost;
+        self.smoothed_rtt_sum_us += other.smoothed_rtt_sum_us;
+    }
+
+    /// The mean smoothed RTT of the connections, us.
+    pub fn smoothed_rtt_mean_us(&self) -> Option<f64> {
+        (self.connections > 0).then(|| self.smoothed_rtt_sum_us as f64 / self.connections as f64)
+    }
 }
 
 impl Http2Counts {
@@ -510,6 +542,7 @@ impl Stats {
             targets: Vec::new(),
             generator: Generator::default(),
             http2: Http2Counts::default(),
+            quic: QuicCounts::default(),
             phases: Phases::new(digits),
             streamed: Streamed::new(digits),
             oldest_waiting_us: 0,
@@ -565,6 +598,7 @@ impl Stats {
         self.warmup = Warmup::default();
         self.generator = Generator::default();
         self.http2 = Http2Counts::default();
+        self.quic = QuicCounts::default();
         self.phases.clear();
         self.streamed.clear();
         self.oldest_waiting_us = 0;
@@ -596,6 +630,7 @@ impl Stats {
         self.warmup.errors += other.warmup.errors;
         self.generator.add(&other.generator);
         self.http2.add(&other.http2);
+        self.quic.add(&other.quic);
         self.phases.merge(&other.phases);
         self.streamed.merge(&other.streamed);
         self.oldest_waiting_us = self.oldest_waiting_us.max(other.oldest_waiting_us);

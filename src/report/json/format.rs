@@ -382,6 +382,9 @@ pub struct RunOnly {
     /// came).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub goaways_with_error: BTreeMap<String, u64>,
+    /// HTTP/3: what QUIC measured on the connections (absent over TCP).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quic: Option<QuicInfo>,
     /// The concurrency the run offered: requests in flight on average
     /// against the slots (computed from the figures, so not read back).
     #[serde(skip_deserializing, skip_serializing_if = "Option::is_none")]
@@ -478,6 +481,19 @@ pub struct MergedInput {
     pub lag_p99_us: Option<u64>,
     /// Socket errors, statuses > 399 and unsent requests.
     pub errors: u64,
+}
+
+/// [`crate::stats::QuicCounts`]: what QUIC measured on an HTTP/3 run's
+/// connections, counted as each closed (a merge weighs the RTTs by their
+/// connections).
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct QuicInfo {
+    pub connections: u64,
+    pub packets_sent: u64,
+    /// Packets QUIC declared lost (their frames were sent again).
+    pub packets_lost: u64,
+    /// The connections' smoothed RTT when they closed, their mean.
+    pub smoothed_rtt_mean_us: f64,
 }
 
 /// [`crate::stats::Generator`], for a merge to add up.

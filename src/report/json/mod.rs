@@ -34,14 +34,24 @@ use crate::slo;
 use crate::stats::confidence;
 use crate::stats::course::Course;
 use crate::stats::spectrum::{self, value_at_percentile};
-use crate::stats::{Interval, RunResult, Stats};
+use crate::stats::{Interval, QuicCounts, RunResult, Stats};
 use crate::units::{format_binary, per_second};
 pub use format::{
     percentile_key, ConcurrencyReport, CourseInfo, CoursePeriodInfo, ErrorCounts, GeneratorInfo,
     GrpcStream, Latency, LatencyBins, MergedInput, Percentiles, Period, Phase, Phases, PlanInfo,
-    Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport, ThreadCounts,
-    TimeSeries, WarmupInfo, SCHEMA_VERSION,
+    QuicInfo, Report, RunOnly, ShardInfo, StageReport, StageSpec, Summary, TargetReport,
+    ThreadCounts, TimeSeries, WarmupInfo, SCHEMA_VERSION,
 };
+
+/// What QUIC measured, when the run had HTTP/3 connections.
+fn quic_info(quic: &QuicCounts) -> Option<QuicInfo> {
+    Some(QuicInfo {
+        connections: quic.connections,
+        packets_sent: quic.packets_sent,
+        packets_lost: quic.packets_lost,
+        smoothed_rtt_mean_us: quic.smoothed_rtt_mean_us()?,
+    })
+}
 
 /// When `result`'s run began sending: its measured part began after the
 /// warm-up.
@@ -132,6 +142,7 @@ pub fn final_report(
         streams_allowed: result.total.http2.stream_limit,
         retried_after_goaway: result.total.http2.retried_after_goaway,
         goaways_with_error: result.total.http2.goaways_with_error.clone(),
+        quic: quic_info(&result.total.quic),
         concurrency: Some(concurrency_report(Concurrency::of(run, result))),
         warnings: diagnose::diagnose(run, result),
         seed: run.uses_seed().then_some(run.seed),
