@@ -49,7 +49,7 @@ fn run(command: Command, args: &[OsString]) -> Result<i32, Error> {
                 Error::Setup(format!("cannot serve on {on}: {}", crate::error::io_reason(&err)))
             })
         }
-        Command::Demo { http2 } => crate::demo::run(http2),
+        Command::Demo { protocol } => crate::demo::run(protocol),
         Command::Merge(args) if crate::search::merged::asked(&args) => {
             crate::search::merged::run(&args)
         }

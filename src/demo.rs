@@ -22,6 +22,7 @@ use crate::serve::{self, ServeOptions, Stall};
 use crate::stats::spectrum::value_at_percentile;
 use crate::stats::RunResult;
 use crate::target::Target;
+use crate::tls::TlsOptions;
 use crate::units::format_time_us;
 
 const RATE: f64 = 2000.0;
@@ -29,23 +30,30 @@ const DURATION: Duration = Duration::from_secs(10);
 const STALL_AT: Duration = Duration::from_secs(5);
 const STALL_FOR: Duration = Duration::from_secs(1);
 
-/// Runs the demo, over HTTP/2 (h2c) with `http2`.
-pub fn run(http2: bool) -> Result<i32, Error> {
+/// Runs the demo over `protocol`: HTTP/2 as h2c, HTTP/3 over QUIC with
+/// the server's own certificate (accepted as `-k` does: it is the demo's
+/// server, on loopback).
+pub fn run(protocol: Protocol) -> Result<i32, Error> {
+    let http3 = protocol == Protocol::Http3;
     let server = serve::start(ServeOptions {
         bind: "127.0.0.1:0".parse().expect("literal address"),
         threads: 1,
         stall: Some(Stall { at: STALL_AT, length: STALL_FOR }),
+        tls: http3,
+        http3,
         ..ServeOptions::default()
     })
     .map_err(|e| Error::Setup(format!("cannot start the built-in server: {}", io_reason(&e))))?;
     let addr = server.addr();
-    let url = format!("http://{addr}/");
+    let scheme = if http3 { "https" } else { "http" };
+    let url = format!("{scheme}://{addr}/");
     let config = BenchConfig {
         connections: 50,
         duration: Some(DURATION),
         timeout: Duration::from_secs(5),
         mode: Mode::Paced(PlanSpec::constant(RATE)),
-        protocol: if http2 { Protocol::Http2 } else { Protocol::Http1 },
+        protocol,
+        tls: TlsOptions { insecure: http3, ..TlsOptions::default() },
         ..BenchConfig::new(Target::parse(&url).map_err(|e| Error::Setup(e.to_string()))?)
     };
     let bench = Bench {
@@ -62,8 +70,12 @@ pub fn run(http2: bool) -> Result<i32, Error> {
         STALL_FOR.as_secs(),
         STALL_AT.as_secs()
     );
-    let protocol = if http2 { "--http2 " } else { "" };
-    eprintln!("Same as: pace {protocol}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
+    let options = match protocol {
+        Protocol::Http1 => "",
+        Protocol::Http2 => "--http2 ",
+        Protocol::Http3 => "--http3 -k ",
+    };
+    eprintln!("Same as: pace {options}-t2 -c50 -d10s -R2000 -U {url}   (about 10 seconds)\n");
     let endpoint = Endpoint::Tcp(addr);
     let workload = run::fixed_workload(&bench.config, &endpoint);
     let finished = run::measure(&bench, &endpoint, workload);

@@ -19,17 +19,26 @@ fn demo_over_http2() {
     assert!(stdout.contains("\n  HTTP/2 (h2c, prior knowledge), 1 stream per connection\n"));
 }
 
+/// The same over HTTP/3: the built-in server answers QUIC on its port.
+#[test]
+fn demo_over_http3() {
+    let stdout = demo(&["demo", "--http3"]);
+    assert!(stdout.contains("\n  HTTP/3 (h3, over QUIC), 1 stream per connection\n"));
+    assert!(stdout.contains("\n  QUIC: 50 connections, "));
+}
+
 /// Runs the demo with `args` and checks what it shows; returns its stdout.
 fn demo(args: &[&str]) -> String {
     let _load = load_lock();
     let run = pace(args, Duration::from_secs(30));
     run.assert_ok();
-    assert!(
-        run.stderr.contains("pace demo: the built-in server listens on http://127.0.0.1:"),
-        "{run}"
-    );
+    // HTTP/3 is https (QUIC carries TLS).
+    let scheme = if args.contains(&"--http3") { "https" } else { "http" };
+    let listens = format!("pace demo: the built-in server listens on {scheme}://127.0.0.1:");
+    assert!(run.stderr.contains(&listens), "{run}");
     let report = run.report();
-    assert!(run.stdout.starts_with("Running 10s test @ http://127.0.0.1:"), "{run}");
+    let running = format!("Running 10s test @ {scheme}://127.0.0.1:");
+    assert!(run.stdout.starts_with(&running), "{run}");
     assert!(run.stdout.contains("\n  2 threads and 50 connections\n"), "{run}");
     assert_monotonic(&report, Block::Recorded);
     assert_monotonic(&report, Block::Uncorrected);

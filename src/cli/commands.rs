@@ -79,7 +79,7 @@ pub(super) fn subcommands() -> Vec<CommandDoc> {
         },
         CommandDoc {
             name: "demo",
-            usage: "[--http2]",
+            usage: "[--http2 | --http3]",
             summary: &[
                 "Benchmark the built-in server with a stall:",
                 "corrected vs uncorrected latency, no setup",

@@ -27,6 +27,7 @@ use std::path::PathBuf;
 
 use crate::error::Error;
 use crate::output::OutputOptions;
+use crate::protocol::Protocol;
 use crate::run::Bench;
 use crate::serve::ServeOptions;
 use options::{HelpOnly, Item, Options, HELP_ONLY};
@@ -44,8 +45,8 @@ pub enum Command {
     },
     /// `pace serve`: run the built-in target server.
     Serve(ServeOptions),
-    /// `pace demo`, over HTTP/2 with `--http2`.
-    Demo { http2: bool },
+    /// `pace demo`, over HTTP/2 with `--http2`, HTTP/3 with `--http3`.
+    Demo { protocol: Protocol },
     /// `pace merge`: report saved runs as one.
     Merge(crate::merge::MergeArgs),
     /// `pace report`: report one saved run again.
@@ -177,8 +178,16 @@ mod tests {
     #[test]
     fn subcommands_by_first_word_only() {
         assert!(matches!(run(&["serve"]), Ok(Command::Serve(_))));
-        assert!(matches!(run(&["demo"]), Ok(Command::Demo { http2: false })));
-        assert!(matches!(run(&["demo", "--http2"]), Ok(Command::Demo { http2: true })));
+        assert!(matches!(run(&["demo"]), Ok(Command::Demo { protocol: Protocol::Http1 })));
+        assert!(matches!(
+            run(&["demo", "--http2"]),
+            Ok(Command::Demo { protocol: Protocol::Http2 })
+        ));
+        assert!(matches!(
+            run(&["demo", "--http3"]),
+            Ok(Command::Demo { protocol: Protocol::Http3 })
+        ));
+        assert!(run(&["demo", "--http2", "--http3"]).is_err());
         // Elsewhere the words are URLs (and not valid ones).
         assert!(
             matches!(run(&["-t1", "serve"]), Err(Error::Usage(m)) if m.contains("invalid URL"))

@@ -9,6 +9,7 @@ use std::time::Duration;
 use super::options::{bad_value, time, unexpected_word, Item, Options, Spec};
 use super::{Command, Help};
 use crate::error::Error;
+use crate::protocol::Protocol;
 use crate::serve::{ServeOptions, Stall};
 use crate::units::parse_count;
 
@@ -160,27 +161,39 @@ pub(super) fn parse_serve(args: Vec<OsString>) -> Result<Command, Error> {
 /// Parses the words after `pace demo`: only `-h/--help`.
 pub(super) fn parse_demo(args: Vec<OsString>) -> Result<Command, Error> {
     let mut options = Options::new(args, DEMO_SPECS);
-    let mut http2 = false;
+    let (mut http2, mut http3) = (false, false);
     while let Some(item) = options.next()? {
         match item {
             Item::Option(found) => match found.flag {
                 DemoFlag::Http2 => http2 = true,
+                DemoFlag::Http3 => http3 = true,
                 DemoFlag::Help => return Ok(Command::Help(Help::Of("demo"))),
             },
             Item::Word(word) => return Err(unexpected_word("demo", word)),
         }
     }
-    Ok(Command::Demo { http2 })
+    let protocol = match (http2, http3) {
+        (true, true) => {
+            return Err(Error::Usage("--http2 and --http3 cannot be used together".into()))
+        }
+        (true, false) => Protocol::Http2,
+        (false, true) => Protocol::Http3,
+        (false, false) => Protocol::Http1,
+    };
+    Ok(Command::Demo { protocol })
 }
 
 #[derive(Clone, Copy, PartialEq)]
 pub(super) enum DemoFlag {
     Http2,
+    Http3,
     Help,
 }
 
 pub(super) const DEMO_SPECS: &[Spec<DemoFlag>] = &[
     Spec::new(None, "http2", DemoFlag::Http2).help(&["Over HTTP/2 (h2c) instead of HTTP/1.1"]),
+    Spec::new(None, "http3", DemoFlag::Http3)
+        .help(&["Over HTTP/3 (QUIC, with the server's own", "certificate) instead of HTTP/1.1"]),
     Spec::new(Some('h'), "help", DemoFlag::Help).help(&["Print this help"]),
 ];
 
@@ -359,7 +372,7 @@ mod tests {
 
     #[test]
     fn demo() {
-        assert!(matches!(parse(["demo".into()]), Ok(Command::Demo { http2: false })));
+        assert!(matches!(parse(["demo".into()]), Ok(Command::Demo { protocol: Protocol::Http1 })));
         assert!(matches!(parse(["demo".into(), "-h".into()]), Ok(Command::Help(_))));
         assert_eq!(error(&["demo", "-c", "1"]), "unknown option '-c'");
         assert_eq!(error(&["demo", "x"]), "unexpected argument 'x' (try 'pace demo --help')");
