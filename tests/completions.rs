@@ -123,7 +123,10 @@ fn bash_completes_options_values_commands_and_files() {
     assert_eq!(bash_completes(path, &["pace", "report", "--h"]), words(&["--help", "--html"]));
     assert_eq!(bash_completes(path, &["pace", "completions", ""]), words(&["bash", "fish", "zsh"]));
     assert_eq!(bash_completes(path, &["pace", "help", "re"]), words(&["report"]));
-    assert_eq!(bash_completes(path, &["pace", "demo", "--"]), words(&["--help", "--http2"]));
+    assert_eq!(
+        bash_completes(path, &["pace", "demo", "--"]),
+        words(&["--help", "--http2", "--http3"])
+    );
 }
 
 #[test]
