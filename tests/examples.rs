@@ -267,7 +267,8 @@ fn the_readmes_and_the_manuals_examples_run_as_written() {
     // With its gRPC service, for the examples that call it (other gRPC
     // calls are no example that runs).
     let http = serve(pace::serve::ServeOptions { grpc: true, ..serve_options() });
-    let https = serve(pace::serve::ServeOptions { tls: true, grpc: true, ..serve_options() });
+    let https =
+        serve(pace::serve::ServeOptions { tls: true, http3: true, grpc: true, ..serve_options() });
     let servers = Servers { http: http.addr().to_string(), https: https.addr().to_string() };
     let dir = tempfile::tempdir().unwrap();
     let certificate = serve_certificate_pem();

@@ -627,7 +627,14 @@ impl<P: Protocol> Connections<P> {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    self.fail(i, ErrorKind::Read, &describe_read_error(&e), recorder);
+                    // Before the protocol's opening is done (QUIC's
+                    // handshake, HTTP/2's SETTINGS), the connection never
+                    // carried a request: its set-up failed.
+                    let kind = match self.conns[i].protocol.opening() {
+                        true => ErrorKind::Connect,
+                        false => ErrorKind::Read,
+                    };
+                    self.fail(i, kind, &describe_read_error(&e), recorder);
                     break;
                 }
             }

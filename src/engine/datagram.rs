@@ -19,6 +19,9 @@ use crate::sys;
 pub struct DatagramLink {
     socket: Socket,
     port: u16,
+    /// An ICMP port unreachable was reported, and is said once the
+    /// datagrams that arrived before it are read.
+    refused: bool,
 }
 
 impl DatagramLink {
@@ -51,7 +54,7 @@ impl Link for DatagramLink {
         // the clock at read time.
         let _ = sys::enable_receive_timestamps(&socket);
         socket.connect(&SockAddr::from(*addr)).map_err(failed)?;
-        Ok(DatagramLink { socket, port: addr.port() })
+        Ok(DatagramLink { socket, port: addr.port(), refused: false })
     }
 
     fn advance(&mut self, _origin: &Origin, _writable: bool) -> Result<bool, String> {
@@ -79,12 +82,21 @@ impl Link for DatagramLink {
     }
 
     /// One datagram. An empty one is skipped: a read of 0 bytes means a
-    /// closed link to the connection layer, and UDP has no close.
+    /// closed link to the connection layer, and UDP has no close. The
+    /// kernel reports an ICMP port unreachable before the datagrams still
+    /// queued (a server's CONNECTION_CLOSE, sent just before it went): it
+    /// is said only once they are read, so that the server's own words
+    /// come first.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<(usize, Option<u64>)> {
         loop {
             match sys::recv_stamped(&self.socket, buf) {
                 Ok((0, _)) => continue,
                 Ok(read) => return Ok(read),
+                Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => self.refused = true,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock && self.refused => {
+                    self.refused = false;
+                    return Err(self.error(io::ErrorKind::ConnectionRefused.into()));
+                }
                 Err(e) => return Err(self.error(e)),
             }
         }
