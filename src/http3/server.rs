@@ -371,7 +371,7 @@ impl Connection {
     fn new(quic: quinn_proto::Connection) -> Connection {
         Connection {
             quic,
-            peer_streams: PeerStreams::default(),
+            peer_streams: PeerStreams::of_client(),
             peer_uni: HashMap::new(),
             requests: HashMap::new(),
             awaiting: HashSet::new(),

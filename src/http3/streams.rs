@@ -30,6 +30,9 @@ pub enum Control {
 /// The peer's unidirectional streams of one connection.
 #[derive(Debug, Default)]
 pub struct PeerStreams {
+    /// The peer is a client (pace serves): its control stream may carry
+    /// MAX_PUSH_ID, which a server must not send.
+    client: bool,
     control_opened: bool,
     encoder_opened: bool,
     decoder_opened: bool,
@@ -66,6 +69,11 @@ impl PeerStream {
 }
 
 impl PeerStreams {
+    /// The streams of a client, as the server reads them.
+    pub fn of_client() -> PeerStreams {
+        PeerStreams { client: true, ..PeerStreams::default() }
+    }
+
     /// A stream the peer opened.
     pub fn open(&mut self) -> PeerStream {
         PeerStream { kind: Vec::with_capacity(8), role: None }
@@ -89,6 +97,7 @@ impl PeerStreams {
                 }
             }
         }
+        let client = self.client;
         match stream.role.as_mut() {
             Some(Role::Control { frames, settings_seen, last_goaway }) => {
                 frames.feed(bytes, &mut |piece| {
@@ -125,6 +134,9 @@ impl PeerStreams {
                             control(Control::GoAway(id));
                             Ok(())
                         }
+                        // A client's limit on the push ids a server may use
+                        // (section 7.2.7): pace's server never pushes.
+                        frame::MAX_PUSH_ID if client => Ok(()),
                         // Push is never allowed, so there is none to cancel;
                         // a client's frame and request frames do not belong here.
                         frame::CANCEL_PUSH => Err(H3Error::new(ID_ERROR, "CANCEL_PUSH, though pace allows no push")),
@@ -206,6 +218,16 @@ mod tests {
             }
         }
         Ok(said)
+    }
+
+    #[test]
+    fn a_client_may_send_max_push_id_and_a_server_may_not() {
+        let stream = control(&[(frame::SETTINGS, vec![]), (frame::MAX_PUSH_ID, vec![0x08])]);
+        let mut client = PeerStreams::of_client();
+        let mut opened = client.open();
+        assert!(client.feed(&mut opened, &stream, &mut |_| {}).is_ok());
+        let e = feed(&[stream]).unwrap_err();
+        assert_eq!(e.code, FRAME_UNEXPECTED, "{e}");
     }
 
     fn control(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
