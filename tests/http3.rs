@@ -234,6 +234,8 @@ fn an_http3_run_s_json_histograms_decode_with_hdrh_and_its_counts_add_up() {
     assert!(quic["packets_sent"].as_u64() > Some(400 / 10), "{run}");
     assert!(quic["smoothed_rtt_mean_us"].as_f64() > Some(0.0), "{run}");
     assert_eq!(v["phases"]["tls_handshake"]["count"].as_u64(), Some(2), "{run}");
+    // Each response's head is its first byte.
+    assert_eq!(v["phases"]["first_byte"]["count"].as_u64(), Some(400), "{run}");
     let decode = "import sys\nfrom hdrh.histogram import HdrHistogram\n\
                   h = HdrHistogram.decode(sys.argv[1])\n\
                   print(h.get_total_count(), h.get_value_at_percentile(99.0))";

@@ -527,6 +527,7 @@ impl Http3 {
         while let Some(event) = self.connection.as_mut().and_then(Connection::poll) {
             match event {
                 Event::Connected => self.handshake_done(now, out),
+                Event::Head { token } => self.head(token, now, out),
                 Event::Response { token, result } => self.response(token, result, now, out),
                 Event::GoAway { .. } => self.goaway = true,
                 Event::StreamsAvailable => {}
@@ -568,6 +569,17 @@ impl Http3 {
         self.slots = (self.streams / self.depth).max(1);
         for _ in 0..self.slots {
             out.ready(self.generation, now);
+        }
+    }
+
+    /// The response to `token` began at `now` (its head: the first byte's
+    /// phase, as over HTTP/2).
+    fn head(&self, token: u64, now: u64, out: &mut Delivery<Http3Wire>) {
+        let Some((slot, k)) = self.place(token) else { return };
+        let state = &self.batches[slot];
+        let entry = &state.entries[k];
+        if entry.state == State::Open {
+            out.first_byte(entry.intended, state.sent_ns, now);
         }
     }
 

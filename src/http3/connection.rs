@@ -31,6 +31,8 @@ use super::streams::{control_stream_preface, Control, PeerStream, PeerStreams};
 pub enum Event {
     /// The handshake is done: requests can go out.
     Connected,
+    /// A request's final response began (its head was read).
+    Head { token: u64 },
     /// A request's response ended: read whole, or the stream's error (the
     /// server's reset with its code, or what it got wrong).
     Response { token: u64, result: Result<Response, H3Error> },
@@ -61,6 +63,8 @@ struct Request {
     /// What the stream's send buffer did not take yet (a body beyond the
     /// stream's flow-control window), written as it opens up.
     unwritten: Vec<u8>,
+    /// Its [`Event::Head`] was given.
+    head_told: bool,
 }
 
 pub struct Connection {
@@ -180,8 +184,15 @@ impl Connection {
             let _ = stream.finish();
         }
         let unwritten = frames[written..].to_vec();
-        self.requests
-            .insert(id, Request { token, reader: ResponseReader::new(self.capture), unwritten });
+        self.requests.insert(
+            id,
+            Request {
+                token,
+                reader: ResponseReader::new(self.capture),
+                unwritten,
+                head_told: false,
+            },
+        );
         Ok(())
     }
 
@@ -321,6 +332,10 @@ impl Connection {
             }
         }
         let _ = chunks.finalize();
+        if !request.head_told && request.reader.has_head() {
+            request.head_told = true;
+            self.events.push_back(Event::Head { token: request.token });
+        }
         let Some(end) = end else { return };
         let Some(request) = self.requests.remove(&id) else { return };
         let result = end.and_then(|()| request.reader.finish());
@@ -796,7 +811,11 @@ mod tests {
         assert_eq!(client.in_flight(), 3);
         let events = exchange(&mut client, &mut server, &mut now);
         assert_eq!(results(&events), [(0, Ok(200)), (1, Ok(200)), (2, Ok(200))]);
-        let Some(Event::Response { result: Ok(response), .. }) = events.first() else {
+        // Each response's head is told before its end.
+        let heads = events.iter().filter(|e| matches!(e, Event::Head { .. })).count();
+        assert_eq!(heads, 3, "{events:?}");
+        let first_end = events.iter().find(|e| matches!(e, Event::Response { .. }));
+        let Some(Event::Response { result: Ok(response), .. }) = first_end else {
             panic!("{events:?}")
         };
         assert_eq!(response.body_bytes, 5000);

@@ -120,6 +120,11 @@ impl ResponseReader {
         })
     }
 
+    /// The final response's head (its status) has been read.
+    pub fn has_head(&self) -> bool {
+        self.stage != Stage::Head
+    }
+
     /// The stream ended (the server's FIN): the response, or why it is not
     /// whole.
     pub fn finish(self) -> Result<Response, H3Error> {
