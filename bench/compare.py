@@ -75,10 +75,22 @@ CPU to the host, so absolute numbers drift between runs while ratios hold.
            wire (bench/pacing.py: grid p50/p99). Needs ghz and the
            grpc-go server ($GHZ, $GRPC_SERVER, else on PATH, else what
            `bench/peers.sh ghz grpc-server` built)
+  h3       HTTP/3 against `pace serve --http3` on CPU 0 (QUIC on the UDP
+           port of its HTTPS port's number), -t1, 10 connections x 10
+           streams, closed loop 5 s: pace --http3 vs oha --http-version 3
+           -c 10 -p 10 (built with --features http3: $PACE_BENCH_OHA_H3,
+           default /work/spike-h3/oha/bin/oha; missing, pace alone):
+           requests/s, client CPU per request, the server's CPU per request
+           (/proc/PID/stat), pace's mean in flight, the ratios pace / oha;
+           then pace --http2 over TLS to the same server (h2 by ALPN), the
+           same load: CPU per request of HTTP/3 / HTTP/2, client and server;
+           then pace --http3 paced at -R 10000: schedule lag p50/p99 and
+           corrected latency p99 from its JSON (no grid on the wire: QUIC's
+           packets are encrypted, see h3_paced)
 
 $PACE_BASE names an earlier pace binary: closed, one, paced, wide, plans, wire, rate and rate-serve
 then measure it too, in the same run ("base"), for before/after ratios; h2 and h2-serve too
-if it has --http2.
+if it has --http2, h3 if it has --http3.
 
 The server (nginx, one worker, bench/nginx-up) is pinned to CPU 0 and the
 generator to CPU 1. Medians over ROUNDS rounds. Needs: nginx-light, taskset,
@@ -91,7 +103,7 @@ built in bench/peers/ (or $PEERS); for h2, h2load ($H2LOAD, else on PATH;
 Debian nghttp2-client). $BENCH_PORT (default 18080) is nginx's HTTP/1.1
 port, $BENCH_H2_PORT (default 18081) its h2c port.
 
-usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve,h2-serve,grpc]
+usage: bench/compare.py [--rounds N] [--only closed,one,lua,static,paced,wide,plans,shards,wire,h2,rate,rate-serve,h2-serve,h3,grpc]
 """
 import argparse, json, os, re, shlex, shutil, socket, statistics, subprocess, sys, tempfile, time
 
@@ -116,6 +128,8 @@ OHA = peer('OHA', 'oha', ('oha', 'bin', 'oha'))
 H2LOAD = os.environ.get('H2LOAD') or shutil.which('h2load')
 GHZ = peer('GHZ', 'ghz', ('ghz', 'bin', 'ghz'))
 GRPC_SERVER = peer('GRPC_SERVER', 'grpc-test-server', ('grpc-test-server',))
+# oha built with its http3 feature (the oha of bench/peers.sh has none).
+OHA_H3 = os.environ.get('PACE_BENCH_OHA_H3') or '/work/spike-h3/oha/bin/oha'
 PORT = int(os.environ.get('BENCH_PORT', '18080'))
 URL = f'http://127.0.0.1:{PORT}/index.html'
 SERVE_PORT = int(os.environ.get('BENCH_SERVE_PORT', '18090'))
@@ -128,7 +142,7 @@ POST_URL = f'http://127.0.0.1:{PORT}/post'
 # pacing.py needs numpy: Debian's python3-numpy is for /usr/bin/python3.
 PYTHON_WITH_NUMPY = os.environ.get('PACING_PYTHON', '/usr/bin/python3')
 PARTS = ('closed', 'one', 'lua', 'static', 'paced', 'wide', 'plans', 'shards', 'wire', 'h2', 'rate', 'rate-serve',
-         'h2-serve', 'grpc')
+         'h2-serve', 'h3', 'grpc')
 
 
 def have(path):
@@ -575,6 +589,165 @@ def h2_serve(rounds, base, url):
         h2_closed(rounds, paces_, url, 'pace serve', c, m, completed, note_errors)
 
 
+def process_cpu(pid):
+    """User + system CPU seconds of a process so far, all its threads
+    (utime and stime of /proc/PID/stat)."""
+    with open(f'/proc/{pid}/stat') as stat:
+        fields = stat.read().rsplit(')', 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+
+
+def speaks_http3(binary):
+    """Whether a pace binary takes --http3 (an earlier one stops at the
+    unknown option)."""
+    return subprocess.run([binary, '--http3', '--streams', '2', '--version'], capture_output=True).returncode == 0
+
+
+def oha_h3_figures(out, seconds):
+    """(successful responses, their rate /s, {kind: count} of errors) from
+    oha --output-format json: the responses with a status over -z's
+    seconds. Not oha's own requestsPerSec nor its summary's total: after
+    -z, oha's HTTP/3 waits for the server's idle timeout to end its
+    connections (30 s for pace serve), and that wait is in its total."""
+    try:
+        report = json.loads(out)
+    except ValueError:
+        sys.exit('compare.py: oha printed no JSON report: ' + (out.strip().splitlines() or ['(nothing)'])[-1][:200])
+    responses = sum(report['statusCodeDistribution'].values())
+    return responses, responses / seconds, dict(report.get('errorDistribution') or {})
+
+
+H3_CONNS, H3_STREAMS, H3_RATE, H3_SECONDS = 10, 10, 10000, 5
+
+
+def h3(rounds, base):
+    """HTTP/3 against `pace serve --http3` on CPU 0, -t1, 10 connections x
+    10 streams on CPU 1: pace vs oha (its http3 feature) in a closed loop;
+    pace's HTTP/3 against its HTTP/2 over TLS on the same server; pace's
+    HTTP/3 paced. Each client's CPU from /usr/bin/time, the server's from
+    /proc/PID/stat around each run."""
+    c, m = H3_CONNS, H3_STREAMS
+    paces_ = [('pace', PACE)] + ([('base', PACE_BASE)] if base else [])
+    oha = have(OHA_H3)
+    if not oha:
+        print(f'\nh3: no oha with HTTP/3 at {OHA_H3} (set PACE_BENCH_OHA_H3, or build it: '
+              f'cargo install oha --locked --features http3 --root DIR, then PACE_BENCH_OHA_H3=DIR/bin/oha): '
+              'pace alone')
+    errors = {}  # tool -> {kind: count} over the h3 runs
+
+    def note_errors(name, counts):
+        for kind, count in counts.items():
+            if count:
+                errors.setdefault(name, {}).setdefault(kind, 0)
+                errors[name][kind] += count
+
+    load_average = [open('/proc/loadavg').read().split()[0]]
+    server = BuiltInServer(['--http3'])
+    with server as url:
+        load = ['-k', '-t1', f'-c{c}', '--streams', str(m), '-e']
+        tools = [(f'{name} h3', [binary, '--http3'] + load + [f'-d{H3_SECONDS}s', url]) for name, binary in paces_]
+        if oha:
+            # -p is oha's requests in flight per connection, HTTP/3's too.
+            # Its worker threads left at its default (one per physical
+            # core), all on CPU 1 as pace's one: --worker-threads 1 measured
+            # a little slower here, so this is oha at its best on one core.
+            tools.append(('oha h3', [OHA_H3, '--http-version', '3', '-c', str(c), '-p', str(m), '-z', f'{H3_SECONDS}s',
+                                     '--insecure', '--no-tui', '--output-format', 'json', url]))
+        tools += [(f'{name} h2', [binary, '--http2'] + load + [f'-d{H3_SECONDS}s', url]) for name, binary in paces_]
+        rows = {name: {'rps': [], 'cpu_us': [], 'server_us': [], 'in_flight': []} for name, _ in tools}
+        for _ in range(rounds):
+            for name, cmd in tools:
+                before = process_cpu(server.process.pid)
+                out, cpu = timed(cmd)
+                server_cpu = process_cpu(server.process.pid) - before
+                if name.startswith('oha'):
+                    requests, rps, failed = oha_h3_figures(out, H3_SECONDS)
+                else:
+                    requests, rps, failed, report = pace_figures(out)
+                    in_flight = (report.get('concurrency') or {}).get('mean_in_flight')
+                    if in_flight is not None:
+                        rows[name]['in_flight'].append(in_flight)
+                if requests == 0:
+                    said = [l for l in out.strip().splitlines() if l.strip()]
+                    sys.exit(f'compare.py: {name} completed no requests on {url}'
+                             + (f': {said[-1].strip()[:200]}' if said else ''))
+                note_errors(name, failed)
+                row = rows[name]
+                row['rps'].append(rps)
+                row['cpu_us'].append(cpu / requests * 1e6)
+                row['server_us'].append(server_cpu / requests * 1e6)
+        med = lambda name, key: statistics.median(rows[name][key])
+        median_table(f'h3 closed loop against pace serve --http3 -t1 -c{c}, {m} streams each ({c * m} slots), '
+                     f'{H3_SECONDS} s; server_us = pace serve\'s CPU per request (median of {rounds})',
+                     {name: rows[name] for name, _ in tools if name.endswith(' h3')})
+        for name, _ in paces_:
+            if oha:
+                print(f'  {name} CPU per request / oha = {med(f"{name} h3", "cpu_us") / med("oha h3", "cpu_us"):.2f} '
+                      f'(goal <= 0.5)   {name} rps / oha = {med(f"{name} h3", "rps") / med("oha h3", "rps"):.2f} '
+                      '(goal >= 2)')
+            else:
+                print(f'  {name} / oha: no oha with HTTP/3 (above)')
+        median_table(f'HTTP/3 vs HTTP/2 (TLS, h2 by ALPN) of pace, same server, -t1 -c{c}, {m} streams each, '
+                     f'{H3_SECONDS} s (median of {rounds})',
+                     {name: rows[name] for name, _ in tools if name.startswith(('pace', 'base'))})
+        for name, _ in paces_:
+            print(f'  {name} CPU per request HTTP/3 / HTTP/2 = '
+                  f'{med(f"{name} h3", "cpu_us") / med(f"{name} h2", "cpu_us"):.2f} (client), '
+                  f'{med(f"{name} h3", "server_us") / med(f"{name} h2", "server_us"):.2f} (server)')
+        h3_paced(rounds, paces_, url, server, note_errors)
+    for name, counts in errors.items():
+        print(f'  note: {name} over the h3 runs: ' + ', '.join(f'{kind} {n}' for kind, n in counts.items())
+              + (' (the requests in flight that -z cuts off)' if name.startswith('oha') else ''))
+    load_average.append(open('/proc/loadavg').read().split()[0])
+    print(f'  note: 1-minute load average {load_average[0]} before, {load_average[1]} after (server and client '
+          f'take up to 2; more means something else ran)')
+
+
+def h3_paced(rounds, paces_, url, server, note_errors):
+    """pace --http3 paced at H3_RATE: how far its sends are from their
+    schedule (its JSON's schedule_lag) and the corrected latency p99.
+    pacing.py's grid on the wire is not taken: it counts TCP segments (or
+    h2c HEADERS frames) in a capture, and a QUIC packet is encrypted: from
+    outside, a packet carrying a request cannot be told from one carrying
+    only ACKs or flow control."""
+    c, m, rate = H3_CONNS, H3_STREAMS, H3_RATE
+    tools = [(name, [binary, '--http3', '-k', '-t1', f'-c{c}', '--streams', str(m), f'-d{H3_SECONDS}s', f'-R{rate}',
+                     '-e', url]) for name, binary in paces_]
+    keys = ('achieved', 'lag_p50', 'lag_p99', 'p99', 'cpu_us', 'work', 'server_us')
+    rows = {name: {k: [] for k in keys} for name, _ in tools}
+    warned, runs = {}, 0
+    for _ in range(rounds):
+        for name, cmd in tools:
+            before = process_cpu(server.process.pid)
+            out, cpu = timed(cmd)
+            server_cpu = process_cpu(server.process.pid) - before
+            requests, achieved, failed, report = pace_figures(out)
+            note_errors(name + ' paced', failed)
+            if name == 'pace':
+                runs += 1
+                for code in {w.get('code', '?') for w in report.get('warnings', [])}:
+                    warned[code] = warned.get(code, 0) + 1
+            lag = report['schedule_lag']['percentiles_us']
+            row = rows[name]
+            row['achieved'].append(achieved)
+            row['lag_p50'].append(lag['50'])
+            row['lag_p99'].append(lag['99'])
+            row['p99'].append(report['latency']['corrected']['percentiles_us']['99'])
+            row['cpu_us'].append(cpu / max(requests, 1) * 1e6)
+            work = report.get('generator', {}).get('busiest_thread_work_share')
+            if work is not None:  # not in a base older than the figure
+                row['work'].append(work * 100)
+            row['server_us'].append(server_cpu / max(requests, 1) * 1e6)
+    median_table(f'h3 paced -R {rate} -t1 -c{c}, {m} streams each, {H3_SECONDS} s: lag (schedule lag) and p99 '
+                 f'(corrected latency) in us from pace\'s JSON, work = pace\'s thread working % (on the CPU less '
+                 f'its spins between sends; cpu_us counts the spins) (median of {rounds})', rows)
+    print('  note: no pacing grid on the wire for HTTP/3: pacing.py counts TCP segments or h2c HEADERS frames, '
+          'and QUIC packets are encrypted (a request\'s packet looks like one of ACKs only): skipped')
+    if warned:
+        print('  note: pace warned in its paced runs: '
+              + ', '.join(f'{code} in {n} of {runs}' for code, n in sorted(warned.items())))
+
+
 class GrpcGo:
     """grpc-go's TestService (tests/grpc-go) on CPU 0 for the duration of a
     with block: its address, and its schema as a descriptor set."""
@@ -746,7 +919,16 @@ def held_line(name, rows, lag_bound):
 class BuiltInServer:
     """`pace serve` (of $PACE) on CPU 0 for the duration of a with block:
     a server that costs less per request than nginx, so that it keeps some
-    of its core idle at the rates where nginx's one worker saturates."""
+    of its core idle at the rates where nginx's one worker saturates.
+    options are more of serve's (e.g. --http3); with --tls or --http3 the
+    block gets an https:// URL. self.process.pid is pace serve's own (taskset
+    execs it), for its CPU time in /proc."""
+
+    def __init__(self, options=()):
+        self.options = list(options)
+        self.url = SERVE_URL
+        if {'--tls', '--http3'} & set(self.options):
+            self.url = f'https://127.0.0.1:{SERVE_PORT}/'
 
     def __enter__(self):
         try:
@@ -754,12 +936,20 @@ class BuiltInServer:
             sys.exit(f'compare.py: something else listens on 127.0.0.1:{SERVE_PORT}; set BENCH_SERVE_PORT to a free port')
         except OSError:
             pass  # free, as it should be
-        self.process = subprocess.Popen(['taskset', '-c', '0', PACE, 'serve', '-p', str(SERVE_PORT)],
+        if '--http3' in self.options:
+            udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                udp.bind(('127.0.0.1', SERVE_PORT))
+            except OSError:
+                sys.exit(f'compare.py: UDP port {SERVE_PORT} is taken; set BENCH_SERVE_PORT to a free port')
+            finally:
+                udp.close()
+        self.process = subprocess.Popen(['taskset', '-c', '0', PACE, 'serve', '-p', str(SERVE_PORT)] + self.options,
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         for _ in range(100):
             try:
                 socket.create_connection(('127.0.0.1', SERVE_PORT), timeout=1).close()
-                return SERVE_URL
+                return self.url
             except OSError:
                 if self.process.poll() is not None:
                     break
@@ -881,6 +1071,9 @@ def main():
     h2_base = bool(PACE_BASE) and {'h2', 'h2-serve'} & set(parts) and speaks_http2(PACE_BASE)
     if PACE_BASE and {'h2', 'h2-serve'} & set(parts) and not h2_base:
         print(f'note: {PACE_BASE} (PACE_BASE) has no --http2: h2 without base')
+    h3_base = bool(PACE_BASE) and 'h3' in parts and speaks_http3(PACE_BASE)
+    if PACE_BASE and 'h3' in parts and not h3_base:
+        print(f'note: {PACE_BASE} (PACE_BASE) has no --http3: h3 without base')
     missing = missing_tools(parts)
     if missing:
         sys.exit('compare.py: missing ' + '; '.join(f'{what} ({how})' for what, how in missing))
@@ -921,6 +1114,8 @@ def main():
         if 'h2-serve' in parts:
             with BuiltInServer() as url:
                 h2_serve(args.rounds, h2_base, url)
+        if 'h3' in parts:
+            h3(args.rounds, h3_base)
         if 'grpc' in parts:
             grpc_part(args.rounds)
     finally:
