@@ -57,6 +57,11 @@ impl Drop for Ngtcp2 {
 
 impl Ngtcp2 {
     fn start() -> Option<Ngtcp2> {
+        Ngtcp2::start_with(&[])
+    }
+
+    /// With more of its options (`--rx-loss=0.1`).
+    fn start_with(options: &[&str]) -> Option<Ngtcp2> {
         if !installed(NGTCP2, "ngtcp2-server", "HTTP/3") {
             return None;
         }
@@ -76,6 +81,7 @@ impl Ngtcp2 {
             .args(["-oL", "-eL", NGTCP2])
             .arg(format!("--htdocs={}", dir.path().join("www").display()))
             .arg("--timeout=30s")
+            .args(options)
             .args(["127.0.0.1", &port.to_string()])
             .arg(dir.path().join("key.pem"))
             .arg(dir.path().join("cert.pem"))
@@ -138,6 +144,29 @@ fn requests_over_streams_to_ngtcp2s_server_are_the_ones_it_answered() {
     // The server's log is written as it goes: it has them all by now
     // (pace saw each response end).
     assert_eq!(server.answered(), 400, "{run}");
+}
+
+/// The server drops a tenth of the packets pace sends: QUIC's loss
+/// detection (a timer of the protocol's, armed as pace sends) finds them
+/// and sends their frames again, every request is answered, and the
+/// report counts the packets lost.
+#[test]
+fn packets_the_server_loses_are_sent_again_and_counted() {
+    let _load = load_lock();
+    let Some(server) = Ngtcp2::start_with(&["--rx-loss=0.1"]) else { return };
+    let url = server.url("/index.html");
+    let run =
+        pace(&["--http3", "-k", "-t1", "-c2", "--streams", "2", "-n", "200", "-e", &url], LIMIT);
+    run.assert_ok();
+    let v = json_of(&run);
+    assert_eq!(v["requests"].as_u64(), Some(200), "{run}");
+    assert_eq!(v["errors"]["timeout"].as_u64(), Some(0), "{run}");
+    assert_eq!(v["error_causes"].as_object().map(|causes| causes.len()), Some(0), "{run}");
+    let lost = v["quic"]["packets_lost"].as_u64().unwrap();
+    let sent = v["quic"]["packets_sent"].as_u64().unwrap();
+    // A tenth of what pace sent, give or take chance (and QUIC declares a
+    // packet lost only once it would be worth sending again).
+    assert!(lost > 0 && lost < sent / 2, "{lost} of {sent} packets lost\n{run}");
 }
 
 #[test]

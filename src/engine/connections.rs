@@ -497,14 +497,23 @@ impl<P: Protocol> Connections<P> {
         if out.succeeded {
             conn.failures = 0;
         }
-        if P::TIMERS {
-            let next = conn.protocol.next_timer();
-            if let Some(at) = next.filter(|_| next != conn.timer_armed) {
-                conn.timer_armed = next;
-                self.timers.push(Reverse((at, i)));
-            }
-        }
+        self.arm_timer(i);
         verdict
+    }
+
+    /// Notes connection `i`'s protocol's next timer, when it has timers
+    /// and the timer moved.
+    #[inline]
+    fn arm_timer(&mut self, i: usize) {
+        if !P::TIMERS {
+            return;
+        }
+        let conn = &mut self.conns[i];
+        let next = conn.protocol.next_timer();
+        if let Some(at) = next.filter(|_| next != conn.timer_armed) {
+            conn.timer_armed = next;
+            self.timers.push(Reverse((at, i)));
+        }
     }
 
     /// Carries out a protocol's verdict on connection `i`; true when the
@@ -583,7 +592,7 @@ impl<P: Protocol> Connections<P> {
             match link.write(data) {
                 Ok(0) => return self.fail(i, ErrorKind::Write, "connection closed", recorder),
                 Ok(n) => conn.protocol.wrote(n),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return self.arm_timer(i),
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
             }
@@ -591,8 +600,11 @@ impl<P: Protocol> Connections<P> {
         match link.flush() {
             Ok(true) => conn.protocol.flushed(),
             Ok(false) => {}
-            Err(e) => self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
+            Err(e) => return self.fail(i, ErrorKind::Write, &io_reason(&e), recorder),
         }
+        // What was sent may move the protocol's timer (QUIC arms loss
+        // detection when it sends).
+        self.arm_timer(i);
     }
 
     // ----- responses ---------------------------------------------------------

@@ -131,6 +131,8 @@ pub struct Http3 {
     timer: Option<u64>,
     /// When the handshake started.
     handshake_started: u64,
+    /// What QUIC measured on this connection went to the recorder.
+    measured_told: bool,
     clock: Clock,
 }
 
@@ -164,6 +166,7 @@ impl Protocol for Http3 {
             completed: 0,
             timer: None,
             handshake_started: 0,
+            measured_told: false,
             clock: Clock::now(),
         }
     }
@@ -238,6 +241,7 @@ impl Protocol for Http3 {
         self.ended = None;
         self.completed = 0;
         self.timer = None;
+        self.measured_told = false;
     }
 
     /// Each request not ended is an error of its target.
@@ -309,7 +313,8 @@ impl Protocol for Http3 {
     /// connection go at once.
     fn last_words(&mut self, recorder: &mut Recorder) -> Option<&[u8]> {
         let connection = self.connection.as_mut()?;
-        if self.greeted {
+        if self.greeted && !self.measured_told {
+            self.measured_told = true;
             let path = connection.stats().path;
             recorder.quic_connection(QuicCounts {
                 connections: 1,
@@ -317,8 +322,6 @@ impl Protocol for Http3 {
                 packets_lost: path.lost_packets,
                 smoothed_rtt_sum_us: path.rtt.as_micros() as u64,
             });
-            // Counted once, however the connection goes on.
-            self.greeted = false;
         }
         if self.ended.is_some() {
             return None;
