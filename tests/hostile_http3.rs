@@ -675,3 +675,62 @@ end
     // resets cost no connection.
     assert_eq!(after.connections, 1 + 2 + 1, "{run}");
 }
+
+/// A server of other QUIC versions answers pace's Initial with Version
+/// Negotiation (RFC 9000, section 17.2.1) listing only versions pace does
+/// not speak (draft-29, QUIC v2): pace says so before the run, exit 2.
+#[test]
+fn a_server_of_other_quic_versions_is_said_in_words() {
+    let _load = load_lock();
+    let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+    socket.set_read_timeout(Some(POLL)).unwrap();
+    let addr = socket.local_addr().unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let answered = Arc::new(AtomicU64::new(0));
+    let (stop2, answered2) = (stop.clone(), answered.clone());
+    let server = thread::spawn(move || {
+        let mut buf = vec![0u8; 65_536];
+        while !stop2.load(Ordering::Relaxed) {
+            let Ok((n, client)) = socket.recv_from(&mut buf) else { continue };
+            if let Some(answer) = version_negotiation(&buf[..n]) {
+                let _ = socket.send_to(&answer, client);
+                answered2.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    });
+    let target = url(addr, "/");
+    let measured =
+        finish(spawn_pace(&["--http3", "-k", "-t1", "-c1", "-d1s", "-T2s", &target]), KILL_AFTER);
+    stop.store(true, Ordering::Relaxed);
+    server.join().unwrap();
+    let run = &measured.run;
+    run.assert_code(2);
+    assert!(answered.load(Ordering::Relaxed) >= 1, "pace sent no Initial\n{run}");
+    assert!(
+        run.stderr.contains("the server speaks no QUIC version pace does (version negotiation)"),
+        "{run}"
+    );
+    // Said at once, not at the deadline.
+    assert!(run.wall < stretched(Duration::from_secs(2)), "{run}");
+}
+
+/// The Version Negotiation answer to a long-header packet: its connection
+/// ids swapped, and versions other than QUIC v1. None for anything else.
+fn version_negotiation(packet: &[u8]) -> Option<Vec<u8>> {
+    if packet.first()? & 0x80 == 0 {
+        return None;
+    }
+    let dcid_len = usize::from(*packet.get(5)?);
+    let dcid = packet.get(6..6 + dcid_len)?;
+    let scid_len = usize::from(*packet.get(6 + dcid_len)?);
+    let scid = packet.get(7 + dcid_len..7 + dcid_len + scid_len)?;
+    let mut answer = vec![0xc0, 0, 0, 0, 0];
+    answer.push(scid.len() as u8);
+    answer.extend_from_slice(scid);
+    answer.push(dcid.len() as u8);
+    answer.extend_from_slice(dcid);
+    for version in [0xff00_001d_u32, 0x6b33_43cf] {
+        answer.extend_from_slice(&version.to_be_bytes());
+    }
+    Some(answer)
+}
