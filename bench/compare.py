@@ -204,14 +204,16 @@ def p50s(out):
     return tuple(to_us(v) for v in values[:2])
 
 
-def paced_run(cmd, rate, port=PORT, h2=False):
+def paced_run(cmd, rate, port=PORT, h2=False, udp=None):
     """Runs cmd on CPU 1 under bench/pacing.py (which watches the request
-    packets on the wire; with h2, the HEADERS frames of h2c); returns
-    (pacing figures, stdout, cpu s)."""
+    packets on the wire; with h2, the HEADERS frames of h2c; with udp, the
+    QUIC datagrams of a request's size, (min, max) bytes); returns (pacing
+    figures, stdout, cpu s)."""
     with tempfile.NamedTemporaryFile('r') as t, tempfile.NamedTemporaryFile('r') as o:
         wrapped = ['/usr/bin/time', '-f', '%U %S', '-o', t.name, 'sh', '-c',
                    'exec taskset -c 1 ' + shlex.join(cmd) + ' > ' + o.name]
         report = subprocess.run([PYTHON_WITH_NUMPY, os.path.join(HERE, 'pacing.py')] + (['--h2'] if h2 else [])
+                                + (['--udp'] + [str(n) for n in udp] if udp else [])
                                 + [str(port), str(rate), '2', '--'] + wrapped, capture_output=True, text=True).stdout
         figures = {k: float(re.match(r'[\d.]+', v).group()) for k, v in re.findall(r'(\w+)=(\S+)', report)}
         user, system = map(float, t.read().split()[-2:])
@@ -618,6 +620,11 @@ def oha_h3_figures(out, seconds):
 
 
 H3_CONNS, H3_STREAMS, H3_RATE, H3_SECONDS = 10, 10, 10000, 5
+# A GET of `/` to pace serve is a 53-61 byte QUIC packet (60 the most
+# common), each more request packed with it 28 bytes; one of
+# acknowledgements only is 31-37, the handshake's and MTU probes 1200 up:
+# (min, max, one request, each more) for pacing.py --udp.
+H3_REQUEST_BYTES = (50, 1199, 60, 28)
 
 
 def h3(rounds, base):
@@ -705,21 +712,21 @@ def h3(rounds, base):
 
 def h3_paced(rounds, paces_, url, server, note_errors):
     """pace --http3 paced at H3_RATE: how far its sends are from their
-    schedule (its JSON's schedule_lag) and the corrected latency p99.
-    pacing.py's grid on the wire is not taken: it counts TCP segments (or
-    h2c HEADERS frames) in a capture, and a QUIC packet is encrypted: from
-    outside, a packet carrying a request cannot be told from one carrying
-    only ACKs or flow control."""
+    schedule (its JSON's schedule_lag), the corrected latency p99, and the
+    send grid on the wire (pacing.py --udp: QUIC is encrypted, so a
+    request's packet is told from one of acknowledgements only by its size,
+    H3_REQUEST_BYTES)."""
     c, m, rate = H3_CONNS, H3_STREAMS, H3_RATE
     tools = [(name, [binary, '--http3', '-k', '-t1', f'-c{c}', '--streams', str(m), f'-d{H3_SECONDS}s', f'-R{rate}',
                      '-e', url]) for name, binary in paces_]
-    keys = ('achieved', 'lag_p50', 'lag_p99', 'p99', 'cpu_us', 'work', 'server_us')
+    keys = ('achieved', 'wire_rate', 'grid_p50', 'grid_p99', 'lag_p50', 'lag_p99', 'p99', 'cpu_us', 'work',
+            'server_us')
     rows = {name: {k: [] for k in keys} for name, _ in tools}
     warned, runs = {}, 0
     for _ in range(rounds):
         for name, cmd in tools:
             before = process_cpu(server.process.pid)
-            out, cpu = timed(cmd)
+            wire, out, cpu = paced_run(cmd, rate, port=SERVE_PORT, udp=H3_REQUEST_BYTES)
             server_cpu = process_cpu(server.process.pid) - before
             requests, achieved, failed, report = pace_figures(out)
             note_errors(name + ' paced', failed)
@@ -730,6 +737,9 @@ def h3_paced(rounds, paces_, url, server, note_errors):
             lag = report['schedule_lag']['percentiles_us']
             row = rows[name]
             row['achieved'].append(achieved)
+            for key, figure in (('wire_rate', 'achieved'), ('grid_p50', 'grid_p50'), ('grid_p99', 'grid_p99')):
+                if figure in wire:
+                    row[key].append(wire[figure])
             row['lag_p50'].append(lag['50'])
             row['lag_p99'].append(lag['99'])
             row['p99'].append(report['latency']['corrected']['percentiles_us']['99'])
@@ -741,8 +751,9 @@ def h3_paced(rounds, paces_, url, server, note_errors):
     median_table(f'h3 paced -R {rate} -t1 -c{c}, {m} streams each, {H3_SECONDS} s: lag (schedule lag) and p99 '
                  f'(corrected latency) in us from pace\'s JSON, work = pace\'s thread working % (on the CPU less '
                  f'its spins between sends; cpu_us counts the spins) (median of {rounds})', rows)
-    print('  note: no pacing grid on the wire for HTTP/3: pacing.py counts TCP segments or h2c HEADERS frames, '
-          'and QUIC packets are encrypted (a request\'s packet looks like one of ACKs only): skipped')
+    print(f'  note: grid_p50/p99 = sends on the wire against an even grid (us), wire_rate = requests a second '
+          f'on the wire, told by packet size ({H3_REQUEST_BYTES[0]}-{H3_REQUEST_BYTES[1]} bytes of UDP payload, '
+          f'{H3_REQUEST_BYTES[2]} for one request and {H3_REQUEST_BYTES[3]} more for each request packed with it)')
     if warned:
         print('  note: pace warned in its paced runs: '
               + ', '.join(f'{code} in {n} of {runs}' for code, n in sorted(warned.items())))

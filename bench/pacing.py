@@ -6,7 +6,7 @@ then compares the arrival times with a perfectly even grid at RATE req/s:
   achieved   requests/s over the steady middle of the run
   grid_p50/p99/p999  |t_k - (a + b k)| for the least-squares even grid (us): jitter
   win1ms_p99  99th percentile of requests per 1 ms window / expected per window
-usage: pacing.py [--h2] PORT RATE SKIP_S -- COMMAND...
+usage: pacing.py [--h2 | --udp MIN MAX ONE MORE] PORT RATE SKIP_S -- COMMAND...
 SKIP_S seconds at the start and 1 s at the end are left out (warm-up, tail).
 Needs tcpdump (and the right to capture: root or CAP_NET_RAW) and numpy.
 From ../shared/bench/pacing.py.
@@ -22,6 +22,15 @@ The line then says, instead of packets=, requests= (HEADERS frames),
 segments= (client segments with data), per_segment= (requests per segment
 that carries any), the other frames (settings=, window_update=, other=) and
 lost= (connections left out: begun before the capture, or a gap in it).
+
+With --udp MIN MAX ONE MORE (HTTP/3: QUIC over UDP, encrypted) requests
+are client-to-server datagrams whose UDP payload is MIN to MAX bytes: QUIC
+hides the frames, so the sizes tell them apart (a GET of `/` to `pace serve
+--http3` is a 53-61 byte packet, one that carries only acknowledgements
+31-37, the handshake's and path MTU probes 1200 and more). A packet of ONE
+bytes carries one request, and each MORE bytes beyond carry one more (a
+turn that sends two requests on a connection packs them together): it
+counts that many requests at its time.
 """
 import collections, struct, subprocess, sys, time, signal, os
 import numpy as np
@@ -123,14 +132,19 @@ def h2_requests(path, port):
 
 args = sys.argv[1:]
 h2 = args[:1] == ['--h2']
+udp = None
 if h2:
     args = args[1:]
+elif args[:1] == ['--udp']:
+    udp, args = tuple(int(a) for a in args[1:5]), args[5:]
 port, rate, skip = int(args[0]), float(args[1]), float(args[2])
 cmd = args[args.index('--') + 1:]
 pcap = f'/tmp/pacing-{os.getpid()}.pcap'
 if h2:  # every client segment with data, whole
     capture = ['-s', '0', f'tcp dst port {port} and '
                f'(ip6 or (ip[2:2] - ((ip[0] & 0xf) << 2) - ((tcp[12] & 0xf0) >> 2)) != 0 or tcp[tcpflags] & tcp-syn != 0)']
+elif udp:  # the datagrams of a request's size (the UDP length counts its 8-byte header)
+    capture = ['-s', '64', f'udp dst port {port} and udp[4:2] >= {udp[0] + 8} and udp[4:2] <= {udp[1] + 8}']
 else:
     capture = ['-s', '96', f'tcp dst port {port} and (tcp[tcpflags] & tcp-push != 0)']
 cap = subprocess.Popen(['tcpdump', '-i', 'lo', '-n', '-B', '65536', '-w', pcap] + capture,
@@ -164,7 +178,12 @@ else:
     lines = subprocess.run(['tcpdump', '-r', pcap, '-n', '-tt', '-q'], capture_output=True,
                            text=True).stdout.splitlines()
     os.unlink(pcap)
-    ts = np.array(sorted(float(l.split()[0]) for l in lines if ' tcp ' in l and not l.endswith('tcp 0')))
+    if udp:  # each packet counts the requests its size says it carries
+        one, more = udp[2], udp[3]
+        ts = np.array(sorted(float(l.split()[0]) for l in lines if ' UDP, ' in l
+                             for _ in range(max(1, 1 + round((int(l.split()[-1]) - one) / more)))))
+    else:
+        ts = np.array(sorted(float(l.split()[0]) for l in lines if ' tcp ' in l and not l.endswith('tcp 0')))
     count = f'packets={len(ts)}'
 if len(ts) < 100:
     print('too few packets', len(ts)); print(out.stdout[-2000:]); sys.exit(1)
