@@ -22,8 +22,7 @@ use std::path::Path;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use base64::Engine;
-use common::{load_lock, serve, serve_options, DieWithTest};
+use common::{built_in_certificate_pem, load_lock, serve, serve_options, DieWithTest};
 
 /// The longest an example may take (`pace demo` takes 10 s).
 const LIMIT: Duration = Duration::from_secs(60);
@@ -206,15 +205,6 @@ fn pace_in(dir: &Path, args: &[&str]) -> Command {
     command
 }
 
-/// The built-in server's certificate, PEM.
-fn serve_certificate_pem() -> String {
-    let der = include_bytes!("../src/serve/cert/localhost.der");
-    let base64 = base64::engine::general_purpose::STANDARD.encode(der);
-    let lines: Vec<&str> =
-        base64.as_bytes().chunks(64).map(|c| std::str::from_utf8(c).unwrap()).collect();
-    format!("-----BEGIN CERTIFICATE-----\n{}\n-----END CERTIFICATE-----\n", lines.join("\n"))
-}
-
 /// `pace serve ...` as written, on port 0: it must say it listens.
 fn run_server_example(dir: &Path, line: &str) {
     let words: Vec<&str> = line
@@ -271,7 +261,7 @@ fn the_readmes_and_the_manuals_examples_run_as_written() {
         serve(pace::serve::ServeOptions { tls: true, http3: true, grpc: true, ..serve_options() });
     let servers = Servers { http: http.addr().to_string(), https: https.addr().to_string() };
     let dir = tempfile::tempdir().unwrap();
-    let certificate = serve_certificate_pem();
+    let certificate = built_in_certificate_pem();
     write_fixtures(dir.path(), &servers, &certificate);
     let bin = dir.path().join("bin");
     fs::create_dir(&bin).unwrap();

@@ -12,7 +12,10 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{hdrh_available, installed, load_lock, pace, python, serve, serve_options, Run};
+use common::{
+    built_in_certificate_pem, hdrh_available, installed, load_lock, pace, python, serve,
+    serve_options, Run,
+};
 use pace::serve::{ServeOptions, ServerHandle};
 use serde_json::Value;
 
@@ -311,4 +314,59 @@ fn a_script_reads_http3_responses_headers() {
     assert!(done.starts_with("auth: token=tok123 "), "{run}");
     assert!(done.ends_with(" rejected=0"), "{run}");
     assert!(!done.contains("resources=0 "), "{run}");
+}
+
+/// A script's POST with a header and a body, to a name that --connect-to
+/// sends to the server, its certificate checked against --cacert for the
+/// name --tls-server-name gives: over QUIC as over TCP.
+#[test]
+fn the_request_and_tls_options_work_over_http3_as_over_tcp() {
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let port = server.addr().port();
+    let dir = tempfile::tempdir().unwrap();
+    let cacert = dir.path().join("ca.pem");
+    fs::write(&cacert, built_in_certificate_pem()).unwrap();
+    let script = dir.path().join("post.lua");
+    fs::write(
+        &script,
+        r#"wrk.method = "POST"
+wrk.body = "hello over QUIC"
+wrk.headers["X-Test"] = "h3"
+local printed = false
+function response(status, headers, body)
+   if not printed then
+      io.write(body)
+      printed = true
+   end
+end
+"#,
+    )
+    .unwrap();
+    let connect_to = format!("pace.test:{port}:127.0.0.1:{port}");
+    let url = format!("https://pace.test:{port}/echo");
+    let args = [
+        "--http3",
+        "--cacert",
+        cacert.to_str().unwrap(),
+        "--tls-server-name",
+        "localhost",
+        "--connect-to",
+        &connect_to,
+        "-t1",
+        "-c1",
+        "-n",
+        "3",
+        "-s",
+        script.to_str().unwrap(),
+        &url,
+    ];
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    // The built-in server's /echo: the request as it received it.
+    assert!(run.stdout.contains("\nPOST /echo\n"), "{run}");
+    assert!(run.stdout.contains("\nX-Test: h3\n"), "{run}");
+    assert!(run.stdout.contains("hello over QUIC"), "{run}");
+    assert_eq!(run.report().requests(), 3, "{run}");
+    assert_eq!(server.stats().requests, 3, "{run}");
 }

@@ -19,6 +19,7 @@
 //! timeout; requests the server rejected (H3_REQUEST_REJECTED, or above a
 //! GOAWAY) go again on another connection.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -114,7 +115,7 @@ pub struct Http3 {
     busy: usize,
     /// Tokens of the requests held back by the server's stream limit,
     /// oldest first.
-    waiting: std::collections::VecDeque<u64>,
+    waiting: VecDeque<u64>,
     /// The stream limit was said (once a connection).
     limit_said: bool,
     /// Rounds of slots given out: the high half of a token.
@@ -157,7 +158,7 @@ impl Protocol for Http3 {
             batches: Vec::new(),
             free: Vec::new(),
             busy: 0,
-            waiting: std::collections::VecDeque::new(),
+            waiting: VecDeque::new(),
             limit_said: false,
             rounds: 0,
             datagram: Vec::new(),

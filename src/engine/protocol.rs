@@ -1,8 +1,8 @@
 //! The seam between the connection layer and a protocol: the operations
 //! every protocol implements (HTTP/1.1 in [`super::http1`], HTTP/2 in
-//! [`super::http2`]), with the same signatures, so that the connection
-//! layer ([`super::connections`]) drives any of them without asking which
-//! it is. The protocol is a type parameter of the connections and the
+//! [`super::http2`], HTTP/3 in [`super::http3`]), with the same
+//! signatures, so that the connection layer ([`super::connections`])
+//! drives any of them without asking which it is. The protocol is a type parameter of the connections and the
 //! worker: one dispatch when the run starts, static calls on the hot path.
 //!
 //! A protocol turns request batches into bytes to write and the bytes it
@@ -13,10 +13,11 @@
 //! again elsewhere; it tells what to do with the connection with a
 //! [`Verdict`]. It never decides when to send.
 //!
-//! Under the protocol is its link ([`Protocol::Link`]): today a byte
-//! stream (TCP or a Unix socket, plain or TLS, possibly through a proxy's
-//! CONNECT tunnel, [`super::link::StreamLink`]). A protocol over datagrams
-//! that owns its TLS (QUIC) names a datagram link instead; its timers
+//! Under the protocol is its link ([`Protocol::Link`]): a byte stream
+//! for HTTP/1.1 and HTTP/2 (TCP or a Unix socket, plain or TLS, possibly
+//! through a proxy's CONNECT tunnel, [`super::link::StreamLink`]), a
+//! datagram link for HTTP/3, whose QUIC owns its TLS
+//! ([`super::datagram::DatagramLink`]); its timers
 //! ([`Protocol::next_timer`]) join the worker's deadline.
 
 use std::borrow::Cow;
