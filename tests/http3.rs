@@ -370,3 +370,52 @@ end
     assert_eq!(run.report().requests(), 3, "{run}");
     assert_eq!(server.stats().requests, 3, "{run}");
 }
+
+/// A targets file of two origins over HTTP/3: each origin checked by its
+/// own QUIC handshake, its connections its own, and each server's count
+/// its targets' rows (the plan shares the rate evenly between them).
+#[test]
+fn two_origins_of_a_targets_file_each_get_their_share() {
+    let _load = load_lock();
+    let (a, b) = (h3_server(serve_options()), h3_server(serve_options()));
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("targets.txt");
+    let text = format!("GET {}\nGET {}\n", h3_url(&a, "/a"), h3_url(&b, "/b"));
+    fs::write(&file, text).unwrap();
+    let args =
+        ["--http3", "-k", "--targets", file.to_str().unwrap(), "-t1", "-c2", "-d1s", "-R200"];
+    let run = pace(&[&args[..], &["-e"]].concat(), LIMIT);
+    run.assert_ok();
+    let v = json_of(&run);
+    assert_eq!(v["requests"].as_u64(), Some(200), "{run}");
+    assert_eq!((a.stats().requests, b.stats().requests), (100, 100), "{run}");
+    assert_eq!(v["quic"]["connections"].as_u64(), Some(2), "{run}");
+    // Each server saw its check's connection and one of the run's.
+    assert_eq!((a.stats().connections, b.stats().connections), (2, 2), "{run}");
+}
+
+/// Two shards of one plan over HTTP/3 send it once between them.
+#[test]
+fn two_shards_send_the_plan_once_between_them() {
+    let _load = load_lock();
+    let server = h3_server(serve_options());
+    let url = h3_url(&server, "/");
+    let start_at = format!(
+        "{:.3}",
+        (std::time::SystemTime::now() + Duration::from_secs(3))
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs_f64()
+    );
+    let shard = |index: &str| {
+        let args = ["--http3", "-k", "-t1", "-c2", "-d1s", "-R300", "--start-at", &start_at];
+        common::spawn_pace(&[&args[..], &["--shard", index, "-e", &url]].concat())
+    };
+    let (first, second) = (shard("0/2"), shard("1/2"));
+    let (first, second) = (first.wait(LIMIT), second.wait(LIMIT));
+    first.assert_ok();
+    second.assert_ok();
+    let requests = |run: &Run| json_of(run)["requests"].as_u64().unwrap();
+    assert_eq!((requests(&first), requests(&second)), (150, 150), "{first}\n{second}");
+    assert_eq!(server.stats().requests, 300, "{first}\n{second}");
+}
