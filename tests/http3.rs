@@ -6,10 +6,13 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::fs;
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
@@ -418,4 +421,176 @@ fn two_shards_send_the_plan_once_between_them() {
     let requests = |run: &Run| json_of(run)["requests"].as_u64().unwrap();
     assert_eq!((requests(&first), requests(&second)), (150, 150), "{first}\n{second}");
     assert_eq!(server.stats().requests, 300, "{first}\n{second}");
+}
+
+/// A server that answers `answered` requests on each connection, then
+/// sends GOAWAY with the next request's stream id, and answers no more
+/// there: an HTTP/3 server over quinn-proto written for the test, whose
+/// answers are frames written by hand (a 200 with no body: QPACK's static
+/// `:status 200`).
+struct GoingAway {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+    answered: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl GoingAway {
+    fn start(answered_per_connection: u64) -> GoingAway {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(2))).unwrap();
+        let addr = socket.local_addr().unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let answered = Arc::new(AtomicU64::new(0));
+        let (stop2, answered2) = (stop.clone(), answered.clone());
+        let thread = std::thread::spawn(move || {
+            serve_then_go_away(&socket, answered_per_connection, &stop2, &answered2)
+        });
+        GoingAway { addr, stop, answered, thread: Some(thread) }
+    }
+}
+
+impl Drop for GoingAway {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+fn serve_then_go_away(
+    socket: &UdpSocket,
+    per_connection: u64,
+    stop: &AtomicBool,
+    answered: &AtomicU64,
+) {
+    use quinn_proto::{DatagramEvent, Dir, Endpoint, EndpointConfig, ServerConfig, StreamEvent};
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert =
+        rcgen::CertificateParams::new(vec!["localhost".into()]).unwrap().self_signed(&key).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(
+            vec![cert.der().clone()],
+            rustls::pki_types::PrivateKeyDer::Pkcs8(key.serialize_der().into()),
+        )
+        .unwrap();
+    tls.alpn_protocols = vec![b"h3".to_vec()];
+    let crypto = quinn_proto::crypto::rustls::QuicServerConfig::try_from(tls).unwrap();
+    let config = Arc::new(ServerConfig::with_crypto(Arc::new(crypto)));
+    let mut endpoint = Endpoint::new(Arc::new(EndpointConfig::default()), Some(config), true, None);
+    // Per connection: its QUIC state, its control stream, the requests
+    // answered on it.
+    let mut connections = HashMap::new();
+    let mut buf = vec![0u8; 65_536];
+    let mut out = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if let Ok((n, from)) = socket.recv_from(&mut buf) {
+            out.clear();
+            let data = bytes::BytesMut::from(&buf[..n]);
+            match endpoint.handle(now, from, None, None, data, &mut out) {
+                Some(DatagramEvent::NewConnection(incoming)) => {
+                    out.clear();
+                    if let Ok((handle, quic)) = endpoint.accept(incoming, now, &mut out, None) {
+                        connections.insert(handle, (quic, None, 0u64));
+                    }
+                }
+                Some(DatagramEvent::ConnectionEvent(handle, event)) => {
+                    if let Some((quic, _, _)) = connections.get_mut(&handle) {
+                        quic.handle_event(event);
+                    }
+                }
+                Some(DatagramEvent::Response(transmit)) => {
+                    let _ = socket.send_to(&out[..transmit.size], transmit.destination);
+                }
+                None => {}
+            }
+        }
+        let now = Instant::now();
+        for (&handle, (quic, control, served)) in connections.iter_mut() {
+            if quic.poll_timeout().is_some_and(|at| at <= now) {
+                quic.handle_timeout(now);
+            }
+            while let Some(event) = quic.poll_endpoint_events() {
+                if let Some(event) = endpoint.handle_event(handle, event) {
+                    quic.handle_event(event);
+                }
+            }
+            while let Some(event) = quic.poll() {
+                match event {
+                    quinn_proto::Event::Connected => {
+                        let id = quic.streams().open(Dir::Uni).unwrap();
+                        // The control stream: its type, an empty SETTINGS.
+                        quic.send_stream(id).write(&[0x00, 0x04, 0x00]).unwrap();
+                        *control = Some(id);
+                    }
+                    quinn_proto::Event::Stream(StreamEvent::Opened { dir: Dir::Bi }) => {
+                        while let Some(id) = quic.streams().accept(Dir::Bi) {
+                            if *served >= per_connection {
+                                continue; // above the GOAWAY: never answered
+                            }
+                            *served += 1;
+                            answered.fetch_add(1, Ordering::Relaxed);
+                            // HEADERS: QPACK's prefix, then static entry 25.
+                            let mut stream = quic.send_stream(id);
+                            stream.write(&[0x01, 0x03, 0x00, 0x00, 0xd9]).unwrap();
+                            let _ = stream.finish();
+                            if *served == per_connection {
+                                // The next request's id: client streams go by 4.
+                                let next = u64::from(id) + 4;
+                                let mut goaway = vec![0x07];
+                                let mut id_bytes = Vec::new();
+                                for shift in [56u32, 48, 40, 32, 24, 16, 8, 0] {
+                                    id_bytes.push((next >> shift) as u8);
+                                }
+                                // An 8-byte varint: its top two bits 11.
+                                id_bytes[0] |= 0xc0;
+                                goaway.push(id_bytes.len() as u8);
+                                goaway.extend_from_slice(&id_bytes);
+                                if let Some(control) = *control {
+                                    quic.send_stream(control).write(&goaway).unwrap();
+                                }
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            out.clear();
+            while let Some(transmit) = quic.poll_transmit(now, 1, &mut out) {
+                let _ = socket.send_to(&out[..transmit.size], transmit.destination);
+                out.clear();
+            }
+        }
+    }
+}
+
+/// Requests above a GOAWAY go again on a new connection, none lost, their
+/// latency counted from their intended time, and the report says how many.
+#[test]
+fn requests_above_a_goaway_go_again_on_a_new_connection() {
+    let _load = load_lock();
+    let server = GoingAway::start(5);
+    let url = format!("https://localhost:{}/", server.addr.port());
+    let args = ["--http3", "-k", "-t1", "-c1", "--streams", "4", "-n", "40", "-e", &url];
+    let run = pace(&args, LIMIT);
+    run.assert_ok();
+    let v = json_of(&run);
+    assert_eq!(v["requests"].as_u64(), Some(40), "{run}");
+    assert_eq!(v["error_causes"].as_object().map(|causes| causes.len()), Some(0), "{run}");
+    assert_eq!(server.answered.load(Ordering::Relaxed), 40, "{run}");
+    // 4 in flight when each GOAWAY came: up to 3 above it went again.
+    let retried = v["retried_after_goaway"].as_u64().unwrap();
+    assert!(retried > 0, "{run}");
+    // The report says so, in HTTP/3's words.
+    let run = pace(&[&args[..args.len() - 2], &[url.as_str()]].concat(), LIMIT);
+    run.assert_ok();
+    let said = "requests the server rejected (H3_REQUEST_REJECTED, or above its GOAWAY) went \
+                again on another connection, their latency counted from their intended time";
+    assert!(run.stdout.contains(said), "{run}");
 }
