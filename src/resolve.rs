@@ -59,9 +59,39 @@ pub fn resolve_target(
 pub enum Probe {
     /// It accepts a TCP connection (closed at once, as in wrk).
     Tcp,
-    /// Over UDP (QUIC) nothing answers a probe: the first address is
-    /// taken, and the protocol's own handshake before the run checks it.
+    /// Over UDP (QUIC) no server answers a probe, but a host with nothing
+    /// on the port answers with an ICMP port unreachable: the first
+    /// address that does not is taken (`localhost` is `::1` first, and a
+    /// server may listen on 127.0.0.1 only), and the protocol's own
+    /// handshake before the run checks it.
     Udp,
+}
+
+/// How long an empty datagram may take to bring back an ICMP port
+/// unreachable: on loopback and a local network, far less.
+const UDP_REFUSAL_WAIT: Duration = Duration::from_millis(20);
+
+/// The first of `candidates` (not empty) whose port does not refuse an
+/// empty datagram (an ICMP port unreachable, which the kernel reports on
+/// a connected socket), or the first when all do: the check before the run
+/// then says so in words. One candidate is taken as it is. A QUIC server
+/// drops an empty datagram.
+fn first_not_refused(candidates: &[SocketAddr]) -> SocketAddr {
+    let refused = |addr: &SocketAddr| {
+        let local: SocketAddr = match addr {
+            SocketAddr::V4(_) => ([0, 0, 0, 0], 0).into(),
+            SocketAddr::V6(_) => ([0u16; 8], 0).into(),
+        };
+        let Ok(socket) = std::net::UdpSocket::bind(local) else { return false };
+        let sent = socket.connect(addr).and_then(|()| socket.send(&[]));
+        let _ = socket.set_read_timeout(Some(UDP_REFUSAL_WAIT));
+        let answer = sent.and_then(|_| socket.recv(&mut [0u8; 1]));
+        matches!(answer, Err(e) if e.kind() == io::ErrorKind::ConnectionRefused)
+    };
+    match candidates {
+        [only] => *only,
+        _ => *candidates.iter().find(|addr| !refused(addr)).unwrap_or(&candidates[0]),
+    }
 }
 
 /// The addresses that accept a TCP connection for an origin (`host`
@@ -87,7 +117,7 @@ pub fn resolve_origin(
         }
     }
     if probe == Probe::Udp {
-        return Ok(candidates.into_iter().take(1).map(Endpoint::Tcp).collect());
+        return Ok(vec![Endpoint::Tcp(first_not_refused(&candidates))]);
     }
     let mut last_failure = None;
     let mut reachable = Vec::new();
@@ -174,6 +204,22 @@ mod tests {
     use std::net::TcpListener;
 
     use super::*;
+
+    /// Over UDP the first address whose port does not refuse is taken: a
+    /// server on 127.0.0.1 only refuses nothing there, and 127.0.0.2 (the
+    /// same loopback, nothing bound) answers with an ICMP port unreachable.
+    #[test]
+    fn over_udp_an_address_whose_port_refuses_is_passed_over() {
+        let server = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = server.local_addr().unwrap().port();
+        let elsewhere = SocketAddr::from(([127, 0, 0, 2], port));
+        let there = SocketAddr::from(([127, 0, 0, 1], port));
+        assert_eq!(first_not_refused(&[elsewhere, there]), there);
+        // All refuse: the first, for the check to say so.
+        drop(server);
+        assert_eq!(first_not_refused(&[elsewhere, there]), elsewhere);
+        assert_eq!(first_not_refused(&[there]), there);
+    }
     use crate::reach::{ConnectTo, Family};
 
     const TIMEOUT: Duration = Duration::from_secs(2);
