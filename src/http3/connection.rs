@@ -19,7 +19,7 @@ use std::time::Instant;
 use bytes::BytesMut;
 use quinn_proto::{
     ClientConfig, ConnectionError, ConnectionHandle, DatagramEvent, Dir, Endpoint, EndpointConfig,
-    ReadError, StreamEvent, StreamId, VarInt,
+    ReadError, StreamEvent, StreamId,
 };
 
 use super::error::{self, H3Error};
@@ -202,8 +202,8 @@ impl Connection {
         let found = self.requests.iter().find(|(_, request)| request.token == token);
         let Some(id) = found.map(|(id, _)| *id) else { return };
         self.requests.remove(&id);
-        let _ = self.quic.send_stream(id).reset(code(error::REQUEST_CANCELLED));
-        let _ = self.quic.recv_stream(id).stop(code(error::REQUEST_CANCELLED));
+        let _ = self.quic.send_stream(id).reset(error::on_the_wire(error::REQUEST_CANCELLED));
+        let _ = self.quic.recv_stream(id).stop(error::on_the_wire(error::REQUEST_CANCELLED));
     }
 
     /// What QUIC measured on the connection: its path's smoothed RTT,
@@ -215,7 +215,7 @@ impl Connection {
     /// Closes the connection (H3_NO_ERROR): requests in flight end with it.
     pub fn close(&mut self, now: Instant) {
         if !self.closed {
-            self.quic.close(now, code(error::NO_ERROR), "".into());
+            self.quic.close(now, error::on_the_wire(error::NO_ERROR), "".into());
             self.end_all(describe(&ConnectionError::LocallyClosed));
             self.process(now);
         }
@@ -341,7 +341,7 @@ impl Connection {
         let result = end.and_then(|()| request.reader.finish());
         if let Err(e) = &result {
             // The server's error on this stream: nothing more is read.
-            let _ = self.quic.recv_stream(id).stop(code(e.code));
+            let _ = self.quic.recv_stream(id).stop(error::on_the_wire(e.code));
         }
         self.events.push_back(Event::Response { token: request.token, result });
     }
@@ -356,38 +356,16 @@ impl Connection {
     /// error there is the connection's.
     fn read_uni(&mut self, now: Instant, id: StreamId) {
         let Some(stream) = self.peer_uni.get_mut(&id) else { return };
-        let mut recv = self.quic.recv_stream(id);
-        let Ok(mut chunks) = recv.read(true) else { return };
         let mut said = Vec::new();
-        let mut failure = None;
-        loop {
-            match chunks.next(usize::MAX) {
-                Ok(Some(chunk)) => {
-                    if let Err(e) =
-                        self.peer_streams.feed(stream, &chunk.bytes, &mut |c| said.push(c))
-                    {
-                        failure = Some(e);
-                        break;
-                    }
-                }
-                Ok(None) | Err(ReadError::Reset(_)) if stream.is_critical() => {
-                    failure = Some(H3Error::new(
-                        error::CLOSED_CRITICAL_STREAM,
-                        "the server closed its control or QPACK stream",
-                    ));
-                    break;
-                }
-                Ok(None) | Err(ReadError::Reset(_)) | Err(ReadError::Blocked) => break,
-            }
-        }
-        let _ = chunks.finalize();
+        let recv = self.quic.recv_stream(id);
+        let failure = self.peer_streams.read(stream, recv, &mut |c| said.push(c)).err();
         for control in said {
             if let Control::GoAway(stream_id) = control {
                 self.on_goaway(stream_id);
             }
         }
         if let Some(e) = failure {
-            self.quic.close(now, code(e.code), e.reason.clone().into_bytes().into());
+            self.quic.close(now, error::on_the_wire(e.code), e.reason.clone().into_bytes().into());
             self.process_close(now, &e);
         }
     }
@@ -400,8 +378,8 @@ impl Connection {
             self.requests.keys().copied().filter(|id| u64::from(*id) >= stream_id).collect();
         for id in rejected {
             // Nothing more of them is sent or read.
-            let _ = self.quic.send_stream(id).reset(code(error::REQUEST_CANCELLED));
-            let _ = self.quic.recv_stream(id).stop(code(error::REQUEST_CANCELLED));
+            let _ = self.quic.send_stream(id).reset(error::on_the_wire(error::REQUEST_CANCELLED));
+            let _ = self.quic.recv_stream(id).stop(error::on_the_wire(error::REQUEST_CANCELLED));
             self.end_request(
                 id,
                 Err(H3Error::new(error::REQUEST_REJECTED, "above the server's GOAWAY")),
@@ -431,10 +409,6 @@ const NO_APPLICATION_PROTOCOL: u8 = 120;
 /// A stream reset by the server, with its code.
 fn reset_error(code: u64) -> H3Error {
     H3Error::new(code, "the server reset the stream")
-}
-
-fn code(code: u64) -> VarInt {
-    VarInt::from_u64(code).unwrap_or_default()
 }
 
 /// A QUIC connection's end, in words.
@@ -483,7 +457,7 @@ fn reason_text(reason: &[u8]) -> String {
 mod tests {
     use std::time::Duration;
 
-    use quinn_proto::{ServerConfig, TransportConfig};
+    use quinn_proto::{ServerConfig, TransportConfig, VarInt};
 
     use super::*;
     use crate::http3::{frame, qpack};

@@ -41,6 +41,12 @@ pub const QPACK_DECOMPRESSION_FAILED: u64 = 0x200;
 pub const QPACK_ENCODER_STREAM_ERROR: u64 = 0x201;
 pub const QPACK_DECODER_STREAM_ERROR: u64 = 0x202;
 
+/// `code` as QUIC carries it in a reset, a stop or a close (every code
+/// defined fits; a larger one would be a bug, sent as 0).
+pub fn on_the_wire(code: u64) -> quinn_proto::VarInt {
+    quinn_proto::VarInt::from_u64(code).unwrap_or_default()
+}
+
 /// The name of an error code, as the RFCs write it; a code they do not
 /// define (a reserved one, an extension's) in hex.
 pub fn name(code: u64) -> String {

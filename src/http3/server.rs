@@ -432,7 +432,7 @@ impl Connection {
                 events.push_back(Event::Request(request));
             }
             Err(Failure::Stream(e)) => {
-                let code = code(e.code);
+                let code = error::on_the_wire(e.code);
                 let _ = self.quic.recv_stream(id).stop(code);
                 let _ = self.quic.send_stream(id).reset(code);
             }
@@ -444,37 +444,16 @@ impl Connection {
     /// an error there is the connection's.
     fn read_uni(&mut self, id: StreamId, now: Instant) {
         let Some(stream) = self.peer_uni.get_mut(&id) else { return };
-        let mut recv = self.quic.recv_stream(id);
-        let Ok(mut chunks) = recv.read(true) else { return };
-        let mut failure = None;
-        loop {
-            match chunks.next(usize::MAX) {
-                // What the client's control stream says (its SETTINGS,
-                // a GOAWAY) changes nothing for a server without push.
-                Ok(Some(chunk)) => {
-                    if let Err(e) = self.peer_streams.feed(stream, &chunk.bytes, &mut |_| {}) {
-                        failure = Some(e);
-                        break;
-                    }
-                }
-                Ok(None) | Err(ReadError::Reset(_)) if stream.is_critical() => {
-                    failure = Some(H3Error::new(
-                        error::CLOSED_CRITICAL_STREAM,
-                        "the client closed its control or QPACK stream",
-                    ));
-                    break;
-                }
-                Ok(None) | Err(ReadError::Reset(_)) | Err(ReadError::Blocked) => break,
-            }
-        }
-        let _ = chunks.finalize();
-        if let Some(e) = failure {
+        let recv = self.quic.recv_stream(id);
+        // What the client's control stream says (its SETTINGS, a GOAWAY)
+        // changes nothing for a server without push.
+        if let Err(e) = self.peer_streams.read(stream, recv, &mut |_| {}) {
             self.close(now, &e);
         }
     }
 
     fn close(&mut self, now: Instant, e: &H3Error) {
-        self.quic.close(now, code(e.code), e.reason.clone().into_bytes().into());
+        self.quic.close(now, error::on_the_wire(e.code), e.reason.clone().into_bytes().into());
         self.requests.clear();
         self.responses.clear();
     }
@@ -528,8 +507,4 @@ fn body_chunk<'a>(body: &'a Body, offset: u64, scratch: &'a mut Vec<u8>) -> &'a 
             scratch
         }
     }
-}
-
-fn code(code: u64) -> VarInt {
-    VarInt::from_u64(code).unwrap_or_default()
 }

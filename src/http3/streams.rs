@@ -6,9 +6,11 @@
 //! fills, and are read and dropped, as are streams of unknown types and
 //! reserved ones. Each critical stream may be opened once.
 
+use quinn_proto::{ReadError, RecvStream};
+
 use super::error::{
-    H3Error, FRAME_UNEXPECTED, ID_ERROR, MISSING_SETTINGS, QPACK_ENCODER_STREAM_ERROR,
-    STREAM_CREATION_ERROR,
+    H3Error, CLOSED_CRITICAL_STREAM, FRAME_UNEXPECTED, ID_ERROR, MISSING_SETTINGS,
+    QPACK_ENCODER_STREAM_ERROR, STREAM_CREATION_ERROR,
 };
 use super::frame::{self, FrameReader, Piece};
 use super::varint;
@@ -77,6 +79,37 @@ impl PeerStreams {
     /// A stream the peer opened.
     pub fn open(&mut self) -> PeerStream {
         PeerStream { kind: Vec::with_capacity(8), role: None }
+    }
+
+    /// Reads what arrived on `stream` from quinn-proto's `recv` and feeds
+    /// it (see [`PeerStreams::feed`]); a critical stream the peer ends or
+    /// resets is the connection's error.
+    pub fn read(
+        &mut self,
+        stream: &mut PeerStream,
+        mut recv: RecvStream<'_>,
+        control: &mut dyn FnMut(Control),
+    ) -> Result<(), H3Error> {
+        let Ok(mut chunks) = recv.read(true) else { return Ok(()) };
+        let peer = if self.client { "client" } else { "server" };
+        let read = loop {
+            match chunks.next(usize::MAX) {
+                Ok(Some(chunk)) => {
+                    if let Err(e) = self.feed(stream, &chunk.bytes, control) {
+                        break Err(e);
+                    }
+                }
+                Ok(None) | Err(ReadError::Reset(_)) if stream.is_critical() => {
+                    break Err(H3Error::new(
+                        CLOSED_CRITICAL_STREAM,
+                        format!("the {peer} closed its control or QPACK stream"),
+                    ));
+                }
+                Ok(None) | Err(ReadError::Reset(_)) | Err(ReadError::Blocked) => break Ok(()),
+            }
+        };
+        let _ = chunks.finalize();
+        read
     }
 
     /// Bytes of `stream`, in order; what its control stream says goes to
