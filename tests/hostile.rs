@@ -28,8 +28,8 @@ use std::time::{Duration, Instant};
 
 use common::{load_lock, spawn_pace, Run};
 use hostile::{
-    closed_by_server_within, h2, HostileServer, Mode, ServeProcess, HUGE_BODY, TRICKLED,
-    TRICKLE_EVERY,
+    closed_by_server_within, h2, measure, HostileServer, Measured, Mode, ServeProcess, HUGE_BODY,
+    TRICKLED, TRICKLE_EVERY,
 };
 
 /// `-d`: short, but long enough for the back-off and several reconnects.
@@ -90,66 +90,10 @@ struct Case {
     responses: Responses,
 }
 
-/// What one run of pace left, with its peak resident memory.
-struct Measured {
-    run: Run,
-    peak_rss_kib: u64,
-    /// User plus system CPU time.
-    cpu: Duration,
-}
-
-/// Runs pace with `args`, killing it (and failing) past `limit`, and reads
-/// its peak RSS from the kernel after it exits: `waitid(..., WNOWAIT)`
-/// with the rusage argument of the raw system call sees the exited child
-/// (its `ru_maxrss`) without reaping it, so the exit status and the output
-/// are still collected as usual.
+/// Runs pace with `args`, killing it (and failing) past `limit`, with its
+/// peak RSS and CPU time.
 fn run_measured(args: &[&str], limit: Duration) -> Measured {
-    let running = spawn_pace(args);
-    let pid = running.pid();
-    let deadline = running.started + limit;
-    let mut usage = None;
-    while Instant::now() < deadline {
-        usage = exited_usage(pid);
-        if usage.is_some() {
-            break;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    // Past the deadline this kills pace and fails the test.
-    let run = running.wait(limit);
-    let usage = usage.unwrap_or_else(|| panic!("no rusage for pace\n{run}"));
-    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    Measured {
-        peak_rss_kib: usage.ru_maxrss as u64,
-        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
-        run,
-    }
-}
-
-/// The resource usage of our child `pid` once it has exited (None while it
-/// runs); the child stays a zombie for the caller to reap.
-fn exited_usage(pid: i32) -> Option<libc::rusage> {
-    // SAFETY: all-zero siginfo_t and rusage are valid values of these C
-    // structs.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid(2) on our own, not yet reaped, child with pointers to
-    // live structs of the right types; WNOWAIT leaves it unreaped.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_waitid,
-            libc::P_PID,
-            pid,
-            &mut info as *mut libc::siginfo_t,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-            &mut usage as *mut libc::rusage,
-        )
-    };
-    assert_eq!(rc, 0, "waitid({pid}): {}", std::io::Error::last_os_error());
-    // SAFETY: waitid filled in a SIGCHLD siginfo, or left it zeroed (WNOHANG
-    // and no change): si_pid is 0 then.
-    let exited = unsafe { info.si_pid() } == pid;
-    exited.then_some(usage)
+    measure(spawn_pace(args), limit)
 }
 
 /// `500ms`: a duration as pace's `-d` and `-T` take it.

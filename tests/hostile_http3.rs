@@ -24,7 +24,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use common::{load_lock, spawn_pace, stretched, Run, Running};
-use hostile::ServeProcess;
+use hostile::{exited_usage, Measured, ServeProcess};
 use serde_json::Value;
 
 /// What a run may take beyond its duration and timeout: the pre-run
@@ -233,59 +233,12 @@ fn until_server_read(addr: SocketAddr, n: u64, running: &mut Running) -> Stats {
 
 // ----- running pace, its CPU time -------------------------------------------------
 
-/// A finished run and the CPU time (user plus system) pace took.
-struct Measured {
-    run: Run,
-    cpu: Duration,
-}
-
-/// Waits for `running` to exit (killing it, and failing, past `limit`),
-/// and reads its CPU time from the kernel: `waitid(..., WNOWAIT)` with the
-/// rusage argument of the raw system call sees the exited child without
-/// reaping it, so the output and status are collected as usual.
+/// Waits for `running` to exit, with its CPU time
+/// ([`hostile::measure`]); it must not have panicked.
 fn finish(running: Running, limit: Duration) -> Measured {
-    let pid = running.pid();
-    let deadline = running.started + stretched(limit);
-    let mut usage = None;
-    while Instant::now() < deadline {
-        usage = exited_usage(pid);
-        if usage.is_some() {
-            break;
-        }
-        thread::sleep(Duration::from_millis(5));
-    }
-    let run = running.wait(limit);
-    let usage = usage.unwrap_or_else(|| panic!("no rusage for pace\n{run}"));
-    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
-    let cpu = seconds(usage.ru_utime) + seconds(usage.ru_stime);
-    assert!(!run.stderr.contains("panicked"), "{run}");
-    Measured { run, cpu }
-}
-
-/// The resource usage of our child `pid` once it has exited (None while it
-/// runs); the child stays a zombie for its owner to reap.
-fn exited_usage(pid: i32) -> Option<libc::rusage> {
-    // SAFETY: all-zero siginfo_t and rusage are valid values of these C
-    // structs.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: waitid(2) on our own, not yet reaped, child with pointers to
-    // live structs of the right types; WNOWAIT leaves it unreaped.
-    let rc = unsafe {
-        libc::syscall(
-            libc::SYS_waitid,
-            libc::P_PID,
-            pid,
-            &mut info as *mut libc::siginfo_t,
-            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
-            &mut usage as *mut libc::rusage,
-        )
-    };
-    assert_eq!(rc, 0, "waitid({pid}): {}", std::io::Error::last_os_error());
-    // SAFETY: waitid filled in a SIGCHLD siginfo, or left it zeroed (WNOHANG
-    // and no change): si_pid is 0 then.
-    let exited = unsafe { info.si_pid() } == pid;
-    exited.then_some(usage)
+    let measured = hostile::measure(running, limit);
+    assert!(!measured.run.stderr.contains("panicked"), "{}", measured.run);
+    measured
 }
 
 /// Sends `signal` to the server process.
@@ -323,7 +276,7 @@ fn caused(causes: &[(String, u64)], words: &[&str]) -> u64 {
 /// and again (by garbage, by QUIC's timers, by a dead peer) would burn
 /// most of the wall time.
 fn assert_no_spin(measured: &Measured, what: &str) {
-    let Measured { run, cpu } = measured;
+    let Measured { run, cpu, .. } = measured;
     assert!(*cpu <= run.wall / 4, "{what}: {cpu:?} of CPU in {:?}\n{run}", run.wall);
 }
 

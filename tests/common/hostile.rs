@@ -22,7 +22,7 @@ use std::sync::{mpsc, Arc, OnceLock};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::common::DieWithTest;
+use crate::common::{stretched, DieWithTest, Run, Running};
 
 /// How the server answers every request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -683,4 +683,66 @@ pub mod h2 {
             }
         }
     }
+}
+
+/// What one run of pace left: its output, and its peak resident memory
+/// and CPU time (user plus system) as the kernel counted them.
+pub struct Measured {
+    pub run: Run,
+    pub peak_rss_kib: u64,
+    pub cpu: Duration,
+}
+
+/// Waits for `running` to exit (killing it, and failing, past `limit`),
+/// and reads its resource usage from the kernel: `waitid(..., WNOWAIT)`
+/// with the rusage argument of the raw system call sees the exited child
+/// (its `ru_maxrss`, its CPU times) without reaping it, so the exit status
+/// and the output are still collected as usual.
+pub fn measure(running: Running, limit: Duration) -> Measured {
+    let pid = running.pid();
+    // As far as `wait` waits before it kills pace.
+    let deadline = running.started + stretched(limit);
+    let mut usage = None;
+    while Instant::now() < deadline {
+        usage = exited_usage(pid);
+        if usage.is_some() {
+            break;
+        }
+        thread::sleep(Duration::from_millis(5));
+    }
+    // Past the deadline this kills pace and fails the test.
+    let run = running.wait(limit);
+    let usage = usage.unwrap_or_else(|| panic!("no rusage for pace\n{run}"));
+    let seconds = |t: libc::timeval| Duration::new(t.tv_sec as u64, t.tv_usec as u32 * 1000);
+    Measured {
+        peak_rss_kib: usage.ru_maxrss as u64,
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        run,
+    }
+}
+
+/// The resource usage of our child `pid` once it has exited (None while it
+/// runs); the child stays a zombie for the caller to reap.
+pub fn exited_usage(pid: i32) -> Option<libc::rusage> {
+    // SAFETY: all-zero siginfo_t and rusage are valid values of these C
+    // structs.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid(2) on our own, not yet reaped, child with pointers to
+    // live structs of the right types; WNOWAIT leaves it unreaped.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_waitid,
+            libc::P_PID,
+            pid,
+            &mut info as *mut libc::siginfo_t,
+            libc::WEXITED | libc::WNOWAIT | libc::WNOHANG,
+            &mut usage as *mut libc::rusage,
+        )
+    };
+    assert_eq!(rc, 0, "waitid({pid}): {}", std::io::Error::last_os_error());
+    // SAFETY: waitid filled in a SIGCHLD siginfo, or left it zeroed (WNOHANG
+    // and no change): si_pid is 0 then.
+    let exited = unsafe { info.si_pid() } == pid;
+    exited.then_some(usage)
 }
