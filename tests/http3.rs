@@ -330,22 +330,17 @@ fn the_request_and_tls_options_work_over_http3_as_over_tcp() {
     let dir = tempfile::tempdir().unwrap();
     let cacert = dir.path().join("ca.pem");
     fs::write(&cacert, built_in_certificate_pem()).unwrap();
+    // print_body.lua's response(), with a POST of its own.
     let script = dir.path().join("post.lua");
-    fs::write(
-        &script,
+    let text = format!(
         r#"wrk.method = "POST"
 wrk.body = "hello over QUIC"
 wrk.headers["X-Test"] = "h3"
-local printed = false
-function response(status, headers, body)
-   if not printed then
-      io.write(body)
-      printed = true
-   end
-end
+dofile("{}")
 "#,
-    )
-    .unwrap();
+        script!("print_body")
+    );
+    fs::write(&script, text).unwrap();
     let connect_to = format!("pace.test:{port}:127.0.0.1:{port}");
     let url = format!("https://pace.test:{port}/echo");
     let args = [
